@@ -1,0 +1,33 @@
+//! `rig`: the rpcrdma-rig command line. Each subcommand lives in its own module.
+
+use clap::{Parser, Subcommand};
+
+mod decode;
+
+/// Interop test suite and fuzzing rig for RPC-over-RDMA version 1 (RFC 8166).
+#[derive(Parser)]
+#[command(name = "rig", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Decode one RPC-over-RDMA message (transport header + RPC + NFS) from a file or stdin.
+    Decode(decode::Args),
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Decode(args) => decode::run(args),
+    };
+    match result {
+        Ok(code) => std::process::ExitCode::from(code),
+        Err(e) => {
+            eprintln!("rig: {e:#}");
+            std::process::ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,21 @@
+//! Wire codecs for rpcrdma-rig: XDR, RPC-over-RDMA v1, RFC 8797 private data, ONC RPC v2, NFSv3.
+//!
+//! Architecture Invariant: this crate does no I/O, reads no clock and contains no `unsafe`.
+//! Every decoder takes untrusted bytes and returns a typed [`DecodeError`] naming the RFC rule the
+//! input broke; nothing here panics on any input (fuzzed in `fuzz/`).
+#![forbid(unsafe_code)]
+
+pub mod error;
+pub mod message;
+pub mod mount3;
+pub mod nfs3;
+pub mod nfsacl;
+pub mod private_data;
+pub mod raw;
+pub mod rpc;
+pub mod rpcrdma;
+pub mod svcrdma;
+pub mod xdr;
+
+pub use error::{DecodeError, Result};
+pub use xdr::{Reader, Writer, Xdr};
