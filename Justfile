@@ -1,0 +1,47 @@
+# rpcrdma-rig task runner. `just --list` shows every recipe.
+
+set shell := ["bash", "-euo", "pipefail", "-c"]
+
+fuzz_targets := "rpcrdma_header rpc_message nfs3 private_data svcrdma_classify"
+
+# Show the recipes.
+default:
+    @just --list
+
+# Everything CI checks: formatting, lints (fuzz workspace included), all tests, a 10 s smoke run of each fuzz target.
+test: fmt-check clippy unit fuzz-smoke
+
+# rustfmt check over the workspace and the fuzz workspace.
+fmt-check:
+    cargo fmt --all -- --check
+    cargo fmt --manifest-path fuzz/Cargo.toml --all -- --check
+
+# clippy with warnings denied, all targets, both workspaces.
+clippy:
+    cargo clippy --workspace --all-targets -- -D warnings
+    cargo clippy --manifest-path fuzz/Cargo.toml --all-targets -- -D warnings
+
+# All unit, integration, data-driven and snapshot tests (no VM).
+unit:
+    CI=true cargo test --workspace
+
+# Each fuzz target for 10 s (stable toolchain, no sanitizer).
+fuzz-smoke:
+    scripts/fuzz.sh none 10 {{fuzz_targets}}
+
+# Each fuzz target for SECONDS (default 60) on stable, no sanitizer; prints exec/s per target.
+fuzz seconds="60":
+    scripts/fuzz.sh none {{seconds}} {{fuzz_targets}}
+
+# Longer fuzzing with AddressSanitizer (RUSTC_BOOTSTRAP=1 on stable).
+fuzz-nightly seconds="600":
+    RUSTC_BOOTSTRAP=1 scripts/fuzz.sh address {{seconds}} {{fuzz_targets}}
+
+# Benchmarks: decode throughput over the real messages of the fixture pcaps.
+bench:
+    cargo bench -p rpcrdma-wire --bench decode
+
+# Review and accept changed insta snapshots (installs cargo-insta if missing).
+snapshots:
+    command -v cargo-insta >/dev/null || cargo install --locked cargo-insta
+    cargo insta review --workspace
