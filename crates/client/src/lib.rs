@@ -1,0 +1,1 @@
+//! Retransmitting client (in progress).

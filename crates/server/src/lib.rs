@@ -1,0 +1,1 @@
+//! Reference server (in progress).

@@ -1,0 +1,602 @@
+//! A deterministic simulated reliable-connected (RC) RDMA transport between two sans-IO endpoints.
+//!
+//! The model keeps the properties RPC-over-RDMA relies on and the orderings that matter to a
+//! duplicate reply cache, and nothing else:
+//! - each direction is one ordered channel (RC): Sends, RDMA Reads and RDMA Writes posted by one side
+//!   are executed in posting order;
+//! - a Send consumes the peer's oldest posted Receive; with none posted the peer answers
+//!   receiver-not-ready (RNR) and the Send is retried after something else has happened, up to the
+//!   RNR retry count, after which the connection breaks (as an RC QP does);
+//! - a delivered Send produces two completions: a Receive completion in the receiver's receive queue
+//!   ("landed in the buffer") and a Send completion in the sender's send queue ("acknowledged"). When
+//!   each endpoint's *software* polls those queues is a separate step, so "the reply is in the
+//!   client's buffer", "the server saw its Send complete" and "the client processed the reply" can be
+//!   ordered any way a real host can order them;
+//! - RDMA Read/Write check the peer's registered handle, bounds and access right; a violation breaks
+//!   the connection (remote access error), as verbs do.
+//!
+//! Scheduling is a seeded PRNG (splitmix64) choosing among the enabled actions, minus those a
+//! scenario holds. Same seed, same script → same run, byte for byte. There is no clock.
+//!
+//! Architecture Invariant: the simulator never inspects RPC-over-RDMA headers; it moves bytes.
+
+use std::collections::{BTreeSet, VecDeque};
+
+use engine::verbs::{CompletionError, Endpoint, Event, WorkRequest, WrId};
+
+/// splitmix64: small, fast, and good enough to pick among a handful of enabled actions.
+#[derive(Debug, Clone)]
+pub struct SplitMix64(u64);
+
+impl SplitMix64 {
+    pub fn new(seed: u64) -> Self {
+        SplitMix64(seed)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform-ish index below `n` (`n` > 0).
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next_u64() % n as u64) as usize
+    }
+}
+
+/// One of the two endpoints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Side {
+    /// The active side (RPC requester, the NFS client).
+    Client,
+    /// The passive side (RPC responder, the NFS server).
+    Server,
+}
+
+impl Side {
+    fn index(self) -> usize {
+        match self {
+            Side::Client => 0,
+            Side::Server => 1,
+        }
+    }
+
+    fn peer(self) -> Side {
+        match self {
+            Side::Client => Side::Server,
+            Side::Server => Side::Client,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Side::Client => "client",
+            Side::Server => "server",
+        }
+    }
+}
+
+/// One schedulable step of the simulation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Action {
+    /// Execute the oldest operation `Side` posted (deliver a Send, serve a Read/Write).
+    Transmit(Side),
+    /// `Side`'s software polls one completion from its send queue.
+    PollSendQueue(Side),
+    /// `Side`'s software polls one completion from its receive queue.
+    PollRecvQueue(Side),
+    /// `Side` runs one unit of upper-layer work (an nfsd thread executing a request).
+    UpperLayer(Side),
+}
+
+#[derive(Debug, Clone)]
+enum Transit {
+    Send {
+        wr_id: WrId,
+        payload: Vec<u8>,
+        rnr_retries_left: u32,
+    },
+    Read {
+        wr_id: WrId,
+        handle: u32,
+        offset: u64,
+        length: u32,
+    },
+    Write {
+        wr_id: WrId,
+        handle: u32,
+        offset: u64,
+        data: Vec<u8>,
+    },
+}
+
+impl Transit {
+    fn wr_id(&self) -> WrId {
+        match self {
+            Transit::Send { wr_id, .. }
+            | Transit::Read { wr_id, .. }
+            | Transit::Write { wr_id, .. } => *wr_id,
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct Port {
+    posted_receives: VecDeque<(WrId, usize)>,
+    send_queue_completions: VecDeque<Event>,
+    recv_queue_completions: VecDeque<Event>,
+    outbound: VecDeque<Transit>,
+    /// Set after an RNR NAK: the retry waits until some other action has run (the RNR timer).
+    rnr_backoff: bool,
+}
+
+/// Simulator knobs.
+#[derive(Debug, Clone, Copy)]
+pub struct SimConfig {
+    /// How many RNR retries a Send gets before the connection breaks (IB allows 0-6; 7 = forever).
+    pub rnr_retry_count: u32,
+    /// Seed for the scheduler.
+    pub seed: u64,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        SimConfig {
+            rnr_retry_count: 6,
+            seed: 1,
+        }
+    }
+}
+
+/// Counters a verdict can use.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SimStats {
+    pub steps: u64,
+    pub sends_delivered: u64,
+    pub rnr_naks: u64,
+    pub connection_errors: u64,
+    pub connections: u64,
+}
+
+/// Two endpoints joined by a simulated RC connection.
+pub struct Sim<C, S> {
+    pub client: C,
+    pub server: S,
+    ports: [Port; 2],
+    connected: bool,
+    config: SimConfig,
+    rng: SplitMix64,
+    held: BTreeSet<Action>,
+    stats: SimStats,
+    trace: Vec<String>,
+}
+
+impl<C: Endpoint, S: Endpoint> Sim<C, S> {
+    /// Join `client` and `server`; the connection is not yet established (see [`Sim::connect`]).
+    pub fn new(client: C, server: S, config: SimConfig) -> Self {
+        Sim {
+            client,
+            server,
+            ports: [Port::default(), Port::default()],
+            connected: false,
+            config,
+            rng: SplitMix64::new(config.seed),
+            held: BTreeSet::new(),
+            stats: SimStats::default(),
+            trace: Vec::new(),
+        }
+    }
+
+    /// Establish a (new) connection: fresh queues, then `Connected` to the server first (the passive
+    /// side learns of ESTABLISHED first on the wire) and then to the client.
+    pub fn connect(&mut self) {
+        self.ports = [Port::default(), Port::default()];
+        self.connected = true;
+        self.stats.connections += 1;
+        self.note(format!("conn  established #{}", self.stats.connections));
+        self.deliver(Side::Server, Event::Connected);
+        self.deliver(Side::Client, Event::Connected);
+    }
+
+    pub fn is_connected(&self) -> bool {
+        self.connected
+    }
+
+    pub fn stats(&self) -> SimStats {
+        self.stats
+    }
+
+    /// Transport-level trace lines (interleaved with the endpoints' own lines) taken so far.
+    pub fn take_trace(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.trace)
+    }
+
+    /// Forbid `action` until released.
+    pub fn hold(&mut self, action: Action) {
+        self.held.insert(action);
+    }
+
+    pub fn release(&mut self, action: Action) {
+        self.held.remove(&action);
+    }
+
+    pub fn release_all(&mut self) {
+        self.held.clear();
+    }
+
+    /// Collect what `side` wants posted after a scenario drove it directly (e.g. issued a call
+    /// through `sim.client`).
+    pub fn flush_work(&mut self, side: Side) {
+        self.drain(side);
+    }
+
+    /// Break the connection as `side`'s software asked (a client timing out).
+    pub fn disconnect(&mut self, side: Side) {
+        if self.connected {
+            self.note(format!("conn  {} disconnects", side.name()));
+            self.break_connection();
+        }
+    }
+
+    /// Actions that could run now, in a stable order, minus held ones.
+    pub fn enabled(&self) -> Vec<Action> {
+        let mut out = Vec::new();
+        for side in [Side::Client, Side::Server] {
+            let port = &self.ports[side.index()];
+            if self.connected && !port.outbound.is_empty() && !port.rnr_backoff {
+                out.push(Action::Transmit(side));
+            }
+            if !port.send_queue_completions.is_empty() {
+                out.push(Action::PollSendQueue(side));
+            }
+            if !port.recv_queue_completions.is_empty() {
+                out.push(Action::PollRecvQueue(side));
+            }
+            let upper = match side {
+                Side::Client => self.client.has_upper_layer_work(),
+                Side::Server => self.server.has_upper_layer_work(),
+            };
+            if upper {
+                out.push(Action::UpperLayer(side));
+            }
+        }
+        out.retain(|a| !self.held.contains(a));
+        if out.is_empty() {
+            // Only RNR-backed-off Sends remain: let their retry timer fire.
+            for side in [Side::Client, Side::Server] {
+                let port = &self.ports[side.index()];
+                let action = Action::Transmit(side);
+                if self.connected
+                    && !port.outbound.is_empty()
+                    && port.rnr_backoff
+                    && !self.held.contains(&action)
+                {
+                    out.push(action);
+                }
+            }
+        }
+        out
+    }
+
+    /// Run one enabled action chosen by the seeded scheduler. `None` when nothing can run.
+    pub fn step(&mut self) -> Option<Action> {
+        let enabled = self.enabled();
+        if enabled.is_empty() {
+            return None;
+        }
+        let action = enabled[self.rng.below(enabled.len())];
+        self.run(action);
+        Some(action)
+    }
+
+    /// Run a specific action if it is enabled (ignoring holds). Returns whether it ran.
+    pub fn force(&mut self, action: Action) -> bool {
+        let held = self.held.remove(&action);
+        let ok = self.enabled().contains(&action);
+        if held {
+            self.held.insert(action);
+        }
+        if ok {
+            self.run(action);
+        }
+        ok
+    }
+
+    /// Step until `done` holds (checked before each step) or nothing can run or `max_steps` ran.
+    /// Returns whether `done` held.
+    pub fn run_until(&mut self, max_steps: u64, mut done: impl FnMut(&Self) -> bool) -> bool {
+        for _ in 0..max_steps {
+            if done(self) {
+                return true;
+            }
+            if self.step().is_none() {
+                break;
+            }
+        }
+        done(self)
+    }
+
+    /// Step until nothing can run (or `max_steps`). Returns whether the run went quiet.
+    pub fn run_to_quiescence(&mut self, max_steps: u64) -> bool {
+        for _ in 0..max_steps {
+            if self.step().is_none() {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Number of Receives `side` has posted and not yet consumed.
+    pub fn posted_receives(&self, side: Side) -> usize {
+        self.ports[side.index()].posted_receives.len()
+    }
+
+    /// Completions waiting in `side`'s receive queue (landed, not yet seen by software).
+    pub fn pending_receive_completions(&self, side: Side) -> usize {
+        self.ports[side.index()].recv_queue_completions.len()
+    }
+
+    /// Completions waiting in `side`'s send queue.
+    pub fn pending_send_completions(&self, side: Side) -> usize {
+        self.ports[side.index()].send_queue_completions.len()
+    }
+
+    /// Operations `side` posted that have not executed yet.
+    pub fn in_flight(&self, side: Side) -> usize {
+        self.ports[side.index()].outbound.len()
+    }
+
+    fn note(&mut self, line: String) {
+        self.trace.push(line);
+    }
+
+    fn run(&mut self, action: Action) {
+        self.stats.steps += 1;
+        // Any other action lets a backed-off RNR retry timer expire.
+        for side in [Side::Client, Side::Server] {
+            if action != Action::Transmit(side) {
+                self.ports[side.index()].rnr_backoff = false;
+            }
+        }
+        match action {
+            Action::Transmit(side) => self.transmit(side),
+            Action::PollSendQueue(side) => {
+                if let Some(ev) = self.ports[side.index()].send_queue_completions.pop_front() {
+                    self.deliver(side, ev);
+                }
+            }
+            Action::PollRecvQueue(side) => {
+                if let Some(ev) = self.ports[side.index()].recv_queue_completions.pop_front() {
+                    self.deliver(side, ev);
+                }
+            }
+            Action::UpperLayer(side) => {
+                match side {
+                    Side::Client => self.client.run_upper_layer(),
+                    Side::Server => self.server.run_upper_layer(),
+                };
+                self.drain(side);
+            }
+        }
+    }
+
+    fn deliver(&mut self, side: Side, event: Event) {
+        match side {
+            Side::Client => self.client.handle_event(event),
+            Side::Server => self.server.handle_event(event),
+        }
+        self.drain(side);
+    }
+
+    /// Collect everything `side` wants posted.
+    fn drain(&mut self, side: Side) {
+        loop {
+            let work = match side {
+                Side::Client => self.client.poll_work(),
+                Side::Server => self.server.poll_work(),
+            };
+            let Some(work) = work else { break };
+            let port = &mut self.ports[side.index()];
+            let transit = match work {
+                WorkRequest::PostRecv { wr_id, capacity } => {
+                    if self.connected {
+                        port.posted_receives.push_back((wr_id, capacity));
+                    }
+                    continue;
+                }
+                WorkRequest::Disconnect => {
+                    self.disconnect(side);
+                    continue;
+                }
+                WorkRequest::PostSend { wr_id, payload } => Transit::Send {
+                    wr_id,
+                    payload,
+                    rnr_retries_left: self.config.rnr_retry_count,
+                },
+                WorkRequest::RdmaRead {
+                    wr_id,
+                    handle,
+                    offset,
+                    length,
+                } => Transit::Read {
+                    wr_id,
+                    handle,
+                    offset,
+                    length,
+                },
+                WorkRequest::RdmaWrite {
+                    wr_id,
+                    handle,
+                    offset,
+                    data,
+                } => Transit::Write {
+                    wr_id,
+                    handle,
+                    offset,
+                    data,
+                },
+            };
+            if self.connected {
+                port.outbound.push_back(transit);
+            } else {
+                // Posting on a dead QP flushes immediately.
+                port.send_queue_completions.push_back(Event::WorkFailed {
+                    wr_id: transit.wr_id(),
+                    error: CompletionError::Flushed,
+                });
+            }
+        }
+    }
+
+    fn transmit(&mut self, side: Side) {
+        let peer = side.peer();
+        let Some(transit) = self.ports[side.index()].outbound.pop_front() else {
+            return;
+        };
+        match transit {
+            Transit::Send {
+                wr_id,
+                payload,
+                rnr_retries_left,
+            } => {
+                let Some((recv_wr, capacity)) =
+                    self.ports[peer.index()].posted_receives.pop_front()
+                else {
+                    self.stats.rnr_naks += 1;
+                    if rnr_retries_left == 0 {
+                        self.note(format!(
+                            "wire  {}->{} Send RNR retry exceeded",
+                            side.name(),
+                            peer.name()
+                        ));
+                        self.ports[side.index()].send_queue_completions.push_back(
+                            Event::WorkFailed {
+                                wr_id,
+                                error: CompletionError::RnrRetryExceeded,
+                            },
+                        );
+                        self.break_connection();
+                    } else {
+                        self.note(format!(
+                            "wire  {}->{} Send RNR NAK (retries left {})",
+                            side.name(),
+                            peer.name(),
+                            rnr_retries_left
+                        ));
+                        let port = &mut self.ports[side.index()];
+                        port.outbound.push_front(Transit::Send {
+                            wr_id,
+                            payload,
+                            rnr_retries_left: rnr_retries_left - 1,
+                        });
+                        port.rnr_backoff = true;
+                    }
+                    return;
+                };
+                if payload.len() > capacity {
+                    self.note(format!(
+                        "wire  {}->{} Send {}B > Receive {}B: local length error",
+                        side.name(),
+                        peer.name(),
+                        payload.len(),
+                        capacity
+                    ));
+                    self.ports[peer.index()]
+                        .recv_queue_completions
+                        .push_back(Event::WorkFailed {
+                            wr_id: recv_wr,
+                            error: CompletionError::LocalLength,
+                        });
+                    self.break_connection();
+                    return;
+                }
+                self.stats.sends_delivered += 1;
+                self.ports[peer.index()]
+                    .recv_queue_completions
+                    .push_back(Event::RecvCompleted {
+                        wr_id: recv_wr,
+                        payload,
+                    });
+                self.ports[side.index()]
+                    .send_queue_completions
+                    .push_back(Event::SendCompleted { wr_id });
+            }
+            Transit::Read {
+                wr_id,
+                handle,
+                offset,
+                length,
+            } => {
+                let result = match peer {
+                    Side::Client => self.client.memory().remote_read(handle, offset, length),
+                    Side::Server => self.server.memory().remote_read(handle, offset, length),
+                };
+                match result {
+                    Ok(data) => self.ports[side.index()]
+                        .send_queue_completions
+                        .push_back(Event::ReadCompleted { wr_id, data }),
+                    Err(e) => self.remote_access_error(side, wr_id, format!("{e:?}")),
+                }
+            }
+            Transit::Write {
+                wr_id,
+                handle,
+                offset,
+                data,
+            } => {
+                let result = match peer {
+                    Side::Client => self.client.memory().remote_write(handle, offset, &data),
+                    Side::Server => self.server.memory().remote_write(handle, offset, &data),
+                };
+                match result {
+                    Ok(()) => self.ports[side.index()]
+                        .send_queue_completions
+                        .push_back(Event::WriteCompleted { wr_id }),
+                    Err(e) => self.remote_access_error(side, wr_id, format!("{e:?}")),
+                }
+            }
+        }
+    }
+
+    fn remote_access_error(&mut self, side: Side, wr_id: WrId, why: String) {
+        self.note(format!(
+            "wire  {} RDMA remote access error: {why}",
+            side.name()
+        ));
+        self.ports[side.index()]
+            .send_queue_completions
+            .push_back(Event::WorkFailed {
+                wr_id,
+                error: CompletionError::RemoteAccess,
+            });
+        self.break_connection();
+    }
+
+    /// The QP goes to error: everything posted is flushed, both sides learn of the disconnect.
+    /// Completions already generated stay in the queues for software to poll.
+    fn break_connection(&mut self) {
+        if !self.connected {
+            return;
+        }
+        self.connected = false;
+        self.stats.connection_errors += 1;
+        self.note("conn  lost".to_string());
+        for side in [Side::Client, Side::Server] {
+            let port = &mut self.ports[side.index()];
+            port.rnr_backoff = false;
+            let flushed: Vec<WrId> = port.outbound.drain(..).map(|t| t.wr_id()).collect();
+            for wr_id in flushed {
+                port.send_queue_completions.push_back(Event::WorkFailed {
+                    wr_id,
+                    error: CompletionError::Flushed,
+                });
+            }
+            port.posted_receives.clear();
+        }
+        self.deliver(Side::Server, Event::ConnectionLost);
+        self.deliver(Side::Client, Event::ConnectionLost);
+    }
+}
