@@ -1,1 +1,1 @@
-//! (being written)
+//! One-shot decode of a whole Send payload (being written).
