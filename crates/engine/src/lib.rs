@@ -6,4 +6,39 @@
 //! back what the hardware reports; every scenario therefore also runs deterministically.
 #![forbid(unsafe_code)]
 
+pub mod requester;
+pub mod responder;
+pub mod trace;
 pub mod verbs;
+
+pub use requester::{
+    CallError, OutgoingCall, ReceivedReply, ReplyPath, Requester, RequesterOutput,
+};
+pub use responder::{
+    CallToken, IncomingCall, OutgoingReply, ReplyError, Responder, ResponderOutput,
+};
+
+/// RFC 8166 §3.3.2: the inline threshold both sides assume without RFC 8797 negotiation.
+pub const DEFAULT_INLINE_THRESHOLD: usize = 1024;
+
+/// Per-connection parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnectionConfig {
+    /// Largest Send this side may post (the peer's Receive size).
+    pub inline_send: usize,
+    /// Size of this side's Receive buffers.
+    pub inline_recv: usize,
+    /// Responder: the grant advertised in every reply and the Receives kept posted.
+    /// Requester: the credits requested in every call and the Receives posted.
+    pub credits: u32,
+}
+
+impl Default for ConnectionConfig {
+    fn default() -> Self {
+        ConnectionConfig {
+            inline_send: DEFAULT_INLINE_THRESHOLD,
+            inline_recv: DEFAULT_INLINE_THRESHOLD,
+            credits: 8,
+        }
+    }
+}

@@ -1,0 +1,480 @@
+//! The requester (client) side of an RPC-over-RDMA v1 connection.
+//!
+//! It marshals calls into a transport header plus inline message, registering memory for Read,
+//! Write and Reply chunks; it matches replies to transmissions, reads chunk data back, invalidates
+//! the registrations and tracks the credit grant. Unlike xprtrdma it *lets* its user send the same
+//! XID again on a live connection: each transmission gets its own chunks and its own credit.
+
+use std::collections::VecDeque;
+
+use wire::rpcrdma::{Body, ChunkLists, ErrorBody, Header, ReadSegment, Segment, RPCRDMA_VERSION};
+use wire::{DecodeError, Xdr};
+
+use crate::trace::{describe_header, describe_rpc};
+use crate::verbs::{Access, CompletionError, Endpoint, Event, MemoryTable, WorkRequest, WrId};
+use crate::ConnectionConfig;
+
+/// Identifies one transmission of a call (a retransmit is a new transmission with the same XID).
+pub type TransmissionId = u64;
+
+/// A call as the upper layer hands it over.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutgoingCall {
+    pub xid: u32,
+    /// The RPC call message; when `read_chunk` is set, the DDP-eligible data is already removed
+    /// (RFC 8166 §3.4.1, the reduced XDR stream).
+    pub message: Vec<u8>,
+    /// DDP data the responder pulls with RDMA Read, and its XDR position in the message.
+    pub read_chunk: Option<(u32, Vec<u8>)>,
+    /// Offer a Write chunk of this many bytes (READ data lands there).
+    pub write_chunk_capacity: Option<u32>,
+    /// Offer a Reply chunk of this many bytes (a reply too large to be inline lands there).
+    pub reply_chunk_capacity: Option<u32>,
+}
+
+/// How a reply travelled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub enum ReplyPath {
+    Inline,
+    ReplyChunk,
+}
+
+/// A reply matched to a transmission.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReceivedReply {
+    pub xid: u32,
+    pub transmission: TransmissionId,
+    /// The (reduced) RPC reply message.
+    pub message: Vec<u8>,
+    /// Bytes the responder wrote into the Write chunk, if any.
+    pub write_chunk_data: Option<Vec<u8>>,
+    pub path: ReplyPath,
+}
+
+/// What the requester reports to its upper layer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RequesterOutput {
+    Reply(ReceivedReply),
+    /// RDMA_ERROR for a transmission.
+    TransportError {
+        xid: u32,
+        transmission: TransmissionId,
+        error: ErrorBody,
+    },
+    /// A reply whose XID matches no outstanding transmission (it is counted, then dropped).
+    UnmatchedReply {
+        xid: u32,
+    },
+    /// A Receive whose header failed to decode.
+    BadHeader(DecodeError),
+    /// The connection is gone; these transmissions will never be answered on it.
+    Disconnected {
+        abandoned: Vec<(u32, TransmissionId)>,
+    },
+    Connected,
+}
+
+/// Why [`Requester::call`] refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallError {
+    NotConnected,
+    /// RFC 8166 §3.3.1: the requester may not have more calls outstanding than the grant.
+    OverCredit {
+        outstanding: usize,
+        granted: u32,
+    },
+    /// The call does not fit inline and cannot also use a Position-Zero Read chunk.
+    TooLarge {
+        len: usize,
+    },
+}
+
+#[derive(Debug, Clone)]
+struct Transmission {
+    id: TransmissionId,
+    xid: u32,
+    read_handles: Vec<u32>,
+    write_chunk: Option<u32>,
+    reply_chunk: Option<u32>,
+}
+
+impl Transmission {
+    fn owns(&self, handle: u32) -> bool {
+        self.write_chunk == Some(handle) || self.reply_chunk == Some(handle)
+    }
+}
+
+/// Requester connection state machine.
+#[derive(Debug)]
+pub struct Requester {
+    config: ConnectionConfig,
+    connected: bool,
+    /// RFC 8166 §3.3.3: a new connection starts with a grant of one.
+    credits_granted: u32,
+    outstanding: Vec<Transmission>,
+    next_transmission: TransmissionId,
+    next_wr: WrId,
+    receives_posted: usize,
+    /// When false, Receives are not posted on connect until [`Requester::post_receives`].
+    auto_post_receives: bool,
+    memory: MemoryTable,
+    work: VecDeque<WorkRequest>,
+    outputs: VecDeque<RequesterOutput>,
+    trace: Vec<String>,
+    max_receive_bytes_seen: usize,
+}
+
+impl Requester {
+    pub fn new(config: ConnectionConfig) -> Self {
+        Requester {
+            config,
+            connected: false,
+            credits_granted: 1,
+            outstanding: Vec::new(),
+            next_transmission: 1,
+            next_wr: 1,
+            receives_posted: 0,
+            auto_post_receives: true,
+            memory: MemoryTable::new(0x1000),
+            work: VecDeque::new(),
+            outputs: VecDeque::new(),
+            trace: Vec::new(),
+            max_receive_bytes_seen: 0,
+        }
+    }
+
+    /// Do not post Receives when the connection comes up (reproduces the late-Receive-posting
+    /// race of the passive-first discussion); call [`Requester::post_receives`] later.
+    pub fn defer_receive_posting(&mut self) {
+        self.auto_post_receives = false;
+    }
+
+    /// Post Receives up to the number of credits requested.
+    pub fn post_receives(&mut self) {
+        while self.receives_posted < self.config.credits as usize {
+            let wr_id = self.wr();
+            self.work.push_back(WorkRequest::PostRecv {
+                wr_id,
+                capacity: self.config.inline_recv,
+            });
+            self.receives_posted += 1;
+        }
+        self.auto_post_receives = true;
+    }
+
+    pub fn is_connected(&self) -> bool {
+        self.connected
+    }
+
+    pub fn credits_granted(&self) -> u32 {
+        self.credits_granted
+    }
+
+    /// Transmissions sent and not yet answered.
+    pub fn outstanding(&self) -> usize {
+        self.outstanding.len()
+    }
+
+    /// Largest Receive payload seen (bounded by the Receive buffer size, an invariant fuzzing checks).
+    pub fn max_receive_bytes_seen(&self) -> usize {
+        self.max_receive_bytes_seen
+    }
+
+    pub fn poll_output(&mut self) -> Option<RequesterOutput> {
+        self.outputs.pop_front()
+    }
+
+    pub fn take_trace(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.trace)
+    }
+
+    fn wr(&mut self) -> WrId {
+        let id = self.next_wr;
+        self.next_wr += 1;
+        id
+    }
+
+    /// Send one transmission of `call`. With `honour_credits` false the credit check is skipped
+    /// (the over-credit scenario); a real requester never does that.
+    pub fn call(
+        &mut self,
+        call: OutgoingCall,
+        honour_credits: bool,
+    ) -> Result<TransmissionId, CallError> {
+        if !self.connected {
+            return Err(CallError::NotConnected);
+        }
+        // RFC 8166 §3.3.1: a requester MUST NOT have more requests in flight than the credits
+        // the responder granted.
+        if honour_credits && self.outstanding.len() >= self.credits_granted as usize {
+            return Err(CallError::OverCredit {
+                outstanding: self.outstanding.len(),
+                granted: self.credits_granted,
+            });
+        }
+        let mut chunks = ChunkLists::default();
+        let mut transmission = Transmission {
+            id: self.next_transmission,
+            xid: call.xid,
+            read_handles: Vec::new(),
+            write_chunk: None,
+            reply_chunk: None,
+        };
+        if let Some((position, data)) = call.read_chunk {
+            let length = data.len() as u32;
+            let handle = self.memory.register(data, Access::RemoteRead);
+            transmission.read_handles.push(handle);
+            chunks.reads.push(ReadSegment {
+                position,
+                target: Segment {
+                    handle,
+                    length,
+                    offset: 0,
+                },
+            });
+        }
+        if let Some(capacity) = call.write_chunk_capacity {
+            let handle = self
+                .memory
+                .register(vec![0; capacity as usize], Access::RemoteWrite);
+            transmission.write_chunk = Some(handle);
+            chunks.writes.push(vec![Segment {
+                handle,
+                length: capacity,
+                offset: 0,
+            }]);
+        }
+        if let Some(capacity) = call.reply_chunk_capacity {
+            let handle = self
+                .memory
+                .register(vec![0; capacity as usize], Access::RemoteWrite);
+            transmission.reply_chunk = Some(handle);
+            chunks.reply = Some(vec![Segment {
+                handle,
+                length: capacity,
+                offset: 0,
+            }]);
+        }
+        let header_len = 16 + chunks.encoded_len();
+        let body;
+        let mut inline = call.message;
+        // RFC 8166 §3.3.2: a Send may not exceed the peer's inline threshold; a longer call
+        // travels as RDMA_NOMSG with the whole message in a Position-Zero Read chunk (§3.5.3).
+        if header_len + inline.len() > self.config.inline_send {
+            if !chunks.reads.is_empty() {
+                self.release(&transmission);
+                return Err(CallError::TooLarge {
+                    len: header_len + inline.len(),
+                });
+            }
+            let length = inline.len() as u32;
+            let handle = self
+                .memory
+                .register(std::mem::take(&mut inline), Access::RemoteRead);
+            transmission.read_handles.push(handle);
+            chunks.reads.push(ReadSegment {
+                position: 0,
+                target: Segment {
+                    handle,
+                    length,
+                    offset: 0,
+                },
+            });
+            body = Body::Nomsg(chunks);
+        } else {
+            body = Body::Msg(chunks);
+        }
+        let header = Header {
+            xid: call.xid,
+            vers: RPCRDMA_VERSION,
+            credits: self.config.credits,
+            body,
+        };
+        let mut payload = header.to_bytes();
+        self.trace.push(format!(
+            "cli send {} {}",
+            describe_header(&header),
+            describe_rpc(&inline)
+        ));
+        payload.extend_from_slice(&inline);
+        self.next_transmission += 1;
+        let id = transmission.id;
+        self.outstanding.push(transmission);
+        let wr_id = self.wr();
+        self.work
+            .push_back(WorkRequest::PostSend { wr_id, payload });
+        Ok(id)
+    }
+
+    fn release(&mut self, transmission: &Transmission) {
+        for handle in &transmission.read_handles {
+            self.memory.invalidate(*handle);
+        }
+        for handle in transmission
+            .write_chunk
+            .iter()
+            .chain(&transmission.reply_chunk)
+        {
+            self.memory.invalidate(*handle);
+        }
+    }
+
+    fn on_receive(&mut self, payload: Vec<u8>) {
+        self.receives_posted = self.receives_posted.saturating_sub(1);
+        self.max_receive_bytes_seen = self.max_receive_bytes_seen.max(payload.len());
+        if self.connected && self.auto_post_receives {
+            self.post_receives();
+        }
+        let (header, consumed) = match Header::decode_prefix(&payload) {
+            Ok(h) => h,
+            Err(e) => {
+                self.trace.push(format!("cli recv bad-header {}", e.rule()));
+                self.outputs.push_back(RequesterOutput::BadHeader(e));
+                return;
+            }
+        };
+        let inline = &payload[consumed..];
+        // RFC 8166 §3.3.1: every reply carries the responder's current grant. A grant of zero
+        // would stall the requester forever, so treat it as one.
+        self.credits_granted = header.credits.max(1);
+        // Match the transmission: by a chunk handle it owns when the reply names one, else the
+        // oldest outstanding transmission with that XID.
+        let by_handle = header.chunks().and_then(|c| {
+            c.reply
+                .iter()
+                .chain(c.writes.iter())
+                .flatten()
+                .find_map(|seg| {
+                    self.outstanding
+                        .iter()
+                        .position(|t| t.xid == header.xid && t.owns(seg.handle))
+                })
+        });
+        let index = by_handle.or_else(|| self.outstanding.iter().position(|t| t.xid == header.xid));
+        let Some(index) = index else {
+            self.trace
+                .push(format!("cli recv {} unmatched", describe_header(&header)));
+            self.outputs
+                .push_back(RequesterOutput::UnmatchedReply { xid: header.xid });
+            return;
+        };
+        let transmission = self.outstanding.remove(index);
+        match &header.body {
+            Body::Error(error) => {
+                self.trace
+                    .push(format!("cli recv {}", describe_header(&header)));
+                self.release(&transmission);
+                self.outputs.push_back(RequesterOutput::TransportError {
+                    xid: header.xid,
+                    transmission: transmission.id,
+                    error: error.clone(),
+                });
+            }
+            Body::Msg(chunks) | Body::Nomsg(chunks) => {
+                let written = |handle: Option<u32>, list: Option<&Vec<Segment>>| {
+                    let total: u64 = list
+                        .map(|segs| segs.iter().map(|s| u64::from(s.length)).sum())
+                        .unwrap_or(0);
+                    (handle, total)
+                };
+                let (write_handle, write_len) =
+                    written(transmission.write_chunk, chunks.writes.first());
+                let (reply_handle, reply_len) =
+                    written(transmission.reply_chunk, chunks.reply.as_ref());
+                let mut write_data = None;
+                if let Some(handle) = write_handle {
+                    let mut bytes = self.memory.invalidate(handle).unwrap_or_default();
+                    if !chunks.writes.is_empty() {
+                        // The responder reports how much it wrote; never trust it past our buffer.
+                        bytes.truncate(write_len as usize);
+                        write_data = Some(bytes);
+                    }
+                }
+                let (message, path) = if matches!(header.body, Body::Nomsg(_)) {
+                    let mut bytes = reply_handle
+                        .and_then(|h| self.memory.invalidate(h))
+                        .unwrap_or_default();
+                    bytes.truncate(reply_len as usize);
+                    (bytes, ReplyPath::ReplyChunk)
+                } else {
+                    if let Some(h) = reply_handle {
+                        self.memory.invalidate(h);
+                    }
+                    (inline.to_vec(), ReplyPath::Inline)
+                };
+                for handle in &transmission.read_handles {
+                    self.memory.invalidate(*handle);
+                }
+                self.trace.push(format!(
+                    "cli recv {} {}",
+                    describe_header(&header),
+                    describe_rpc(&message)
+                ));
+                self.outputs
+                    .push_back(RequesterOutput::Reply(ReceivedReply {
+                        xid: header.xid,
+                        transmission: transmission.id,
+                        message,
+                        write_chunk_data: write_data,
+                        path,
+                    }));
+            }
+            Body::Msgp { .. } | Body::Done => {
+                // Not a reply a responder sends; the transmission stays unanswered.
+                self.trace
+                    .push(format!("cli recv {} ignored", describe_header(&header)));
+                self.outstanding.insert(index, transmission);
+            }
+        }
+    }
+
+    fn on_connection_lost(&mut self) {
+        if !self.connected {
+            return;
+        }
+        self.connected = false;
+        self.receives_posted = 0;
+        let abandoned: Vec<Transmission> = std::mem::take(&mut self.outstanding);
+        for t in &abandoned {
+            self.release(t);
+        }
+        self.trace.push("cli disconnected".to_string());
+        self.outputs.push_back(RequesterOutput::Disconnected {
+            abandoned: abandoned.iter().map(|t| (t.xid, t.id)).collect(),
+        });
+    }
+}
+
+impl Endpoint for Requester {
+    fn handle_event(&mut self, event: Event) {
+        match event {
+            Event::Connected => {
+                self.connected = true;
+                // RFC 8166 §3.3.3: credits are per connection; a new one starts at one.
+                self.credits_granted = 1;
+                if self.auto_post_receives {
+                    self.post_receives();
+                }
+                self.outputs.push_back(RequesterOutput::Connected);
+            }
+            Event::RecvCompleted { payload, .. } => self.on_receive(payload),
+            Event::SendCompleted { .. }
+            | Event::ReadCompleted { .. }
+            | Event::WriteCompleted { .. } => {}
+            Event::WorkFailed { error, .. } => {
+                if error != CompletionError::Flushed {
+                    self.trace.push(format!("cli work failed {error:?}"));
+                }
+            }
+            Event::ConnectionLost => self.on_connection_lost(),
+        }
+    }
+
+    fn poll_work(&mut self) -> Option<WorkRequest> {
+        self.work.pop_front()
+    }
+
+    fn memory(&mut self) -> &mut MemoryTable {
+        &mut self.memory
+    }
+}

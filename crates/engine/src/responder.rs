@@ -1,0 +1,597 @@
+//! The responder (server) side of an RPC-over-RDMA v1 connection.
+//!
+//! It validates incoming transport headers with the rules svcrdma applies (anchors §2), pulls Read
+//! chunks with RDMA Read, hands complete RPC calls to its upper layer, and conveys each reply
+//! through the chunks of the transmission being answered: DDP data by RDMA Write into the Write
+//! chunk, a long reply into the Reply chunk, all before the Send (RC ordering makes the data visible
+//! before the reply). Each posted reply gets a *position* (the sequence number of its Send); the
+//! Send completion publishes it as the connection's acknowledged position, as the 2026 svcrdma
+//! series does.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::ops::Range;
+
+use wire::rpcrdma::{Body, ChunkLists, ErrorBody, Header, Proc, Segment, RPCRDMA_VERSION};
+use wire::xdr::pad4;
+use wire::Xdr;
+
+use crate::trace::{describe_header, describe_rpc};
+use crate::verbs::{CompletionError, Endpoint, Event, MemoryTable, WorkRequest, WrId};
+use crate::ConnectionConfig;
+
+/// Identifies one received call until it is answered or dropped.
+pub type CallToken = u64;
+
+/// Largest total Read chunk the responder pulls for one call (svcrdma bounds it by rc_maxpages).
+pub const MAX_READ_CHUNK_BYTES: u64 = 1 << 20;
+
+/// A complete RPC call, Read chunks already pulled and spliced in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IncomingCall {
+    pub token: CallToken,
+    pub xid: u32,
+    pub message: Vec<u8>,
+    /// Connection instance it arrived on (increments on every connect).
+    pub connection: u64,
+    /// Sequence number of its Receive on this connection.
+    pub recv_seq: u64,
+}
+
+/// A reply as the upper layer hands it over.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutgoingReply {
+    /// The complete RPC reply message.
+    pub message: Vec<u8>,
+    /// The DDP-eligible bytes in `message` (READ data, unpadded), moved to the Write chunk when
+    /// the call offered one (RFC 8267 / RFC 8166 §3.4.6).
+    pub ddp: Option<Range<usize>>,
+}
+
+/// What the responder reports to its upper layer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ResponderOutput {
+    Call(IncomingCall),
+    /// A Send completion published this position as acknowledged.
+    Acked {
+        connection: u64,
+        position: u64,
+    },
+    /// A Receive was answered with RDMA_ERROR or dropped before reaching the upper layer.
+    Rejected {
+        connection: u64,
+        recv_seq: u64,
+        xid: Option<u32>,
+        reason: &'static str,
+    },
+    Connected {
+        connection: u64,
+    },
+    Disconnected {
+        connection: u64,
+    },
+}
+
+/// Why a reply could not be posted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReplyError {
+    /// The connection the call arrived on is gone (the reply is never sent).
+    ConnectionGone,
+    UnknownToken,
+}
+
+#[derive(Debug, Clone)]
+struct Route {
+    xid: u32,
+    connection: u64,
+    writes: Vec<Vec<Segment>>,
+    reply: Option<Vec<Segment>>,
+}
+
+#[derive(Debug)]
+struct Pull {
+    xid: u32,
+    recv_seq: u64,
+    route: Route,
+    inline: Vec<u8>,
+    /// (position, wr_id, pulled bytes) per Read segment, wire order.
+    segments: Vec<(u32, WrId, Option<Vec<u8>>)>,
+}
+
+/// Responder connection state machine.
+#[derive(Debug)]
+pub struct Responder {
+    config: ConnectionConfig,
+    connection: u64,
+    connected: bool,
+    recv_seq: u64,
+    post_seq: u64,
+    next_wr: WrId,
+    next_token: CallToken,
+    receives_posted: usize,
+    routes: BTreeMap<CallToken, Route>,
+    pulls: BTreeMap<CallToken, Pull>,
+    read_wrs: BTreeMap<WrId, CallToken>,
+    send_positions: BTreeMap<WrId, u64>,
+    memory: MemoryTable,
+    work: VecDeque<WorkRequest>,
+    outputs: VecDeque<ResponderOutput>,
+    trace: Vec<String>,
+}
+
+impl Responder {
+    pub fn new(config: ConnectionConfig) -> Self {
+        Responder {
+            config,
+            connection: 0,
+            connected: false,
+            recv_seq: 0,
+            post_seq: 0,
+            next_wr: 1,
+            next_token: 1,
+            receives_posted: 0,
+            routes: BTreeMap::new(),
+            pulls: BTreeMap::new(),
+            read_wrs: BTreeMap::new(),
+            send_positions: BTreeMap::new(),
+            memory: MemoryTable::new(0x8000),
+            work: VecDeque::new(),
+            outputs: VecDeque::new(),
+            trace: Vec::new(),
+        }
+    }
+
+    pub fn connection(&self) -> u64 {
+        self.connection
+    }
+
+    pub fn is_connected(&self) -> bool {
+        self.connected
+    }
+
+    /// The credit grant advertised in every reply.
+    pub fn credits(&self) -> u32 {
+        self.config.credits
+    }
+
+    /// Calls received (or being pulled) and not yet answered or dropped.
+    pub fn unanswered(&self) -> usize {
+        self.routes.len() + self.pulls.len()
+    }
+
+    /// Receives currently posted.
+    pub fn receives_posted(&self) -> usize {
+        self.receives_posted
+    }
+
+    pub fn poll_output(&mut self) -> Option<ResponderOutput> {
+        self.outputs.pop_front()
+    }
+
+    pub fn take_trace(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.trace)
+    }
+
+    fn wr(&mut self) -> WrId {
+        let id = self.next_wr;
+        self.next_wr += 1;
+        id
+    }
+
+    fn post_receives(&mut self) {
+        // RFC 8166 §3.3.1: the responder keeps at least as many Receives posted as it grants.
+        while self.receives_posted < self.config.credits as usize {
+            let wr_id = self.wr();
+            self.work.push_back(WorkRequest::PostRecv {
+                wr_id,
+                capacity: self.config.inline_recv,
+            });
+            self.receives_posted += 1;
+        }
+    }
+
+    fn reject(&mut self, xid: Option<u32>, reason: &'static str, error: Option<ErrorBody>) {
+        self.trace.push(format!(
+            "srv reject xid={} {reason}",
+            xid.map_or("?".to_string(), |x| format!("{x:#x}"))
+        ));
+        if let (Some(error), Some(xid)) = (error, xid) {
+            let header = Header {
+                xid,
+                vers: RPCRDMA_VERSION,
+                credits: self.config.credits,
+                body: Body::Error(error),
+            };
+            self.trace
+                .push(format!("srv send {}", describe_header(&header)));
+            let wr_id = self.wr();
+            // RDMA_ERROR carries no position: it answers no RPC (as in the series).
+            self.work.push_back(WorkRequest::PostSend {
+                wr_id,
+                payload: header.to_bytes(),
+            });
+        }
+        self.outputs.push_back(ResponderOutput::Rejected {
+            connection: self.connection,
+            recv_seq: self.recv_seq,
+            xid,
+            reason,
+        });
+    }
+
+    fn on_receive(&mut self, payload: Vec<u8>) {
+        self.recv_seq += 1;
+        self.receives_posted = self.receives_posted.saturating_sub(1);
+        if self.connected {
+            self.post_receives();
+        }
+        let xid = (payload.len() >= 4)
+            .then(|| u32::from_be_bytes([payload[0], payload[1], payload[2], payload[3]]));
+        // svcrdma rule 2: fewer than the four fixed words is answered ERR_CHUNK.
+        if payload.len() < 16 {
+            self.reject(xid, "short header", Some(ErrorBody::Chunk));
+            return;
+        }
+        let vers = u32::from_be_bytes([payload[4], payload[5], payload[6], payload[7]]);
+        // RFC 8166 §4.1.2 / §5.3: a version this responder does not speak is answered ERR_VERS
+        // with the range it does (svcrdma rule 3: low = high = 1).
+        if vers != RPCRDMA_VERSION {
+            self.reject(
+                xid,
+                "version mismatch",
+                Some(ErrorBody::Vers {
+                    low: RPCRDMA_VERSION,
+                    high: RPCRDMA_VERSION,
+                }),
+            );
+            return;
+        }
+        let (header, consumed) = match Header::decode_prefix(&payload) {
+            Ok(h) => h,
+            Err(e) => {
+                // svcrdma rule 9: any header decode failure is ERR_CHUNK; the connection stays.
+                self.trace.push(format!("srv bad header: {}", e.rule()));
+                self.reject(xid, "malformed header", Some(ErrorBody::Chunk));
+                return;
+            }
+        };
+        self.trace.push(format!(
+            "srv recv {} {}",
+            describe_header(&header),
+            describe_rpc(&payload[consumed..])
+        ));
+        let proc_ = header.proc();
+        let (chunks, inline) = match header.body {
+            Body::Msg(chunks) => (chunks, payload[consumed..].to_vec()),
+            Body::Nomsg(chunks) => (chunks, Vec::new()),
+            // svcrdma rule 5: RDMA_DONE and RDMA_ERROR are dropped silently.
+            Body::Done | Body::Error(_) => {
+                self.reject(Some(header.xid), "dropped DONE/ERROR", None);
+                return;
+            }
+            // svcrdma rule 5: RDMA_MSGP (RFC 8166 §4.6.1, no longer supported) is ERR_CHUNK.
+            Body::Msgp { .. } => {
+                self.reject(Some(header.xid), "MSGP unsupported", Some(ErrorBody::Chunk));
+                return;
+            }
+        };
+        if let Err(reason) = check_chunks(&chunks, proc_, inline.len()) {
+            self.reject(Some(header.xid), reason, Some(ErrorBody::Chunk));
+            return;
+        }
+        let token = self.next_token;
+        self.next_token += 1;
+        let route = Route {
+            xid: header.xid,
+            connection: self.connection,
+            writes: chunks.writes.clone(),
+            reply: chunks.reply.clone(),
+        };
+        if chunks.reads.is_empty() {
+            self.deliver(token, header.xid, route, inline);
+            return;
+        }
+        let mut segments = Vec::new();
+        for read in &chunks.reads {
+            let wr_id = self.wr();
+            self.work.push_back(WorkRequest::RdmaRead {
+                wr_id,
+                handle: read.target.handle,
+                offset: read.target.offset,
+                length: read.target.length,
+            });
+            self.read_wrs.insert(wr_id, token);
+            segments.push((read.position, wr_id, None));
+        }
+        self.pulls.insert(
+            token,
+            Pull {
+                xid: header.xid,
+                recv_seq: self.recv_seq,
+                route,
+                inline,
+                segments,
+            },
+        );
+    }
+
+    fn deliver(&mut self, token: CallToken, xid: u32, route: Route, message: Vec<u8>) {
+        self.routes.insert(token, route);
+        self.outputs.push_back(ResponderOutput::Call(IncomingCall {
+            token,
+            xid,
+            message,
+            connection: self.connection,
+            recv_seq: self.recv_seq,
+        }));
+    }
+
+    fn on_read_completed(&mut self, wr_id: WrId, data: Vec<u8>) {
+        let Some(token) = self.read_wrs.remove(&wr_id) else {
+            return;
+        };
+        let Some(pull) = self.pulls.get_mut(&token) else {
+            return;
+        };
+        if let Some(seg) = pull.segments.iter_mut().find(|s| s.1 == wr_id) {
+            seg.2 = Some(data);
+        }
+        if pull.segments.iter().any(|s| s.2.is_none()) {
+            return;
+        }
+        let Some(pull) = self.pulls.remove(&token) else {
+            return;
+        };
+        // Reassemble: segments of one position concatenate into a chunk; RFC 8166 §3.4.5.2: the
+        // chunk is XDR-padded when it is put back into the stream at its position.
+        let mut by_position: BTreeMap<u32, Vec<u8>> = BTreeMap::new();
+        for (position, _, data) in pull.segments {
+            by_position
+                .entry(position)
+                .or_default()
+                .extend(data.unwrap_or_default());
+        }
+        let mut message = Vec::new();
+        let mut cursor = 0usize;
+        for (position, mut data) in by_position {
+            let position = position as usize;
+            message.extend_from_slice(&pull.inline[cursor..position]);
+            cursor = position;
+            data.resize(pad4(data.len()), 0);
+            message.extend_from_slice(&data);
+        }
+        message.extend_from_slice(&pull.inline[cursor..]);
+        self.trace.push(format!(
+            "srv pulled xid={:#x} {}",
+            pull.xid,
+            describe_rpc(&message)
+        ));
+        let recv_seq = self.recv_seq;
+        self.recv_seq = pull.recv_seq;
+        self.deliver(token, pull.xid, pull.route, message);
+        self.recv_seq = recv_seq;
+    }
+
+    /// The upper layer decided not to answer this call (a DRC drop).
+    pub fn drop_call(&mut self, token: CallToken) {
+        if let Some(route) = self.routes.remove(&token) {
+            self.trace
+                .push(format!("srv drop xid={:#x} (no reply)", route.xid));
+        }
+    }
+
+    /// Post the reply to the call `token`, through that call's own chunks. Returns the reply's
+    /// position (the sequence number of its Send), or `None` when it had to be answered with
+    /// RDMA_ERROR instead (which carries no position).
+    pub fn reply(
+        &mut self,
+        token: CallToken,
+        reply: OutgoingReply,
+    ) -> Result<Option<u64>, ReplyError> {
+        let route = self.routes.remove(&token).ok_or(ReplyError::UnknownToken)?;
+        if !self.connected || route.connection != self.connection {
+            self.trace.push(format!(
+                "srv reply xid={:#x} lost: connection gone",
+                route.xid
+            ));
+            return Err(ReplyError::ConnectionGone);
+        }
+        let mut message = reply.message;
+        let mut writes: Vec<Vec<Segment>> = route.writes.clone();
+        // Unused Write chunks go back with zero lengths (RFC 8166 §4.2.2: the responder reports
+        // how much it wrote into each chunk).
+        for chunk in &mut writes {
+            for seg in chunk.iter_mut() {
+                seg.length = 0;
+            }
+        }
+        if let (Some(range), Some(first)) = (reply.ddp.clone(), route.writes.first()) {
+            let in_bounds = range.start <= range.end && range.end <= message.len();
+            let capacity: u64 = first.iter().map(|s| u64::from(s.length)).sum();
+            if !in_bounds || (range.end - range.start) as u64 > capacity {
+                // svcrdma rule 10: reply construction -E2BIG → ERR_CHUNK.
+                self.reject(
+                    Some(route.xid),
+                    "write chunk too small",
+                    Some(ErrorBody::Chunk),
+                );
+                return Ok(None);
+            }
+            let data: Vec<u8> = message[range.clone()].to_vec();
+            writes[0] = self.push_into(first, &data);
+            // Remove the data and its XDR padding from the inline stream (reduced stream).
+            let pad_end = (range.start + pad4(range.end - range.start)).min(message.len());
+            message.drain(range.start..pad_end);
+        }
+        let mut chunks = ChunkLists {
+            reads: Vec::new(),
+            writes,
+            reply: None,
+        };
+        let inline_header_len = 16 + chunks.encoded_len();
+        let body;
+        if let Some(reply_chunk) = &route.reply {
+            // As svcrdma does: when the requester provided a Reply chunk, the reply goes there
+            // (RFC 8166 §3.5.4, RDMA_NOMSG) — the chunk of *this* transmission.
+            let capacity: u64 = reply_chunk.iter().map(|s| u64::from(s.length)).sum();
+            if message.len() as u64 > capacity {
+                self.reject(
+                    Some(route.xid),
+                    "reply chunk too small",
+                    Some(ErrorBody::Chunk),
+                );
+                return Ok(None);
+            }
+            chunks.reply = Some(self.push_into(reply_chunk, &message));
+            message.clear();
+            body = Body::Nomsg(chunks);
+        } else if inline_header_len + message.len() <= self.config.inline_send {
+            body = Body::Msg(chunks);
+        } else {
+            // RFC 8166 §3.3.2: the reply Send may not exceed the requester's inline threshold.
+            self.reject(
+                Some(route.xid),
+                "reply exceeds inline threshold and no reply chunk",
+                Some(ErrorBody::Chunk),
+            );
+            return Ok(None);
+        }
+        let header = Header {
+            xid: route.xid,
+            vers: RPCRDMA_VERSION,
+            credits: self.config.credits,
+            body,
+        };
+        self.post_seq += 1;
+        let position = self.post_seq;
+        self.trace.push(format!(
+            "srv send {} {} pos={position}",
+            describe_header(&header),
+            describe_rpc(&message)
+        ));
+        let mut payload = header.to_bytes();
+        payload.extend_from_slice(&message);
+        let wr_id = self.wr();
+        self.send_positions.insert(wr_id, position);
+        self.work
+            .push_back(WorkRequest::PostSend { wr_id, payload });
+        Ok(Some(position))
+    }
+
+    /// RDMA Write `data` across `segments` in order; returns the segments with the lengths written.
+    fn push_into(&mut self, segments: &[Segment], data: &[u8]) -> Vec<Segment> {
+        let mut rest = data;
+        let mut out = Vec::with_capacity(segments.len());
+        for seg in segments {
+            let n = rest.len().min(seg.length as usize);
+            if n > 0 {
+                let wr_id = self.wr();
+                self.work.push_back(WorkRequest::RdmaWrite {
+                    wr_id,
+                    handle: seg.handle,
+                    offset: seg.offset,
+                    data: rest[..n].to_vec(),
+                });
+            }
+            rest = &rest[n..];
+            out.push(Segment {
+                length: n as u32,
+                ..*seg
+            });
+        }
+        out
+    }
+
+    fn on_connection_lost(&mut self) {
+        if !self.connected {
+            return;
+        }
+        self.connected = false;
+        self.receives_posted = 0;
+        self.pulls.clear();
+        self.read_wrs.clear();
+        self.send_positions.clear();
+        self.trace.push("srv disconnected".to_string());
+        self.outputs.push_back(ResponderOutput::Disconnected {
+            connection: self.connection,
+        });
+    }
+}
+
+/// svcrdma's chunk-list checks (anchors §2 rules 6-8) beyond what the decoder enforces.
+fn check_chunks(chunks: &ChunkLists, proc_: Proc, inline_len: usize) -> Result<(), &'static str> {
+    let mut total: u64 = 0;
+    let mut has_position_zero = false;
+    for read in &chunks.reads {
+        // RFC 8166 §3.4.5: a non-zero position is an XDR position, so 4-aligned, and lies within
+        // the inline stream it is inserted into.
+        if read.position % 4 != 0 {
+            return Err("misaligned read position");
+        }
+        if read.position as usize > inline_len {
+            return Err("read position beyond inline body");
+        }
+        has_position_zero |= read.position == 0;
+        total = total.saturating_add(read.target.length.into());
+    }
+    if total > MAX_READ_CHUNK_BYTES {
+        return Err("read chunk too large");
+    }
+    // RFC 8166 §3.5.3: an RDMA_NOMSG call carries its message in a Position-Zero Read chunk.
+    if proc_ == Proc::Nomsg && !has_position_zero {
+        return Err("NOMSG call without position-zero read chunk");
+    }
+    if has_position_zero && proc_ == Proc::Msg {
+        return Err("position-zero read chunk in RDMA_MSG");
+    }
+    // svcrdma rule 7: a Write or Reply chunk with no segments is rejected.
+    if chunks.writes.iter().any(|c| c.is_empty())
+        || chunks.reply.as_ref().is_some_and(|c| c.is_empty())
+    {
+        return Err("empty write or reply chunk");
+    }
+    Ok(())
+}
+
+impl Endpoint for Responder {
+    fn handle_event(&mut self, event: Event) {
+        match event {
+            Event::Connected => {
+                self.connection += 1;
+                self.connected = true;
+                self.recv_seq = 0;
+                self.post_receives();
+                self.outputs.push_back(ResponderOutput::Connected {
+                    connection: self.connection,
+                });
+            }
+            Event::RecvCompleted { payload, .. } => self.on_receive(payload),
+            Event::SendCompleted { wr_id } => {
+                if let Some(position) = self.send_positions.remove(&wr_id) {
+                    self.trace.push(format!("srv acked pos={position}"));
+                    self.outputs.push_back(ResponderOutput::Acked {
+                        connection: self.connection,
+                        position,
+                    });
+                }
+            }
+            Event::ReadCompleted { wr_id, data } => self.on_read_completed(wr_id, data),
+            Event::WriteCompleted { .. } => {}
+            Event::WorkFailed { wr_id, error } => {
+                // A flushed Send never raises the acked position.
+                self.send_positions.remove(&wr_id);
+                if error != CompletionError::Flushed {
+                    self.trace.push(format!("srv work failed {error:?}"));
+                }
+            }
+            Event::ConnectionLost => self.on_connection_lost(),
+        }
+    }
+
+    fn poll_work(&mut self) -> Option<WorkRequest> {
+        self.work.pop_front()
+    }
+
+    fn memory(&mut self) -> &mut MemoryTable {
+        &mut self.memory
+    }
+}
