@@ -1,1 +1,399 @@
-//! One-shot decode of a whole Send payload (being written).
+//! One-shot decode of a whole RDMA Send payload: transport header, inline RPC message, and the
+//! NFSv3 / MOUNT v3 / NFSACL v3 arguments or results when the program is known.
+//!
+//! Replies do not carry their procedure, so the caller passes a [`CallProc`] hint (the trace
+//! crate pairs calls and replies by xid). DDP-eligible items that travelled in chunks are
+//! recognised from the chunk lists and decoded as reduced (RFC 8166 §3.4.3, RFC 8267 §3).
+
+use std::fmt;
+
+use serde::Serialize;
+
+use crate::error::DecodeError;
+use crate::mount3::{Mount3Call, Mount3Proc, Mount3Reply, MOUNT_V3};
+use crate::nfs3::{
+    ddp_eligible_argument, ddp_eligible_result, Ddp, DdpData, Nfs3Call, Nfs3Proc, Nfs3Reply,
+    NFS_V3,
+};
+use crate::nfsacl::{NfsaclCall, NfsaclProc, NfsaclReply, NFSACL_V3};
+use crate::rpc::{RpcMessage, MOUNT_PROGRAM, NFSACL_PROGRAM, NFS_PROGRAM};
+use crate::rpcrdma::{total_length, ChunkLists, Header, Proc};
+use crate::xdr::{pad4, Reader};
+
+/// RFC 8166 §4.1.1: the transport header's XID must be the RPC message's XID.
+pub const RULE_XID_MATCH: &str = "RFC 8166 §4.1.1 (rdma_xid MUST equal the RPC message XID)";
+/// RFC 8267 §3 with RFC 8166 §3.4.5: a Read chunk at a non-zero position carries exactly the
+/// DDP-eligible argument, at that argument's XDR position in the unreduced stream.
+pub const RULE_READ_CHUNK_POSITION: &str =
+    "RFC 8166 §3.4.5, RFC 8267 §3 (Read chunk position must be the DDP-eligible item's XDR position)";
+/// RFC 8267 §3: only DDP-eligible items may be moved; NFSv3 calls have at most one.
+pub const RULE_NOT_DDP_ELIGIBLE: &str =
+    "RFC 8267 §3 (only a DDP-eligible argument may be conveyed in a Read chunk)";
+
+/// Which layer of the message a decode error belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Layer {
+    /// The RPC-over-RDMA transport header (RFC 8166).
+    Rpcrdma,
+    /// The ONC RPC header (RFC 5531).
+    Rpc,
+    /// The upper-layer protocol: NFSv3, MOUNT, NFSACL.
+    Nfs,
+}
+
+impl Layer {
+    pub fn name(self) -> &'static str {
+        match self {
+            Layer::Rpcrdma => "rpcrdma",
+            Layer::Rpc => "rpc",
+            Layer::Nfs => "nfs",
+        }
+    }
+}
+
+/// A decode failure: the layer, the typed error (which names the rule), and whatever outer
+/// layers decoded before the failure.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MessageError {
+    pub layer: Layer,
+    pub error: DecodeError,
+    /// The transport header, if it decoded.
+    pub rpcrdma: Option<Header>,
+    /// The RPC header, if it decoded.
+    pub rpc: Option<RpcMessage>,
+}
+
+impl MessageError {
+    /// The RFC rule the input broke.
+    pub fn rule(&self) -> &'static str {
+        self.error.rule()
+    }
+}
+
+impl fmt::Display for MessageError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.layer.name(), self.error)
+    }
+}
+
+impl std::error::Error for MessageError {}
+
+/// The procedure of the call a reply answers: replies do not carry it on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub struct CallProc {
+    pub prog: u32,
+    pub vers: u32,
+    pub proc_: u32,
+}
+
+impl CallProc {
+    pub fn new(prog: u32, vers: u32, proc_: u32) -> Self {
+        CallProc { prog, vers, proc_ }
+    }
+}
+
+/// Decoded upper-layer arguments or results (serialised untagged: just the arguments/results).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum Upper {
+    Nfs3Call(Nfs3Call),
+    Nfs3Reply(Nfs3Reply),
+    Mount3Call(Mount3Call),
+    Mount3Reply(Mount3Reply),
+    NfsaclCall(NfsaclCall),
+    NfsaclReply(NfsaclReply),
+}
+
+/// Where a DDP-eligible item travelled.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DdpSummary {
+    /// The RFC 1813 name of the item, e.g. `"WRITE3args.data"`.
+    pub item: &'static str,
+    /// The item's length from its inline length word.
+    pub length: u32,
+    /// `"read"` (call data pulled by the server) or `"write"` (reply data pushed by it).
+    pub chunk: &'static str,
+    /// For a Read chunk, its XDR position.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub position: Option<u32>,
+    /// Sum of the chunk's segment lengths.
+    pub chunk_length: u64,
+}
+
+/// A serialisable one-level summary of the upper layer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NfsSummary {
+    /// `"NFS"`, `"MOUNT"` or `"NFSACL"`.
+    pub program: &'static str,
+    pub vers: u32,
+    /// The procedure name, e.g. `"WRITE"`.
+    pub proc: &'static str,
+    /// `"call"` or `"reply"`.
+    #[serde(rename = "type")]
+    pub direction: &'static str,
+    /// The reply status name (`"NFS3_OK"`, `"MNT3ERR_NOENT"` ...), for replies with one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<&'static str>,
+    /// Present when a DDP-eligible item went through a chunk.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ddp: Option<DdpSummary>,
+}
+
+/// Every layer of one Send payload.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DecodedMessage {
+    pub rpcrdma: Header,
+    /// Bytes of transport header (the inline RPC message starts here).
+    pub header_len: usize,
+    /// The inline RPC header, for RDMA_MSG.
+    pub rpc: Option<RpcMessage>,
+    /// Typed upper-layer arguments or results, when the program and procedure are known.
+    pub upper: Option<Upper>,
+    /// Serialisable summary of `upper`.
+    pub nfs: Option<NfsSummary>,
+}
+
+/// [`decode_message_with`] without a call hint: replies decode down to the RPC header only.
+pub fn decode_message(bytes: &[u8]) -> Result<DecodedMessage, MessageError> {
+    decode_message_with(bytes, None)
+}
+
+/// Decode a whole Send payload. For a reply, `call_proc` names the procedure it answers so the
+/// results can be decoded; without it a reply stops at the RPC header.
+pub fn decode_message_with(
+    bytes: &[u8],
+    call_proc: Option<CallProc>,
+) -> Result<DecodedMessage, MessageError> {
+    let (rpcrdma, header_len) = Header::decode_prefix(bytes).map_err(|error| MessageError {
+        layer: Layer::Rpcrdma,
+        error,
+        rpcrdma: None,
+        rpc: None,
+    })?;
+    let mut out = DecodedMessage {
+        rpcrdma,
+        header_len,
+        rpc: None,
+        upper: None,
+        nfs: None,
+    };
+    // Only RDMA_MSG carries the RPC message inline. RDMA_NOMSG moves it to the Position-Zero
+    // Read chunk or the Reply chunk (RFC 8166 §3.5.3); RDMA_MSGP is obsolete (§4.6.1); DONE and
+    // ERROR carry no RPC message.
+    if out.rpcrdma.proc() != Proc::Msg {
+        return Ok(out);
+    }
+    let inline = &bytes[header_len..];
+    let mut r = Reader::new(inline);
+    let fail = |layer, error, out: &DecodedMessage, rpc: Option<RpcMessage>| MessageError {
+        layer,
+        error,
+        rpcrdma: Some(out.rpcrdma.clone()),
+        rpc,
+    };
+    let rpc = match <RpcMessage as crate::xdr::Xdr>::decode(&mut r) {
+        Ok(rpc) => rpc,
+        Err(error) => return Err(fail(Layer::Rpc, error, &out, None)),
+    };
+    // RFC 8166 §4.1.1: "The value of the rdma_xid field MUST be the same as the xid in the RPC
+    // message" — checked so a mismatch is reported rather than silently trusted.
+    if rpc.xid() != out.rpcrdma.xid {
+        let error = DecodeError::BadValue {
+            field: "rpc_msg.xid",
+            value: rpc.xid().into(),
+            rule: RULE_XID_MATCH,
+        };
+        return Err(fail(Layer::Rpc, error, &out, Some(rpc)));
+    }
+    let chunks = out.rpcrdma.chunks().cloned().unwrap_or_default();
+    let result = match &rpc {
+        RpcMessage::Call(call) => {
+            decode_call(CallProc::new(call.prog, call.vers, call.proc_), &chunks, &mut r)
+        }
+        RpcMessage::Reply(reply) if reply.is_success() => match call_proc {
+            Some(cp) => decode_reply(cp, &chunks, &mut r),
+            None => Ok(None),
+        },
+        // A rejected or non-SUCCESS reply carries nothing after its header.
+        RpcMessage::Reply(_) => r.finish("rpc reply").map(|()| None),
+    };
+    match result {
+        Ok(Some((upper, summary))) => {
+            out.upper = Some(upper);
+            out.nfs = Some(summary);
+        }
+        Ok(None) => {}
+        Err(error) => return Err(fail(Layer::Nfs, error, &out, Some(rpc))),
+    }
+    out.rpc = Some(rpc);
+    Ok(out)
+}
+
+type UpperResult = crate::error::Result<Option<(Upper, NfsSummary)>>;
+
+fn summary(program: &'static str, vers: u32, proc_: &'static str, call: bool) -> NfsSummary {
+    NfsSummary {
+        program,
+        vers,
+        proc: proc_,
+        direction: if call { "call" } else { "reply" },
+        status: None,
+        ddp: None,
+    }
+}
+
+/// Decode call arguments; `r` is positioned just after the RPC call header.
+fn decode_call(cp: CallProc, chunks: &ChunkLists, r: &mut Reader<'_>) -> UpperResult {
+    let decoded = match (cp.prog, cp.vers) {
+        (NFS_PROGRAM, NFS_V3) => {
+            let proc_ = Nfs3Proc::decode_u32(cp.proc_)?;
+            // Read chunks other than the Position-Zero chunk carry moved argument data.
+            let moved: Vec<_> = chunks
+                .read_chunks()
+                .into_iter()
+                .filter(|c| c.position != 0)
+                .collect();
+            let ddp = if moved.is_empty() {
+                Ddp::Inline
+            } else {
+                Ddp::Moved
+            };
+            let item = ddp_eligible_argument(proc_);
+            if ddp == Ddp::Moved && (item.is_none() || moved.len() > 1) {
+                return Err(DecodeError::BadValue {
+                    field: "read_list.position",
+                    value: moved[moved.len().min(2) - 1].position.into(),
+                    rule: RULE_NOT_DDP_ELIGIBLE,
+                });
+            }
+            // The RPC header was consumed from the same reader, so `consumed()` is an offset in
+            // the RPC message, the coordinate system of Read chunk positions.
+            let args = Nfs3Call::decode_reduced(proc_, r, ddp)?;
+            let mut s = summary("NFS", NFS_V3, proc_.name(), true);
+            if let (Some(chunk), Some(item)) = (moved.first(), item) {
+                // The moved item is the last item of WRITE3args and SYMLINK3args, so its content
+                // would start exactly where the reduced stream ends.
+                let expected = r.consumed() as u64;
+                if u64::from(chunk.position) != expected {
+                    return Err(DecodeError::BadValue {
+                        field: "read_list.position",
+                        value: chunk.position.into(),
+                        rule: RULE_READ_CHUNK_POSITION,
+                    });
+                }
+                s.ddp = Some(DdpSummary {
+                    item,
+                    length: moved_len(&args),
+                    chunk: "read",
+                    position: Some(chunk.position),
+                    chunk_length: chunk.length(),
+                });
+            }
+            (Upper::Nfs3Call(args), s)
+        }
+        (MOUNT_PROGRAM, MOUNT_V3) => {
+            let proc_ = Mount3Proc::decode_u32(cp.proc_)?;
+            let args = Mount3Call::decode(proc_, r)?;
+            (
+                Upper::Mount3Call(args),
+                summary("MOUNT", MOUNT_V3, proc_.name(), true),
+            )
+        }
+        (NFSACL_PROGRAM, NFSACL_V3) => {
+            let proc_ = NfsaclProc::decode_u32(cp.proc_)?;
+            let args = NfsaclCall::decode(proc_, r)?;
+            (
+                Upper::NfsaclCall(args),
+                summary("NFSACL", NFSACL_V3, proc_.name(), true),
+            )
+        }
+        _ => return Ok(None),
+    };
+    // RFC 4506 §3: the arguments are the rest of the inline message; nothing may follow them.
+    r.finish("call arguments")?;
+    Ok(Some(decoded))
+}
+
+fn moved_len(args: &Nfs3Call) -> u32 {
+    match args {
+        Nfs3Call::Write(w) => w.data.len(),
+        Nfs3Call::Symlink(s) => s.symlink_data.len(),
+        _ => 0,
+    }
+}
+
+/// Decode reply results; `r` is positioned just after a SUCCESS reply header.
+fn decode_reply(cp: CallProc, chunks: &ChunkLists, r: &mut Reader<'_>) -> UpperResult {
+    let decoded = match (cp.prog, cp.vers) {
+        (NFS_PROGRAM, NFS_V3) => {
+            let proc_ = Nfs3Proc::decode_u32(cp.proc_)?;
+            // The Responder returns the Write list with each segment's length set to what it
+            // wrote (RFC 8166 §3.4.6); a first Write chunk with bytes in it carries the reply's
+            // DDP-eligible item. A zero-length chunk means the item (if any) stayed inline.
+            let first_write = chunks.writes.first().map(|c| total_length(c));
+            let item = ddp_eligible_result(proc_);
+            let ddp = match (item, first_write) {
+                (Some(_), Some(len)) if len > 0 => Ddp::Moved,
+                _ => Ddp::Inline,
+            };
+            let res = Nfs3Reply::decode_reduced(proc_, r, ddp)?;
+            let mut s = summary("NFS", NFS_V3, proc_.name(), false);
+            s.status = Some(res.status().name());
+            if let (Some(item), Some(chunk_length), Some(length)) =
+                (item, first_write, moved_result_len(&res))
+            {
+                s.ddp = Some(DdpSummary {
+                    item,
+                    length,
+                    chunk: "write",
+                    position: None,
+                    chunk_length,
+                });
+            }
+            (Upper::Nfs3Reply(res), s)
+        }
+        (MOUNT_PROGRAM, MOUNT_V3) => {
+            let proc_ = Mount3Proc::decode_u32(cp.proc_)?;
+            let res = Mount3Reply::decode(proc_, r)?;
+            let mut s = summary("MOUNT", MOUNT_V3, proc_.name(), false);
+            if let Mount3Reply::Mnt(m) = &res {
+                s.status = Some(match m {
+                    crate::mount3::MntRes::Ok(_) => "MNT3_OK",
+                    crate::mount3::MntRes::Fail(st) => st.name(),
+                });
+            }
+            (Upper::Mount3Reply(res), s)
+        }
+        (NFSACL_PROGRAM, NFSACL_V3) => {
+            let proc_ = NfsaclProc::decode_u32(cp.proc_)?;
+            let res = NfsaclReply::decode(proc_, r)?;
+            let mut s = summary("NFSACL", NFSACL_V3, proc_.name(), false);
+            s.status = match &res {
+                NfsaclReply::Null => None,
+                NfsaclReply::Getacl(g) => Some(g.status().name()),
+                NfsaclReply::Setacl(g) => Some(g.status().name()),
+            };
+            (Upper::NfsaclReply(res), s)
+        }
+        _ => return Ok(None),
+    };
+    r.finish("reply results")?;
+    Ok(Some(decoded))
+}
+
+/// The length of a reply's DDP-eligible item when it was moved to a chunk.
+fn moved_result_len(res: &Nfs3Reply) -> Option<u32> {
+    let data: &DdpData = match res {
+        Nfs3Reply::Read(crate::nfs3::NfsRes::Ok(ok)) => &ok.data,
+        Nfs3Reply::Readlink(crate::nfs3::NfsRes::Ok(ok)) => &ok.data,
+        _ => return None,
+    };
+    data.is_moved().then(|| data.len())
+}
+
+/// Whether `chunk_length` is a plausible length for a moved item of `length` bytes: exactly
+/// the item, or the item with its XDR round-up (RFC 8166 §3.4.5.2 lets Requesters include it).
+pub fn chunk_length_matches(length: u32, chunk_length: u64) -> bool {
+    chunk_length == u64::from(length) || chunk_length == pad4(length as usize) as u64
+}

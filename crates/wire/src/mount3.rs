@@ -84,6 +84,7 @@ impl Xdr for MntResOk {
 
 /// `mountres3` (RFC 1813 Appendix I).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
 pub enum MntRes {
     Ok(MntResOk),
     Fail(Mountstat3),
@@ -134,6 +135,7 @@ impl Xdr for ExportNode {
 
 /// The arguments of one MOUNT v3 call.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
 pub enum Mount3Call {
     Null,
     Mnt(DirPath),
@@ -176,6 +178,7 @@ impl Mount3Call {
 
 /// The results of one MOUNT v3 reply.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
 pub enum Mount3Reply {
     Null,
     Mnt(MntRes),

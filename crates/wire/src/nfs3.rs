@@ -148,14 +148,20 @@ macro_rules! xdr_enum {
             }
         }
 
-        impl $crate::xdr::Xdr for $name {
-            fn decode(r: &mut $crate::xdr::Reader<'_>) -> $crate::error::Result<Self> {
-                let value = r.u32(stringify!($name))?;
+        impl $name {
+            /// [`Self::from_u32`], with an undefined value as a typed error naming the rule.
+            pub fn decode_u32(value: u32) -> $crate::error::Result<Self> {
                 $name::from_u32(value).ok_or($crate::error::DecodeError::BadDiscriminant {
                     field: stringify!($name),
                     value,
                     rule: $rule,
                 })
+            }
+        }
+
+        impl $crate::xdr::Xdr for $name {
+            fn decode(r: &mut $crate::xdr::Reader<'_>) -> $crate::error::Result<Self> {
+                $name::decode_u32(r.u32(stringify!($name))?)
             }
             fn encode(&self, w: &mut $crate::xdr::Writer) {
                 w.u32(*self as u32);
@@ -605,8 +611,9 @@ impl Xdr for Void {
 }
 
 /// The shape of every NFSv3 result: `union switch (nfsstat3 status) { case NFS3_OK: resok;
-/// default: resfail; }`.
+/// default: resfail; }`. Serialised untagged: the `resok` fields, or `{status, resfail}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
 pub enum NfsRes<T, F> {
     Ok(T),
     Fail { status: Nfsstat3, resfail: F },
@@ -754,12 +761,13 @@ impl Xdr for CreateHow3 {
     }
 }
 
-xdr_struct! { pub struct CreateArgs { where_: DirOpArgs3, how: CreateHow3 } }
-xdr_struct! { pub struct MkdirArgs { where_: DirOpArgs3, attributes: Sattr3 } }
+xdr_struct! { pub struct CreateArgs { #[serde(rename = "where")] where_: DirOpArgs3, how: CreateHow3 } }
+xdr_struct! { pub struct MkdirArgs { #[serde(rename = "where")] where_: DirOpArgs3, attributes: Sattr3 } }
 
 /// `SYMLINK3args` (RFC 1813 §3.3.10); the pathname is DDP-eligible (RFC 8267 §3).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SymlinkArgs {
+    #[serde(rename = "where")]
     pub where_: DirOpArgs3,
     pub symlink_attributes: Sattr3,
     pub symlink_data: DdpData,
@@ -841,7 +849,7 @@ impl Xdr for MknodData3 {
     }
 }
 
-xdr_struct! { pub struct MknodArgs { where_: DirOpArgs3, what: MknodData3 } }
+xdr_struct! { pub struct MknodArgs { #[serde(rename = "where")] where_: DirOpArgs3, what: MknodData3 } }
 xdr_struct! { pub struct RemoveArgs { object: DirOpArgs3 } }
 xdr_struct! { pub struct RmdirArgs { object: DirOpArgs3 } }
 xdr_struct! { pub struct RenameArgs { from: DirOpArgs3, to: DirOpArgs3 } }
@@ -1111,8 +1119,9 @@ xdr_struct! {
 }
 pub type CommitRes = NfsRes<CommitResOk, WccFail>;
 
-/// The arguments of one NFSv3 call, by procedure.
+/// The arguments of one NFSv3 call, by procedure (serialised untagged: just the arguments).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
 pub enum Nfs3Call {
     Null,
     Getattr(GetattrArgs),
@@ -1239,8 +1248,9 @@ impl Nfs3Call {
 }
 
 /// The results of one NFSv3 reply, by procedure (the procedure is not on the wire: the caller
-/// knows it from the matching call).
+/// knows it from the matching call). Serialised untagged: just the results.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
 pub enum Nfs3Reply {
     Null,
     Getattr(GetattrRes),

@@ -70,6 +70,7 @@ pub type SetaclRes = NfsRes<AclAttr, AclAttr>;
 
 /// The arguments of one NFSACL v3 call.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
 pub enum NfsaclCall {
     Null,
     Getacl(GetaclArgs),
@@ -96,6 +97,7 @@ impl NfsaclCall {
 
 /// The results of one NFSACL v3 reply.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
 pub enum NfsaclReply {
     Null,
     Getacl(GetaclRes),
