@@ -1,8 +1,421 @@
-//! `rig decode`: (being written)
+//! `rig decode`: decode one RDMA Send payload (RPC-over-RDMA header, RPC, NFS) to JSON or text.
+//!
+//! Exit codes: 0 decoded, 1 the message is malformed (the JSON names the layer and the RFC rule
+//! it broke), 2 usage or I/O error. The `svcrdma` field says what each modelled kernel would do
+//! with the bytes, whether or not our strict decoder accepts them.
+
+use std::io::Read;
+use std::path::PathBuf;
+
+use anyhow::{bail, Context};
+use serde_json::{json, Map, Value};
+use wire::message::{decode_message_with, CallProc, DecodedMessage, MessageError};
+use wire::mount3::Mount3Proc;
+use wire::nfs3::Nfs3Proc;
+use wire::nfsacl::NfsaclProc;
+use wire::rpc::{
+    auth_stat_name, program_name, AcceptStat, RejectedReply, ReplyBody, RpcMessage,
+    MOUNT_PROGRAM, NFSACL_PROGRAM, NFS_PROGRAM,
+};
+use wire::rpcrdma::{Body, ChunkLists, ErrorBody, Header, Segment};
+use wire::svcrdma::{classify, Profile};
+
+/// Largest input accepted: far above any Receive buffer (svcrdma allows at most 64 KiB).
+const MAX_INPUT: u64 = 16 << 20;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Json,
+    Text,
+}
 
 #[derive(clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// File holding one Send payload (raw bytes, starting at the transport header); `-` = stdin.
+    file: PathBuf,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Json)]
+    format: Format,
+    /// For a reply: the call it answers, as PROG:VERS:PROC (numbers, or names such as
+    /// `nfs:3:READ`, `mount:3:MNT`, `nfsacl:3:GETACL`).
+    #[arg(long, value_parser = parse_call_proc)]
+    call_proc: Option<CallProc>,
+    /// The input is hex text (whitespace and `#` comments ignored) instead of raw bytes.
+    #[arg(long)]
+    hex: bool,
+}
 
-pub fn run(_args: Args) -> anyhow::Result<u8> {
-    anyhow::bail!("rig decode: being written")
+pub fn run(args: Args) -> anyhow::Result<u8> {
+    let raw = read_input(&args.file)?;
+    let bytes = if args.hex { parse_hex(&raw)? } else { raw };
+    let result = decode_message_with(&bytes, args.call_proc);
+    let svcrdma = svcrdma_verdicts(&bytes);
+    let (value, code) = match &result {
+        Ok(msg) => (message_json(msg, args.call_proc, svcrdma), 0),
+        Err(err) => (error_json(err, svcrdma), 1),
+    };
+    match args.format {
+        Format::Json => println!("{}", serde_json::to_string_pretty(&value)?),
+        Format::Text => print!("{}", text(&value)),
+    }
+    Ok(code)
+}
+
+fn read_input(path: &PathBuf) -> anyhow::Result<Vec<u8>> {
+    let mut buf = Vec::new();
+    let limited = |r: &mut dyn Read, buf: &mut Vec<u8>| r.take(MAX_INPUT + 1).read_to_end(buf);
+    if path.as_os_str() == "-" {
+        limited(&mut std::io::stdin().lock(), &mut buf).context("reading stdin")?;
+    } else {
+        let mut f =
+            std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
+        limited(&mut f, &mut buf).with_context(|| format!("reading {}", path.display()))?;
+    }
+    if buf.len() as u64 > MAX_INPUT {
+        bail!("input larger than {MAX_INPUT} bytes");
+    }
+    Ok(buf)
+}
+
+fn parse_hex(text: &[u8]) -> anyhow::Result<Vec<u8>> {
+    let text = std::str::from_utf8(text).context("--hex input is not UTF-8")?;
+    let digits: Vec<u8> = text
+        .lines()
+        .map(|l| l.split('#').next().unwrap_or(""))
+        .flat_map(|l| l.bytes())
+        .filter(|b| !b.is_ascii_whitespace())
+        .collect();
+    if digits.len() % 2 != 0 {
+        bail!("--hex input has an odd number of hex digits");
+    }
+    digits
+        .chunks(2)
+        .map(|pair| {
+            let s = std::str::from_utf8(pair).unwrap_or("??");
+            u8::from_str_radix(s, 16).with_context(|| format!("bad hex digits {s:?}"))
+        })
+        .collect()
+}
+
+/// Parse `PROG:VERS:PROC`, each part a number or (for PROG and PROC) a name.
+fn parse_call_proc(s: &str) -> Result<CallProc, String> {
+    let parts: Vec<&str> = s.split(':').collect();
+    let [prog, vers, proc_] = parts[..] else {
+        return Err(format!("expected PROG:VERS:PROC, got {s:?}"));
+    };
+    let prog = match prog.to_ascii_lowercase().as_str() {
+        "nfs" => NFS_PROGRAM,
+        "mount" => MOUNT_PROGRAM,
+        "nfsacl" => NFSACL_PROGRAM,
+        other => other
+            .parse()
+            .map_err(|_| format!("unknown program {prog:?}"))?,
+    };
+    let vers: u32 = vers
+        .parse()
+        .map_err(|_| format!("bad version {vers:?}"))?;
+    let proc_ = match proc_.parse::<u32>() {
+        Ok(n) => n,
+        Err(_) => {
+            let name = proc_.to_ascii_uppercase();
+            let found = match prog {
+                NFS_PROGRAM => Nfs3Proc::ALL
+                    .iter()
+                    .find(|p| p.name() == name)
+                    .map(|p| *p as u32),
+                MOUNT_PROGRAM => Mount3Proc::ALL
+                    .iter()
+                    .find(|p| p.name() == name)
+                    .map(|p| *p as u32),
+                NFSACL_PROGRAM => NfsaclProc::ALL
+                    .iter()
+                    .find(|p| p.name() == name)
+                    .map(|p| *p as u32),
+                _ => None,
+            };
+            found.ok_or_else(|| format!("unknown procedure {proc_:?} for program {prog}"))?
+        }
+    };
+    Ok(CallProc::new(prog, vers, proc_))
+}
+
+fn svcrdma_verdicts(bytes: &[u8]) -> Value {
+    let mut map = Map::new();
+    for profile in Profile::ALL {
+        let verdict = classify(bytes, profile);
+        map.insert(profile.name().into(), verdict.outcome.name().into());
+    }
+    Value::Object(map)
+}
+
+fn xid(x: u32) -> String {
+    format!("0x{x:08x}")
+}
+
+fn segment(s: &Segment) -> Value {
+    json!({"handle": s.handle, "length": s.length, "offset": s.offset})
+}
+
+fn rpcrdma_json(h: &Header) -> Value {
+    let empty = ChunkLists::default();
+    let chunks = h.chunks().unwrap_or(&empty);
+    let mut v = json!({
+        "xid": xid(h.xid),
+        "vers": h.vers,
+        "credits": h.credits,
+        "proc": h.proc().name(),
+        "reads": chunks.reads.iter().map(|r| {
+            json!({"position": r.position, "handle": r.target.handle,
+                   "length": r.target.length, "offset": r.target.offset})
+        }).collect::<Vec<_>>(),
+        "writes": chunks.writes.iter()
+            .map(|c| c.iter().map(segment).collect::<Vec<_>>())
+            .collect::<Vec<_>>(),
+        "reply": chunks.reply.as_ref().map(|c| c.iter().map(segment).collect::<Vec<_>>()),
+    });
+    match &h.body {
+        Body::Msgp { align, thresh, .. } => {
+            v["align"] = (*align).into();
+            v["thresh"] = (*thresh).into();
+        }
+        Body::Error(ErrorBody::Vers { low, high }) => {
+            v["error"] = json!({"code": "ERR_VERS", "low": low, "high": high});
+        }
+        Body::Error(ErrorBody::Chunk) => v["error"] = json!({"code": "ERR_CHUNK"}),
+        Body::Msg(_) | Body::Nomsg(_) | Body::Done => {}
+    }
+    v
+}
+
+fn proc_name(prog: u32, vers: u32, proc_: u32) -> Option<&'static str> {
+    match (prog, vers) {
+        (NFS_PROGRAM, 3) => Nfs3Proc::from_u32(proc_).map(Nfs3Proc::name),
+        (MOUNT_PROGRAM, 3) => Mount3Proc::from_u32(proc_).map(Mount3Proc::name),
+        (NFSACL_PROGRAM, 3) => NfsaclProc::from_u32(proc_).map(NfsaclProc::name),
+        _ => None,
+    }
+}
+
+fn rpc_json(rpc: &RpcMessage, hint: Option<CallProc>) -> Value {
+    match rpc {
+        RpcMessage::Call(c) => {
+            let mut cred = json!({"flavor": c.cred.flavor().name()});
+            if let Some(Ok(sys)) = c.cred.auth_sys() {
+                cred["machinename"] = String::from_utf8_lossy(&sys.machinename).into();
+                cred["uid"] = sys.uid.into();
+                cred["gid"] = sys.gid.into();
+                cred["gids"] = sys.gids.clone().into();
+            }
+            json!({
+                "xid": xid(c.xid),
+                "type": "call",
+                "rpcvers": c.rpcvers,
+                "prog": c.prog,
+                "program": program_name(c.prog),
+                "vers": c.vers,
+                "proc": c.proc_,
+                "proc_name": proc_name(c.prog, c.vers, c.proc_),
+                "cred": cred,
+                "verf": {"flavor": c.verf.flavor().name()},
+            })
+        }
+        RpcMessage::Reply(r) => {
+            let stat = match &r.body {
+                ReplyBody::Accepted { stat, .. } => {
+                    let mut s = json!({"reply_stat": "MSG_ACCEPTED", "accept_stat": stat.name()});
+                    if let AcceptStat::ProgMismatch { low, high } = stat {
+                        s["low"] = (*low).into();
+                        s["high"] = (*high).into();
+                    }
+                    s
+                }
+                ReplyBody::Denied(RejectedReply::RpcMismatch { low, high }) => json!({
+                    "reply_stat": "MSG_DENIED", "reject_stat": "RPC_MISMATCH",
+                    "low": low, "high": high,
+                }),
+                ReplyBody::Denied(RejectedReply::AuthError(a)) => json!({
+                    "reply_stat": "MSG_DENIED", "reject_stat": "AUTH_ERROR",
+                    "auth_stat": auth_stat_name(*a),
+                }),
+            };
+            let mut v = json!({
+                "xid": xid(r.xid),
+                "type": "reply",
+                "prog": hint.map(|h| h.prog),
+                "program": hint.and_then(|h| program_name(h.prog)),
+                "vers": hint.map(|h| h.vers),
+                "proc": hint.map(|h| h.proc_),
+                "proc_name": hint.and_then(|h| proc_name(h.prog, h.vers, h.proc_)),
+            });
+            if let (Value::Object(dst), Value::Object(src)) = (&mut v, stat) {
+                dst.extend(src);
+            }
+            v
+        }
+    }
+}
+
+fn message_json(msg: &DecodedMessage, hint: Option<CallProc>, svcrdma: Value) -> Value {
+    let nfs = match (&msg.nfs, &msg.upper) {
+        (Some(summary), Some(upper)) => {
+            let mut v = serde_json::to_value(summary).unwrap_or(Value::Null);
+            let key = if summary.direction == "call" {
+                "args"
+            } else {
+                "res"
+            };
+            v[key] = serde_json::to_value(upper).unwrap_or(Value::Null);
+            v
+        }
+        _ => Value::Null,
+    };
+    json!({
+        "rpcrdma": rpcrdma_json(&msg.rpcrdma),
+        "rpc": msg.rpc.as_ref().map(|r| rpc_json(r, hint)),
+        "nfs": nfs,
+        "svcrdma": svcrdma,
+    })
+}
+
+fn error_json(err: &MessageError, svcrdma: Value) -> Value {
+    json!({
+        "error": err.error.to_string(),
+        "rule": err.rule(),
+        "layer": err.layer.name(),
+        "field": err.error.field(),
+        "rpcrdma": err.rpcrdma.as_ref().map(rpcrdma_json),
+        "rpc": err.rpc.as_ref().map(|r| rpc_json(r, None)),
+        "svcrdma": svcrdma,
+    })
+}
+
+/// Render the JSON value as one compact line per layer.
+fn text(v: &Value) -> String {
+    let mut out = String::new();
+    let s = |v: &Value| match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    if let Some(h) = v.get("rpcrdma").filter(|h| !h.is_null()) {
+        let writes: Vec<String> = h["writes"]
+            .as_array()
+            .map(|ws| {
+                ws.iter()
+                    .map(|c| {
+                        let total: u64 = c
+                            .as_array()
+                            .map(|segs| segs.iter().filter_map(|s| s["length"].as_u64()).sum())
+                            .unwrap_or(0);
+                        format!("{}seg/{}B", c.as_array().map_or(0, Vec::len), total)
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let reads: Vec<String> = h["reads"]
+            .as_array()
+            .map(|rs| {
+                rs.iter()
+                    .map(|r| format!("@{}:{}B", r["position"], r["length"]))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let reply = match h["reply"].as_array() {
+            Some(segs) => format!("{}seg", segs.len()),
+            None => "none".into(),
+        };
+        out += &format!(
+            "rpcrdma xid={} vers={} credits={} {} reads=[{}] writes=[{}] reply={}",
+            s(&h["xid"]),
+            h["vers"],
+            h["credits"],
+            s(&h["proc"]),
+            reads.join(","),
+            writes.join(","),
+            reply
+        );
+        if let Some(e) = h.get("error") {
+            out += &format!(" error={}", s(&e["code"]));
+        }
+        out.push('\n');
+    }
+    if let Some(r) = v.get("rpc").filter(|r| !r.is_null()) {
+        out += &format!("rpc     {} xid={}", s(&r["type"]), s(&r["xid"]));
+        if !r["prog"].is_null() {
+            out += &format!(" prog={} vers={} proc={}", r["prog"], r["vers"], r["proc"]);
+        }
+        for key in ["accept_stat", "reject_stat", "auth_stat"] {
+            if let Some(x) = r.get(key) {
+                out += &format!(" {}", s(x));
+            }
+        }
+        out.push('\n');
+    }
+    if let Some(n) = v.get("nfs").filter(|n| !n.is_null()) {
+        out += &format!(
+            "nfs     {} v{} {} {}",
+            s(&n["program"]),
+            n["vers"],
+            s(&n["proc"]),
+            s(&n["type"])
+        );
+        if let Some(st) = n.get("status") {
+            out += &format!(" {}", s(st));
+        }
+        if let Some(d) = n.get("ddp") {
+            out += &format!(
+                " ddp={} {}B via {} chunk ({}B)",
+                s(&d["item"]),
+                d["length"],
+                s(&d["chunk"]),
+                d["chunk_length"]
+            );
+        }
+        out.push('\n');
+    }
+    if let Some(e) = v.get("error") {
+        out += &format!(
+            "error   {}: {} [{}]\n",
+            s(&v["layer"]),
+            s(e),
+            s(&v["rule"])
+        );
+    }
+    if let Some(Value::Object(m)) = v.get("svcrdma") {
+        let verdicts: Vec<String> = m.iter().map(|(k, o)| format!("{k}={}", s(o))).collect();
+        out += &format!("svcrdma {}\n", verdicts.join(" "));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_call_proc_by_number_and_name() {
+        assert_eq!(
+            parse_call_proc("100003:3:6").unwrap(),
+            CallProc::new(100003, 3, 6)
+        );
+        assert_eq!(
+            parse_call_proc("nfs:3:read").unwrap(),
+            CallProc::new(100003, 3, 6)
+        );
+        assert_eq!(
+            parse_call_proc("mount:3:MNT").unwrap(),
+            CallProc::new(100005, 3, 1)
+        );
+        assert!(parse_call_proc("nfs:3").is_err());
+        assert!(parse_call_proc("nfs:3:FROB").is_err());
+    }
+
+    #[test]
+    fn parses_hex_with_comments() {
+        assert_eq!(
+            parse_hex(b"00 01 # xid\nff\n").unwrap(),
+            vec![0x00, 0x01, 0xff]
+        );
+        assert!(parse_hex(b"abc").is_err());
+        assert!(parse_hex(b"zz").is_err());
+    }
 }
