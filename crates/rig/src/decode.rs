@@ -14,8 +14,8 @@ use wire::mount3::Mount3Proc;
 use wire::nfs3::Nfs3Proc;
 use wire::nfsacl::NfsaclProc;
 use wire::rpc::{
-    auth_stat_name, program_name, AcceptStat, RejectedReply, ReplyBody, RpcMessage,
-    MOUNT_PROGRAM, NFSACL_PROGRAM, NFS_PROGRAM,
+    auth_stat_name, program_name, AcceptStat, RejectedReply, ReplyBody, RpcMessage, MOUNT_PROGRAM,
+    NFSACL_PROGRAM, NFS_PROGRAM,
 };
 use wire::rpcrdma::{Body, ChunkLists, ErrorBody, Header, Segment};
 use wire::svcrdma::{classify, Profile};
@@ -111,9 +111,7 @@ fn parse_call_proc(s: &str) -> Result<CallProc, String> {
             .parse()
             .map_err(|_| format!("unknown program {prog:?}"))?,
     };
-    let vers: u32 = vers
-        .parse()
-        .map_err(|_| format!("bad version {vers:?}"))?;
+    let vers: u32 = vers.parse().map_err(|_| format!("bad version {vers:?}"))?;
     let proc_ = match proc_.parse::<u32>() {
         Ok(n) => n,
         Err(_) => {
@@ -373,12 +371,7 @@ fn text(v: &Value) -> String {
         out.push('\n');
     }
     if let Some(e) = v.get("error") {
-        out += &format!(
-            "error   {}: {} [{}]\n",
-            s(&v["layer"]),
-            s(e),
-            s(&v["rule"])
-        );
+        out += &format!("error   {}: {} [{}]\n", s(&v["layer"]), s(e), s(&v["rule"]));
     }
     if let Some(Value::Object(m)) = v.get("svcrdma") {
         let verdicts: Vec<String> = m.iter().map(|(k, o)| format!("{k}={}", s(o))).collect();

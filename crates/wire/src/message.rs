@@ -12,8 +12,7 @@ use serde::Serialize;
 use crate::error::DecodeError;
 use crate::mount3::{Mount3Call, Mount3Proc, Mount3Reply, MOUNT_V3};
 use crate::nfs3::{
-    ddp_eligible_argument, ddp_eligible_result, Ddp, DdpData, Nfs3Call, Nfs3Proc, Nfs3Reply,
-    NFS_V3,
+    ddp_eligible_argument, ddp_eligible_result, Ddp, DdpData, Nfs3Call, Nfs3Proc, Nfs3Reply, NFS_V3,
 };
 use crate::nfsacl::{NfsaclCall, NfsaclProc, NfsaclReply, NFSACL_V3};
 use crate::rpc::{RpcMessage, MOUNT_PROGRAM, NFSACL_PROGRAM, NFS_PROGRAM};
@@ -208,9 +207,11 @@ pub fn decode_message_with(
     }
     let chunks = out.rpcrdma.chunks().cloned().unwrap_or_default();
     let result = match &rpc {
-        RpcMessage::Call(call) => {
-            decode_call(CallProc::new(call.prog, call.vers, call.proc_), &chunks, &mut r)
-        }
+        RpcMessage::Call(call) => decode_call(
+            CallProc::new(call.prog, call.vers, call.proc_),
+            &chunks,
+            &mut r,
+        ),
         RpcMessage::Reply(reply) if reply.is_success() => match call_proc {
             Some(cp) => decode_reply(cp, &chunks, &mut r),
             None => Ok(None),

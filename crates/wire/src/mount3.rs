@@ -69,9 +69,12 @@ impl Xdr for MntResOk {
     fn decode(r: &mut Reader<'_>) -> Result<Self> {
         Ok(MntResOk {
             fhandle: FileHandle::decode(r)?,
-            auth_flavors: r.array(MAX_LIST_ENTRIES as u32, 4, "mountres3_ok.auth_flavors", |r| {
-                r.u32("auth_flavor")
-            })?,
+            auth_flavors: r.array(
+                MAX_LIST_ENTRIES as u32,
+                4,
+                "mountres3_ok.auth_flavors",
+                |r| r.u32("auth_flavor"),
+            )?,
         })
     }
     fn encode(&self, w: &mut Writer) {

@@ -163,7 +163,9 @@ impl Xdr for AuthSys {
         let machinename = r.string(MAX_MACHINE_NAME, "authsys.machinename")?.to_vec();
         let uid = r.u32("authsys.uid")?;
         let gid = r.u32("authsys.gid")?;
-        let gids = r.array(MAX_AUTH_SYS_GIDS, 4, "authsys.gids", |r| r.u32("authsys.gid"))?;
+        let gids = r.array(MAX_AUTH_SYS_GIDS, 4, "authsys.gids", |r| {
+            r.u32("authsys.gid")
+        })?;
         Ok(AuthSys {
             stamp,
             machinename,

@@ -21,7 +21,9 @@ struct Send {
 /// Minimal pcap (Ethernet/IPv4/UDP 4791) reader: extracts RC SEND payloads, reassembling
 /// SEND First/Middle/Last per direction. Only what the fixture captures need.
 fn sends(name: &str) -> Vec<Send> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/pcap").join(name);
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/pcap")
+        .join(name);
     let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     assert_eq!(&bytes[..4], &[0xd4, 0xc3, 0xb2, 0xa1], "little-endian pcap");
     let mut pos = 24;
@@ -96,9 +98,8 @@ fn decode_capture(name: &str) -> HashMap<String, usize> {
         } else {
             calls.get(&xid).copied()
         };
-        let msg = decode_message_with(&send.payload, hint).unwrap_or_else(|e| {
-            panic!("{name} frame {}: {e} (rule {})", send.frame, e.rule())
-        });
+        let msg = decode_message_with(&send.payload, hint)
+            .unwrap_or_else(|e| panic!("{name} frame {}: {e} (rule {})", send.frame, e.rule()));
         if let Some(RpcMessage::Call(c)) = &msg.rpc {
             calls.insert(c.xid, CallProc::new(c.prog, c.vers, c.proc_));
         }
@@ -230,7 +231,10 @@ fn rejects_trailing_bytes_after_arguments() {
     rpc.extend_from_slice(&[0, 0, 0, 0]);
     let err = decode_message(&rdma_msg(9, ChunkLists::default(), &rpc)).unwrap_err();
     assert_eq!(err.layer, Layer::Nfs);
-    assert!(matches!(err.error, DecodeError::TrailingBytes { count: 4, .. }));
+    assert!(matches!(
+        err.error,
+        DecodeError::TrailingBytes { count: 4, .. }
+    ));
 }
 
 #[test]

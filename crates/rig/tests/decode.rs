@@ -1,0 +1,152 @@
+//! `rig decode` end to end: runs the built binary on real Linux Sends and crafted bad headers.
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+
+/// Frame 76 of fixtures/pcap/nfs3-linux-6.1.pcap: nfsd's reply to a READ of an 18-byte file,
+/// the data pushed through a Write chunk so only the length word of `data` is inline.
+const READ_REPLY_LINUX_6_1: &str = "43bd883c000000010000004000000000000000000000000100000001\
+000010860000001243bd883c02e73000000000000000000043bd883c00000001000000000000000000000000000000\
+00000000000000000100000001000001a40000000100000000000000000000000000000012000000000000100000000\
+00000000000000000000000000100000000000000026b0c3ceb21dafe006b0c3ce5188e9f006b0c3ce5188e9f000000\
+00120000000100000012";
+
+/// Frame 97 of the same capture: a 32 KiB UNSTABLE WRITE whose data is in a Read chunk at XDR
+/// position 108.
+const WRITE_CALL_LINUX_6_1: &str = "48bd883c000000010000008000000000000000010000006c0000108800\
+00800048bd883c03c3e00000000000000000000000000048bd883c0000000000000002000186a30000000300000007\
+00000001000000180000000000000003636c690000000000000000000000000000000000000000000000001401000101\
+010000005c900ae603000000000000000000000000000000000080000000000000008000";
+
+/// Run `rig decode --hex - <args>` with `hex` on stdin; returns (exit code, stdout).
+fn rig_decode(hex: &str, args: &[&str]) -> (i32, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rig"))
+        .args(["decode", "--hex", "-"])
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn rig");
+    // A usage error exits before reading stdin; a broken pipe then is expected, not a failure.
+    let _ = child.stdin.take().unwrap().write_all(hex.as_bytes());
+    let out = child.wait_with_output().expect("rig exits");
+    (
+        out.status.code().expect("exit code"),
+        String::from_utf8(out.stdout).unwrap(),
+    )
+}
+
+fn rig_decode_json(hex: &str, args: &[&str]) -> (i32, Value) {
+    let (code, stdout) = rig_decode(hex, args);
+    let v = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    (code, v)
+}
+
+#[test]
+fn read_reply_with_write_chunk_decodes_all_layers() {
+    let (code, v) = rig_decode_json(READ_REPLY_LINUX_6_1, &["--call-proc", "nfs:3:READ"]);
+    assert_eq!(code, 0, "{v}");
+    let h = &v["rpcrdma"];
+    assert_eq!(h["xid"], "0x43bd883c");
+    assert_eq!(h["vers"], 1);
+    assert_eq!(h["credits"], 64);
+    assert_eq!(h["proc"], "RDMA_MSG");
+    assert_eq!(h["reads"], serde_json::json!([]));
+    assert_eq!(h["writes"][0][0]["handle"], 0x1086);
+    assert_eq!(h["writes"][0][0]["length"], 18);
+    assert_eq!(h["writes"][0][0]["offset"], 0x43bd_883c_02e7_3000_u64);
+    assert!(h["reply"].is_null());
+    assert_eq!(v["rpc"]["type"], "reply");
+    assert_eq!(v["rpc"]["xid"], "0x43bd883c");
+    assert_eq!(v["rpc"]["prog"], 100003);
+    assert_eq!(v["rpc"]["proc"], 6);
+    assert_eq!(v["nfs"]["proc"], "READ");
+    assert_eq!(v["nfs"]["status"], "NFS3_OK");
+    assert_eq!(v["nfs"]["res"]["count"], 18);
+    assert_eq!(v["nfs"]["res"]["data"]["placement"], "chunk");
+    assert_eq!(v["nfs"]["ddp"]["chunk_length"], 18);
+    assert_eq!(v["svcrdma"]["linux-6.1"], "accept");
+    assert_eq!(v["svcrdma"]["linux-2026"], "accept");
+}
+
+#[test]
+fn reply_without_call_proc_has_no_nfs_layer() {
+    let (code, v) = rig_decode_json(READ_REPLY_LINUX_6_1, &[]);
+    assert_eq!(code, 0);
+    assert_eq!(v["rpc"]["type"], "reply");
+    assert!(v["rpc"]["prog"].is_null());
+    assert!(v["nfs"].is_null());
+}
+
+#[test]
+fn write_call_with_read_chunk() {
+    let (code, v) = rig_decode_json(WRITE_CALL_LINUX_6_1, &[]);
+    assert_eq!(code, 0, "{v}");
+    let read = &v["rpcrdma"]["reads"][0];
+    assert_eq!(read["position"], 108);
+    assert_eq!(read["length"], 32768);
+    assert_eq!(v["rpc"]["type"], "call");
+    assert_eq!(v["rpc"]["prog"], 100003);
+    assert_eq!(v["rpc"]["vers"], 3);
+    assert_eq!(v["rpc"]["proc"], 7);
+    assert_eq!(v["rpc"]["cred"]["flavor"], "AUTH_SYS");
+    assert_eq!(v["rpc"]["cred"]["machinename"], "cli");
+    assert_eq!(v["nfs"]["proc"], "WRITE");
+    assert_eq!(v["nfs"]["args"]["stable"], "UNSTABLE");
+    assert_eq!(v["nfs"]["args"]["data"]["length"], 32768);
+    assert_eq!(v["nfs"]["ddp"]["position"], 108);
+}
+
+#[test]
+fn rejects_bad_version_with_rule_and_kernel_verdicts() {
+    // xid, vers = 2, credits, RDMA_MSG, three empty lists
+    let hex = "00000001 00000002 00000020 00000000 00000000 00000000 00000000";
+    let (code, v) = rig_decode_json(hex, &[]);
+    assert_eq!(code, 1);
+    assert!(
+        v["rule"].as_str().unwrap().starts_with("RFC 8166 §4.1"),
+        "{v}"
+    );
+    assert_eq!(v["layer"], "rpcrdma");
+    assert!(v["error"].as_str().unwrap().contains("rdma_vers"));
+    assert_eq!(v["svcrdma"]["linux-6.1"], "err-vers");
+    assert_eq!(v["svcrdma"]["linux-2026"], "err-vers");
+}
+
+#[test]
+fn rejects_xid_mismatch_at_rpc_layer() {
+    // Change the transport XID only: the inline RPC message still says 0x48bd883c.
+    let hex = format!("48bd883d{}", &WRITE_CALL_LINUX_6_1[8..]);
+    let (code, v) = rig_decode_json(&hex, &[]);
+    assert_eq!(code, 1);
+    assert_eq!(v["layer"], "rpc");
+    assert!(v["rule"].as_str().unwrap().starts_with("RFC 8166 §4.1.1"));
+    // svcrdma itself does not compare XIDs: the kernel would accept this header.
+    assert_eq!(v["svcrdma"]["linux-6.1"], "accept");
+    assert_eq!(v["rpcrdma"]["xid"], "0x48bd883d");
+}
+
+#[test]
+fn text_format_is_one_line_per_layer() {
+    let (code, out) = rig_decode(
+        READ_REPLY_LINUX_6_1,
+        &["--format", "text", "--call-proc", "100003:3:6"],
+    );
+    assert_eq!(code, 0);
+    let prefixes: Vec<&str> = out
+        .lines()
+        .map(|l| l.split_whitespace().next().unwrap())
+        .collect();
+    assert_eq!(prefixes, ["rpcrdma", "rpc", "nfs", "svcrdma"], "{out}");
+    assert!(out.contains("READ reply NFS3_OK"), "{out}");
+    assert!(out.contains("via write chunk"), "{out}");
+}
+
+#[test]
+fn bad_call_proc_is_a_usage_error() {
+    let (code, _) = rig_decode(READ_REPLY_LINUX_6_1, &["--call-proc", "nfs:3"]);
+    assert_eq!(code, 2);
+}
