@@ -85,11 +85,11 @@ fn parse_hex(text: &[u8]) -> anyhow::Result<Vec<u8>> {
         .flat_map(|l| l.bytes())
         .filter(|b| !b.is_ascii_whitespace())
         .collect();
-    if digits.len() % 2 != 0 {
+    let pairs = digits.chunks_exact(2);
+    if !pairs.remainder().is_empty() {
         bail!("--hex input has an odd number of hex digits");
     }
-    digits
-        .chunks(2)
+    pairs
         .map(|pair| {
             let s = std::str::from_utf8(pair).unwrap_or("??");
             u8::from_str_radix(s, 16).with_context(|| format!("bad hex digits {s:?}"))
@@ -281,8 +281,8 @@ fn error_json(err: &MessageError, svcrdma: Value) -> Value {
         "rule": err.rule(),
         "layer": err.layer.name(),
         "field": err.error.field(),
-        "rpcrdma": err.rpcrdma.as_ref().map(rpcrdma_json),
-        "rpc": err.rpc.as_ref().map(|r| rpc_json(r, None)),
+        "rpcrdma": err.rpcrdma.as_deref().map(rpcrdma_json),
+        "rpc": err.rpc.as_deref().map(|r| rpc_json(r, None)),
         "svcrdma": svcrdma,
     })
 }

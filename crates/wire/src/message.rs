@@ -57,10 +57,10 @@ impl Layer {
 pub struct MessageError {
     pub layer: Layer,
     pub error: DecodeError,
-    /// The transport header, if it decoded.
-    pub rpcrdma: Option<Header>,
+    /// The transport header, if it decoded (boxed: errors stay small to pass around).
+    pub rpcrdma: Option<Box<Header>>,
     /// The RPC header, if it decoded.
-    pub rpc: Option<RpcMessage>,
+    pub rpc: Option<Box<RpcMessage>>,
 }
 
 impl MessageError {
@@ -188,8 +188,8 @@ pub fn decode_message_with(
     let fail = |layer, error, out: &DecodedMessage, rpc: Option<RpcMessage>| MessageError {
         layer,
         error,
-        rpcrdma: Some(out.rpcrdma.clone()),
-        rpc,
+        rpcrdma: Some(Box::new(out.rpcrdma.clone())),
+        rpc: rpc.map(Box::new),
     };
     let rpc = match <RpcMessage as crate::xdr::Xdr>::decode(&mut r) {
         Ok(rpc) => rpc,
