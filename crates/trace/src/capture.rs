@@ -110,11 +110,10 @@ pub fn read_capture(bytes: &[u8]) -> Result<Capture<'_>, CaptureError> {
 }
 
 fn read_pcap(bytes: &[u8]) -> Result<Capture<'_>, CaptureError> {
-    let (mut rest, parser) =
-        PcapParser::new(bytes).map_err(|e| CaptureError::Malformed {
-            after_frames: 0,
-            detail: e.to_string(),
-        })?;
+    let (mut rest, parser) = PcapParser::new(bytes).map_err(|e| CaptureError::Malformed {
+        after_frames: 0,
+        detail: e.to_string(),
+    })?;
     let link = LinkType::from_datalink(parser.header().datalink);
     let mut frames = Vec::new();
     let mut stopped = None;
@@ -147,11 +146,10 @@ fn read_pcap(bytes: &[u8]) -> Result<Capture<'_>, CaptureError> {
 }
 
 fn read_pcapng(bytes: &[u8]) -> Result<Capture<'_>, CaptureError> {
-    let (mut rest, mut parser) =
-        PcapNgParser::new(bytes).map_err(|e| CaptureError::Malformed {
-            after_frames: 0,
-            detail: e.to_string(),
-        })?;
+    let (mut rest, mut parser) = PcapNgParser::new(bytes).map_err(|e| CaptureError::Malformed {
+        after_frames: 0,
+        detail: e.to_string(),
+    })?;
     let mut frames = Vec::new();
     let mut stopped = None;
     while !rest.is_empty() {

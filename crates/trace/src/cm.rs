@@ -56,9 +56,7 @@ pub enum CmMessage {
         remote_comm_id: u32,
     },
     /// Any other CM attribute (MRA, LAP, APR, SIDR ...), kept by number.
-    Other {
-        attribute_id: u16,
-    },
+    Other { attribute_id: u16 },
 }
 
 impl CmMessage {

@@ -122,7 +122,11 @@ impl Opcode {
         use Opcode::*;
         matches!(
             self,
-            ReadResponseFirst | ReadResponseLast | ReadResponseOnly | Acknowledge | AtomicAcknowledge
+            ReadResponseFirst
+                | ReadResponseLast
+                | ReadResponseOnly
+                | Acknowledge
+                | AtomicAcknowledge
         )
     }
 
@@ -135,7 +139,10 @@ impl Opcode {
     }
 
     fn has_ieth(self) -> bool {
-        matches!(self, Opcode::SendLastInvalidate | Opcode::SendOnlyInvalidate)
+        matches!(
+            self,
+            Opcode::SendLastInvalidate | Opcode::SendOnlyInvalidate
+        )
     }
 
     fn has_deth(self) -> bool {
@@ -186,12 +193,20 @@ pub struct Reth {
 /// What an ACK Extended Transport Header says (IBTA Vol 1 §9.3.5, Table 43).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub enum AckSyndrome {
-    Ack { credits: u8 },
-    RnrNak { timer: u8 },
+    Ack {
+        credits: u8,
+    },
+    RnrNak {
+        timer: u8,
+    },
     /// NAK code: 0 PSN sequence error, 1 invalid request, 2 remote access error, 3 remote
     /// operational error, 4 invalid RD request.
-    Nak { code: u8 },
-    Reserved { syndrome: u8 },
+    Nak {
+        code: u8,
+    },
+    Reserved {
+        syndrome: u8,
+    },
 }
 
 impl AckSyndrome {
@@ -430,7 +445,10 @@ pub(crate) mod tests {
             assert!(decode(&full[..cut]).is_err(), "cut {cut}");
         }
         let err = decode(&packet(0x40, 1, 1, &[], b"")).unwrap_err();
-        assert!(matches!(err, DecodeError::BadDiscriminant { value: 0x40, .. }));
+        assert!(matches!(
+            err,
+            DecodeError::BadDiscriminant { value: 0x40, .. }
+        ));
         // pad count larger than what follows the headers
         let mut bad = packet(0x04, 1, 1, &[], b"");
         bad[1] = 0x30;

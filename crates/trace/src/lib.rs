@@ -14,4 +14,11 @@ pub mod cm;
 pub mod ib;
 pub mod icrc;
 pub mod link;
+pub mod model;
 pub mod reassembly;
+pub mod render;
+pub mod session;
+pub mod upper;
+
+pub use model::{Event, EventBody, Message, Role, Trace};
+pub use session::{trace_capture, Options};

@@ -152,7 +152,9 @@ mod tests {
         assert_eq!(p.src, IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2)));
         assert_eq!(p.dst, IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1)));
         assert_eq!(p.transport, &[0xaa; 16]);
-        assert!(matches!(p.icrc_prefix, IcrcPrefix::Ipv4 { ip, udp } if ip.len() == 20 && udp.len() == 8));
+        assert!(
+            matches!(p.icrc_prefix, IcrcPrefix::Ipv4 { ip, udp } if ip.len() == 20 && udp.len() == 8)
+        );
     }
 
     #[test]

@@ -254,6 +254,16 @@ impl Reassembler {
         self.path_mtu.insert(pair(a, b), mtu);
     }
 
+    /// Report a frame-level problem found before reassembly (undecodable, bad ICRC).
+    pub fn note(&mut self, frame: u32, time: Duration, event: TransportEvent) {
+        let at = At {
+            frame,
+            first_frame: frame,
+            time,
+        };
+        self.event(at, None, event);
+    }
+
     fn event(&mut self, at: At, flow: Option<FlowKey>, event: TransportEvent) {
         self.out.push(Delivery::Event { at, flow, event });
     }
@@ -470,7 +480,10 @@ impl Reassembler {
                     .min(limits.max_rdma_bytes);
                 append_bounded(partial, p.payload, cap);
                 partial.next_psn = ib::psn_add(p.psn, 1);
-                if matches!(p.opcode, WriteLast | WriteLastImm | WriteOnly | WriteOnlyImm) {
+                if matches!(
+                    p.opcode,
+                    WriteLast | WriteLastImm | WriteOnly | WriteOnlyImm
+                ) {
                     if let Some(done) = state.write.take() {
                         let reth = done.reth.unwrap_or(Reth {
                             va: 0,
@@ -501,9 +514,8 @@ impl Reassembler {
                     // A READ request consumes one PSN per response packet (IBTA Vol 1 §9.7.6.1).
                     state.expected_psn = match mtu {
                         Some(mtu) => {
-                            let packets = u64::from(reth.dma_length)
-                                .div_ceil(u64::from(mtu))
-                                .max(1);
+                            let packets =
+                                u64::from(reth.dma_length).div_ceil(u64::from(mtu)).max(1);
                             Some(ib::psn_add(p.psn, (packets & 0xff_ffff) as u32))
                         }
                         None => None,
@@ -735,9 +747,27 @@ mod tests {
         let mut r = Reassembler::default();
         r.set_path_mtu(C, S, 256);
         // server (S) reads 300 bytes from the client at rkey 7: two response packets
-        feed(&mut r, 1, S, C, &packet(0x0c, 9, 50, &reth(0x2000, 7, 300), &[]));
-        feed(&mut r, 2, C, S, &packet(0x0d, 3, 50, &[0, 0, 0, 1], &[4; 256]));
-        feed(&mut r, 3, C, S, &packet(0x0f, 3, 51, &[0, 0, 0, 2], &[5; 44]));
+        feed(
+            &mut r,
+            1,
+            S,
+            C,
+            &packet(0x0c, 9, 50, &reth(0x2000, 7, 300), &[]),
+        );
+        feed(
+            &mut r,
+            2,
+            C,
+            S,
+            &packet(0x0d, 3, 50, &[0, 0, 0, 1], &[4; 256]),
+        );
+        feed(
+            &mut r,
+            3,
+            C,
+            S,
+            &packet(0x0f, 3, 51, &[0, 0, 0, 2], &[5; 44]),
+        );
         // next request PSN after the read is 52: no gap reported
         feed(&mut r, 4, S, C, &packet(0x04, 9, 52, &[], &[0; 4]));
         let out = r.drain();
@@ -755,7 +785,13 @@ mod tests {
     #[test]
     fn rdma_write_is_capped_by_its_declared_length() {
         let mut r = Reassembler::default();
-        feed(&mut r, 1, S, C, &packet(0x06, 9, 1, &reth(0x10, 8, 260), &[1; 256]));
+        feed(
+            &mut r,
+            1,
+            S,
+            C,
+            &packet(0x06, 9, 1, &reth(0x10, 8, 260), &[1; 256]),
+        );
         feed(&mut r, 2, S, C, &packet(0x08, 9, 2, &[], &[2; 256]));
         let out = r.drain();
         assert!(matches!(

@@ -1,0 +1,166 @@
+//! The trace model: connections and events (one per RPC-over-RDMA message, per RDMA data movement,
+//! per CM message and per transport anomaly), with roles instead of addresses.
+
+use std::net::IpAddr;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::reassembly::TransportEvent;
+
+/// Which end of a connection did something. The client is the RPC requester: it sends Calls and
+/// (RFC 8166 §3.4.1) it is the side whose memory the server reads from and writes to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    Client,
+    Server,
+}
+
+impl Role {
+    /// One-letter tag used in trace lines.
+    pub fn tag(self) -> &'static str {
+        match self {
+            Role::Client => "C",
+            Role::Server => "S",
+        }
+    }
+
+    /// The other end.
+    pub fn peer(self) -> Role {
+        match self {
+            Role::Client => Role::Server,
+            Role::Server => Role::Client,
+        }
+    }
+}
+
+/// One RC connection (a pair of QPs).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Connection {
+    pub id: usize,
+    pub client: Option<IpAddr>,
+    pub server: Option<IpAddr>,
+    pub client_qp: Option<u32>,
+    pub server_qp: Option<u32>,
+    /// Port from the CM service ID (20049 for NFS/RDMA).
+    pub port: Option<u16>,
+    /// Whether this connection carries RPC-over-RDMA (by port, RFC 8797 private data, or the
+    /// first Send decoding as a version 1 header).
+    pub rpcrdma: bool,
+    /// Whether the QP pairing came from the CM exchange (else from traffic).
+    pub from_cm: bool,
+}
+
+/// One decoded RPC-over-RDMA message.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Message {
+    pub xid: Option<u32>,
+    pub vers: Option<u32>,
+    pub credits: Option<u32>,
+    /// "RDMA_MSG" etc.; `None` when the header did not decode far enough.
+    pub proc_: Option<&'static str>,
+    pub header: Option<wire::rpcrdma::Header>,
+    /// Bytes of the Send payload after the transport header.
+    pub inline_len: usize,
+    pub rpc: Option<RpcSummary>,
+    pub nfs: Option<NfsSummary>,
+    /// Bytes of chunk data attached (read from or written to the client's memory) for this
+    /// message: Read chunks for a Call, Write and Reply chunks for a Reply.
+    pub chunk_bytes: u64,
+    /// Why the message did not decode in full.
+    pub error: Option<String>,
+    /// For a Reply: the frame of the matching Call and the time since it.
+    pub call_frame: Option<u32>,
+    #[serde(skip)]
+    pub latency: Option<Duration>,
+}
+
+/// The RPC layer of a message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RpcSummary {
+    /// "call" or "reply".
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub xid: u32,
+    pub prog: Option<u32>,
+    pub vers: Option<u32>,
+    pub proc_: Option<u32>,
+    /// For a reply: "SUCCESS", "PROG_UNAVAIL", "AUTH_ERROR(..)", ...
+    pub status: Option<String>,
+}
+
+/// The upper-layer (NFS, NFSACL, MOUNT) view of a message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NfsSummary {
+    /// Program family and procedure, e.g. "NFS3 READ", "NFSACL GETACL", "NFS4 COMPOUND".
+    pub proc_: String,
+    /// For replies: the status name ("NFS3_OK", "NFS3ERR_NOENT").
+    pub status: Option<String>,
+    /// A few stable details (sizes, names) for readable traces.
+    pub detail: Option<String>,
+}
+
+/// What happened.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum EventBody {
+    Message(Box<Message>),
+    /// A Send on a connection that does not carry RPC-over-RDMA.
+    Send {
+        length: usize,
+    },
+    /// RDMA WRITE by `dir` into the peer's memory.
+    RdmaWrite {
+        handle: u32,
+        offset: u64,
+        length: usize,
+    },
+    /// RDMA READ by `dir` from the peer's memory.
+    RdmaRead {
+        handle: u32,
+        offset: u64,
+        length: usize,
+    },
+    Cm {
+        name: String,
+        detail: String,
+    },
+    Transport(TransportEvent),
+}
+
+/// One trace event.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Event {
+    /// Frame completing the event (1-based).
+    pub frame: u32,
+    /// Frame starting it (multi-packet operations, RDMA READ request).
+    pub first_frame: u32,
+    /// Time since the first frame of the capture.
+    #[serde(skip)]
+    pub time: Duration,
+    pub conn: Option<usize>,
+    /// Who did it (sent the message, issued the RDMA operation).
+    pub dir: Option<Role>,
+    pub body: EventBody,
+}
+
+/// A whole trace.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Trace {
+    pub frames: u32,
+    pub connections: Vec<Connection>,
+    pub events: Vec<Event>,
+    /// Set when the capture ended in a malformed record (events before it are kept).
+    pub capture_error: Option<String>,
+}
+
+impl Trace {
+    /// The RPC-over-RDMA messages, in capture order.
+    pub fn messages(&self) -> impl Iterator<Item = (&Event, &Message)> {
+        self.events.iter().filter_map(|e| match &e.body {
+            EventBody::Message(m) => Some((e, m.as_ref())),
+            _ => None,
+        })
+    }
+}

@@ -1,0 +1,359 @@
+//! Rendering: compact text lines (raw or normalised for snapshots), JSON lines, and a unified
+//! diff of two normalised traces.
+//!
+//! Normalisation (s2n-quic style): xids become `x1, x2…` and handles `h1, h2…` by first
+//! appearance, offsets are shown relative to the segment a Call advertised, connections become
+//! `c1, c2…`, addresses become roles (C/S), and PSNs, QPNs and times are dropped. The same
+//! workload captured twice therefore renders to identical text.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+
+use serde_json::{json, Value};
+
+use crate::model::{Event, EventBody, Message, Trace};
+use crate::reassembly::TransportEvent;
+use wire::rpcrdma::{ChunkLists, Segment};
+
+/// Symbol tables for normalisation.
+#[derive(Debug, Default)]
+struct Symbols {
+    xids: HashMap<(usize, u32), usize>,
+    handles: HashMap<(usize, u32), usize>,
+    conns: HashMap<usize, usize>,
+    /// Base offset of the latest segment advertised for a handle (offsets print relative to it).
+    bases: HashMap<(usize, u32), u64>,
+}
+
+impl Symbols {
+    fn next(map: &mut HashMap<(usize, u32), usize>, key: (usize, u32)) -> usize {
+        let n = map.len() + 1;
+        *map.entry(key).or_insert(n)
+    }
+    fn xid(&mut self, conn: usize, xid: u32) -> String {
+        format!("x{}", Self::next(&mut self.xids, (conn, xid)))
+    }
+    fn handle(&mut self, conn: usize, handle: u32) -> String {
+        format!("h{}", Self::next(&mut self.handles, (conn, handle)))
+    }
+    fn conn(&mut self, conn: Option<usize>) -> String {
+        match conn {
+            Some(c) => {
+                let n = self.conns.len() + 1;
+                format!("c{}", *self.conns.entry(c).or_insert(n))
+            }
+            None => "c?".into(),
+        }
+    }
+}
+
+/// Whether volatile values are kept (raw) or replaced by stable symbols (normalised).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Style {
+    Raw,
+    Normalised,
+}
+
+/// Render a trace as text, one line per event.
+pub fn text(trace: &Trace, style: Style) -> String {
+    let mut out = String::new();
+    let mut sym = Symbols::default();
+    for e in &trace.events {
+        let line = event_line(e, style, &mut sym);
+        if style == Style::Raw {
+            let _ = write!(out, "{:>6} {:>10.6} ", e.frame, e.time.as_secs_f64());
+        }
+        out.push_str(&line);
+        out.push('\n');
+    }
+    if let Some(err) = &trace.capture_error {
+        let _ = writeln!(out, "! capture: {err}");
+    }
+    out
+}
+
+fn event_line(e: &Event, style: Style, sym: &mut Symbols) -> String {
+    let raw = style == Style::Raw;
+    let conn_tag = if raw {
+        match e.conn {
+            Some(c) => format!("c{c}"),
+            None => "c?".into(),
+        }
+    } else {
+        sym.conn(e.conn)
+    };
+    let dir = e.dir.map_or("?", |d| d.tag());
+    let conn = e.conn.unwrap_or(usize::MAX);
+    let body = match &e.body {
+        EventBody::Message(m) => message_text(m, conn, style, sym),
+        EventBody::Send { length } => format!("SEND len={length}"),
+        EventBody::RdmaWrite {
+            handle,
+            offset,
+            length,
+        } => format!(
+            "RDMA_WRITE {} len={length}",
+            location(conn, *handle, *offset, style, sym)
+        ),
+        EventBody::RdmaRead {
+            handle,
+            offset,
+            length,
+        } => format!(
+            "RDMA_READ {} len={length}",
+            location(conn, *handle, *offset, style, sym)
+        ),
+        EventBody::Cm { name, detail } => {
+            if detail.is_empty() {
+                name.clone()
+            } else {
+                format!("{name} {detail}")
+            }
+        }
+        EventBody::Transport(t) => format!("! {}", transport_text(t, raw)),
+    };
+    format!("{conn_tag} {dir} {body}")
+}
+
+fn location(conn: usize, handle: u32, offset: u64, style: Style, sym: &mut Symbols) -> String {
+    match style {
+        Style::Raw => format!("{handle:#010x}@{offset:#x}"),
+        Style::Normalised => {
+            let base = *sym.bases.entry((conn, handle)).or_insert(offset);
+            let h = sym.handle(conn, handle);
+            match offset.checked_sub(base) {
+                Some(rel) => format!("{h}+{rel}"),
+                None => format!("{h}-{}", base - offset),
+            }
+        }
+    }
+}
+
+fn segment_text(conn: usize, s: &Segment, style: Style, sym: &mut Symbols) -> String {
+    match style {
+        Style::Raw => format!("{:#010x}@{:#x}:{}", s.handle, s.offset, s.length),
+        Style::Normalised => {
+            // A segment advertised here is the base its RDMA operations are relative to.
+            sym.bases.insert((conn, s.handle), s.offset);
+            format!("{}:{}", sym.handle(conn, s.handle), s.length)
+        }
+    }
+}
+
+fn chunks_text(conn: usize, c: &ChunkLists, style: Style, sym: &mut Symbols) -> String {
+    let mut out = String::new();
+    if !c.reads.is_empty() {
+        let reads: Vec<String> = c
+            .reads
+            .iter()
+            .map(|r| {
+                format!(
+                    "@{} {}",
+                    r.position,
+                    segment_text(conn, &r.target, style, sym)
+                )
+            })
+            .collect();
+        let _ = write!(out, " read=[{}]", reads.join(", "));
+    }
+    if !c.writes.is_empty() {
+        let writes: Vec<String> = c
+            .writes
+            .iter()
+            .map(|w| {
+                let segs: Vec<String> = w
+                    .iter()
+                    .map(|s| segment_text(conn, s, style, sym))
+                    .collect();
+                format!("[{}]", segs.join(", "))
+            })
+            .collect();
+        let _ = write!(out, " write=[{}]", writes.join(", "));
+    }
+    if let Some(reply) = &c.reply {
+        let segs: Vec<String> = reply
+            .iter()
+            .map(|s| segment_text(conn, s, style, sym))
+            .collect();
+        let _ = write!(out, " reply=[{}]", segs.join(", "));
+    }
+    out
+}
+
+fn message_text(m: &Message, conn: usize, style: Style, sym: &mut Symbols) -> String {
+    let mut out = String::new();
+    out.push_str(m.proc_.unwrap_or("RDMA_?"));
+    match (m.xid, style) {
+        (Some(x), Style::Raw) => {
+            let _ = write!(out, " xid={x:#010x}");
+        }
+        (Some(x), Style::Normalised) => {
+            let _ = write!(out, " {}", sym.xid(conn, x));
+        }
+        (None, _) => {}
+    }
+    if let Some(v) = m.vers {
+        if v != wire::rpcrdma::RPCRDMA_VERSION {
+            let _ = write!(out, " vers={v}");
+        }
+    }
+    if let Some(c) = m.credits {
+        let _ = write!(out, " cr={c}");
+    }
+    if let Some(h) = &m.header {
+        if let Some(c) = h.chunks() {
+            out.push_str(&chunks_text(conn, c, style, sym));
+        }
+        match &h.body {
+            wire::rpcrdma::Body::Error(wire::rpcrdma::ErrorBody::Vers { low, high }) => {
+                let _ = write!(out, " ERR_VERS({low}..{high})");
+            }
+            wire::rpcrdma::Body::Error(wire::rpcrdma::ErrorBody::Chunk) => {
+                out.push_str(" ERR_CHUNK");
+            }
+            _ => {}
+        }
+    }
+    match (&m.nfs, &m.rpc) {
+        (Some(nfs), Some(rpc)) => {
+            let _ = write!(out, " {} {}", nfs.proc_, rpc.kind);
+            if let Some(d) = &nfs.detail {
+                let _ = write!(out, " {d}");
+            }
+            if let Some(s) = &nfs.status {
+                let _ = write!(out, " {s}");
+            }
+            if let Some(s) = &rpc.status {
+                if s != "SUCCESS" {
+                    let _ = write!(out, " rpc={s}");
+                }
+            }
+        }
+        (None, Some(rpc)) => {
+            let _ = write!(out, " RPC {}", rpc.kind);
+            if let (Some(p), Some(v), Some(n)) = (rpc.prog, rpc.vers, rpc.proc_) {
+                let _ = write!(out, " {p}/{v}/{n}");
+            }
+            if let Some(s) = &rpc.status {
+                let _ = write!(out, " {s}");
+            }
+        }
+        _ => {}
+    }
+    if m.chunk_bytes > 0 {
+        let _ = write!(out, " chunk_bytes={}", m.chunk_bytes);
+    }
+    if style == Style::Raw {
+        if let (Some(f), Some(l)) = (m.call_frame, m.latency) {
+            let _ = write!(out, " call={f} latency={}us", l.as_micros());
+        }
+    }
+    if let Some(e) = &m.error {
+        let _ = write!(out, " ERROR({e})");
+    }
+    out
+}
+
+fn transport_text(t: &TransportEvent, raw: bool) -> String {
+    match t {
+        TransportEvent::Duplicate { psn, opcode } if raw => format!("DUPLICATE {opcode} psn={psn}"),
+        TransportEvent::Duplicate { opcode, .. } => format!("DUPLICATE {opcode}"),
+        TransportEvent::Gap { expected, got } if raw => {
+            format!("GAP expected_psn={expected} got={got}")
+        }
+        TransportEvent::Gap { expected, got } => {
+            format!("GAP missing={}", crate::ib::psn_distance(*got, *expected))
+        }
+        TransportEvent::Nak { syndrome, .. } => syndrome.clone(),
+        TransportEvent::Incomplete { what, .. } => format!("INCOMPLETE {what}"),
+        TransportEvent::UnmatchedResponse { opcode, .. } => format!("UNMATCHED {opcode}"),
+        TransportEvent::Orphan { opcode, .. } => format!("ORPHAN {opcode}"),
+        TransportEvent::Overlong { what, declared } => {
+            format!("OVERLONG {what} declared={declared}")
+        }
+        TransportEvent::BadIcrc { .. } => "BAD_ICRC".into(),
+        TransportEvent::Undecodable { error } => format!("UNDECODABLE {error}"),
+        TransportEvent::LimitReached { what } => format!("LIMIT {what}"),
+    }
+}
+
+fn segment_json(s: &Segment) -> Value {
+    json!({"handle": s.handle, "length": s.length, "offset": s.offset})
+}
+
+/// One JSON object per RPC-over-RDMA message (raw values; xid as "0x%08x").
+pub fn jsonl(trace: &Trace) -> String {
+    let mut out = String::new();
+    for (e, m) in trace.messages() {
+        let chunks = m.header.as_ref().and_then(|h| h.chunks());
+        let reads: Vec<Value> = chunks
+            .map(|c| {
+                c.reads
+                    .iter()
+                    .map(|r| {
+                        json!({"position": r.position, "handle": r.target.handle,
+                               "length": r.target.length, "offset": r.target.offset})
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let writes: Vec<Value> = chunks
+            .map(|c| {
+                c.writes
+                    .iter()
+                    .map(|w| Value::Array(w.iter().map(segment_json).collect()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let reply = chunks
+            .and_then(|c| c.reply.as_ref())
+            .map(|r| Value::Array(r.iter().map(segment_json).collect()))
+            .unwrap_or(Value::Null);
+        let rpc = m
+            .rpc
+            .as_ref()
+            .map(|r| json!({"type": r.kind, "prog": r.prog, "vers": r.vers, "proc": r.proc_, "status": r.status}))
+            .unwrap_or(Value::Null);
+        let nfs = m
+            .nfs
+            .as_ref()
+            .map(|n| json!({"proc": n.proc_, "status": n.status, "detail": n.detail}))
+            .unwrap_or(Value::Null);
+        let obj = json!({
+            "frame": e.frame,
+            "first_frame": e.first_frame,
+            "conn": e.conn,
+            "dir": e.dir,
+            "xid": m.xid.map(|x| format!("0x{x:08x}")),
+            "vers": m.vers,
+            "credits": m.credits,
+            "proc": m.proc_,
+            "reads": reads,
+            "writes": writes,
+            "reply": reply,
+            "rpc": rpc,
+            "nfs": nfs,
+            "chunk_bytes": m.chunk_bytes,
+            "call_frame": m.call_frame,
+            "latency_us": m.latency.map(|l| l.as_micros() as u64),
+            "error": m.error,
+        });
+        out.push_str(&obj.to_string());
+        out.push('\n');
+    }
+    out
+}
+
+/// Unified diff of two normalised traces; `None` when they are identical.
+pub fn diff(a_name: &str, a: &str, b_name: &str, b: &str) -> Option<String> {
+    if a == b {
+        return None;
+    }
+    let diff = similar::TextDiff::from_lines(a, b);
+    Some(
+        diff.unified_diff()
+            .context_radius(2)
+            .header(a_name, b_name)
+            .to_string(),
+    )
+}

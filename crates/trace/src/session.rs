@@ -1,0 +1,821 @@
+//! From transport deliveries to a [`Trace`]: connections (paired from the CM exchange, else from
+//! traffic), roles, RPC-over-RDMA messages with their chunk data attached by handle and offset,
+//! and Call/Reply pairing by xid.
+//!
+//! The capture is processed in two passes: reassembly first (every Send, RDMA WRITE and RDMA READ
+//! in capture order), then messages. A Call's Read chunks are pulled by RDMA READs *after* the
+//! Call, and a Reply's Write/Reply chunks are filled by RDMA WRITEs *before* it, so the second
+//! pass looks both ways through an index of data movements by (connection, handle).
+
+use std::collections::{HashMap, VecDeque};
+use std::net::IpAddr;
+use std::time::Duration;
+
+use wire::rpcrdma::{Body, Header, Proc, Segment};
+
+use crate::capture::{read_capture, CaptureError};
+use crate::cm::{service_port, CmMessage};
+use crate::ib;
+use crate::link;
+use crate::model::{Connection, Event, EventBody, Message, Role, Trace};
+use crate::reassembly::{At, Delivery, FlowKey, Limits, Reassembler, TransportEvent};
+use crate::upper::{self, CallKey};
+
+/// NFS/RDMA's registered port (RFC 5666 §10 / RFC 8166).
+pub const NFS_RDMA_PORT: u16 = 20049;
+/// Most Calls remembered per connection while waiting for their Replies.
+pub const MAX_PENDING_CALLS: usize = 65536;
+
+/// Options for building a trace.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    pub limits: Limits,
+    /// Verify each packet's ICRC and drop (and report) packets whose ICRC is wrong.
+    pub check_icrc: bool,
+}
+
+/// Build a trace from pcap or pcapng bytes.
+pub fn trace_capture(bytes: &[u8], options: &Options) -> Result<Trace, CaptureError> {
+    let capture = read_capture(bytes)?;
+    let origin = capture.frames.first().map(|f| f.time).unwrap_or_default();
+    let mut reassembler = Reassembler::new(options.limits.clone());
+    let mut last = (0u32, Duration::ZERO);
+    for frame in &capture.frames {
+        let time = frame.time.saturating_sub(origin);
+        last = (frame.number, time);
+        let Some(roce) = link::roce_packet(frame.link, &frame.data) else {
+            continue;
+        };
+        match ib::decode(roce.transport) {
+            Ok(packet) => {
+                if options.check_icrc
+                    && crate::icrc::check(roce.icrc_prefix, roce.transport) == Some(false)
+                {
+                    reassembler.note(
+                        frame.number,
+                        time,
+                        TransportEvent::BadIcrc { psn: packet.psn },
+                    );
+                    continue;
+                }
+                reassembler.packet(frame.number, time, roce.src, roce.dst, &packet);
+            }
+            Err(e) => reassembler.note(
+                frame.number,
+                time,
+                TransportEvent::Undecodable {
+                    error: e.to_string(),
+                },
+            ),
+        }
+    }
+    reassembler.finish(last.0, last.1);
+    let deliveries = reassembler.drain();
+    let mut trace = build(&deliveries);
+    trace.frames = capture.frames.len() as u32;
+    trace.capture_error = capture.stopped.map(|e| e.to_string());
+    Ok(trace)
+}
+
+#[derive(Debug, Default)]
+struct ConnState {
+    info: Connection,
+    /// Flow of each role's requests (client→server carries Calls).
+    flows: [Option<FlowKey>; 2],
+    /// Calls awaiting replies: xid → (call, frame, time, Write/Reply chunk handles advertised).
+    pending: HashMap<u32, PendingCall>,
+    pending_order: VecDeque<u32>,
+    /// Whether the first Send has been seen (classification happens there when no CM says).
+    classified: bool,
+}
+
+#[derive(Debug, Clone)]
+struct PendingCall {
+    key: Option<CallKey>,
+    frame: u32,
+    time: Duration,
+}
+
+fn slot(role: Role) -> usize {
+    match role {
+        Role::Client => 0,
+        Role::Server => 1,
+    }
+}
+
+/// Data movements indexed by connection and handle, for attaching chunk data.
+#[derive(Debug, Default)]
+struct DataIndex {
+    /// (conn, rkey) → indices into the deliveries (RDMA READ and WRITE).
+    by_handle: HashMap<(usize, u32), Vec<usize>>,
+}
+
+struct Builder<'d> {
+    deliveries: &'d [Delivery],
+    conns: Vec<ConnState>,
+    flow_conn: HashMap<FlowKey, (usize, Role)>,
+    /// CM REQs waiting for their REP: (client addr, comm id) → (qpn, port, rpcrdma hint).
+    cm_requests: HashMap<(IpAddr, u32), (u32, Option<u16>, bool)>,
+    /// (sender address, sender's local communication ID) → connection, for CM events.
+    comm_ids: HashMap<(IpAddr, u32), usize>,
+    index: DataIndex,
+    events: Vec<Event>,
+}
+
+/// Build the trace from reassembled deliveries.
+pub fn build(deliveries: &[Delivery]) -> Trace {
+    let mut b = Builder {
+        deliveries,
+        conns: Vec::new(),
+        flow_conn: HashMap::new(),
+        cm_requests: HashMap::new(),
+        comm_ids: HashMap::new(),
+        index: DataIndex::default(),
+        events: Vec::new(),
+    };
+    // Pass 1: connections (CM first, then traffic) and the data index.
+    for (i, d) in deliveries.iter().enumerate() {
+        match d {
+            Delivery::Cm {
+                src, dst, message, ..
+            } => b.cm(*src, *dst, message),
+            Delivery::Send { flow, payload, .. } => {
+                b.connection_for(*flow, guess_send_role(payload));
+            }
+            Delivery::Write { flow, reth, .. } | Delivery::Read { flow, reth, .. } => {
+                // Only the server moves data in RPC-over-RDMA (RFC 8166 §3.4.1).
+                let (conn, _) = b.connection_for(*flow, Some(Role::Server));
+                b.index
+                    .by_handle
+                    .entry((conn, reth.rkey))
+                    .or_default()
+                    .push(i);
+            }
+            Delivery::Event { .. } => {}
+        }
+    }
+    // Pass 2: events.
+    for (i, d) in deliveries.iter().enumerate() {
+        b.event(i, d);
+    }
+    Trace {
+        frames: 0,
+        connections: b.conns.into_iter().map(|c| c.info).collect(),
+        events: b.events,
+        capture_error: None,
+    }
+}
+
+/// Guess who sent a Send from its content when no CM exchange says: an RPC-over-RDMA Call has
+/// msg_type CALL after the header; anything else from an unknown sender is left undecided.
+fn guess_send_role(payload: &[u8]) -> Option<Role> {
+    let (header, used) = Header::decode_prefix(payload).ok()?;
+    if header.vers != wire::rpcrdma::RPCRDMA_VERSION {
+        return None;
+    }
+    match header.body {
+        Body::Msg(_) | Body::Msgp { .. } => {
+            let rpc = payload.get(used..)?;
+            // rpc_msg: xid, msg_type (0 CALL, 1 REPLY) — RFC 5531 §9.
+            match rpc.get(4..8)? {
+                [0, 0, 0, 0] => Some(Role::Client),
+                [0, 0, 0, 1] => Some(Role::Server),
+                _ => None,
+            }
+        }
+        Body::Nomsg(c) => {
+            if !c.reads.is_empty() {
+                Some(Role::Client)
+            } else {
+                None
+            }
+        }
+        Body::Done => Some(Role::Client),
+        Body::Error(_) => Some(Role::Server),
+    }
+}
+
+impl Builder<'_> {
+    fn cm(&mut self, src: IpAddr, dst: IpAddr, message: &CmMessage) {
+        match message {
+            CmMessage::Request {
+                local_comm_id,
+                service_id,
+                local_qpn,
+                private_data,
+                ..
+            } => {
+                let port = service_port(*service_id);
+                let magic = wire::private_data::PrivateData::decode(private_data).is_ok();
+                self.cm_requests.insert(
+                    (src, *local_comm_id),
+                    (*local_qpn, port, magic || port == Some(NFS_RDMA_PORT)),
+                );
+            }
+            CmMessage::Reply {
+                local_comm_id,
+                remote_comm_id,
+                local_qpn,
+                ..
+            } => {
+                // The REP goes from the server (src) to the client (dst).
+                let Some((client_qp, port, rpcrdma)) =
+                    self.cm_requests.remove(&(dst, *remote_comm_id))
+                else {
+                    return;
+                };
+                let id = self.conns.len();
+                let client_flow = FlowKey {
+                    src: dst,
+                    dst: src,
+                    dest_qp: *local_qpn,
+                };
+                let server_flow = FlowKey {
+                    src,
+                    dst,
+                    dest_qp: client_qp,
+                };
+                self.conns.push(ConnState {
+                    info: Connection {
+                        id,
+                        client: Some(dst),
+                        server: Some(src),
+                        client_qp: Some(client_qp),
+                        server_qp: Some(*local_qpn),
+                        port,
+                        rpcrdma,
+                        from_cm: true,
+                    },
+                    flows: [Some(client_flow), Some(server_flow)],
+                    classified: rpcrdma,
+                    ..Default::default()
+                });
+                self.comm_ids.insert((dst, *remote_comm_id), id);
+                self.comm_ids.insert((src, *local_comm_id), id);
+                // A new connection may reuse QP numbers: the newest REP wins.
+                self.flow_conn.insert(client_flow, (id, Role::Client));
+                self.flow_conn.insert(server_flow, (id, Role::Server));
+            }
+            _ => {}
+        }
+    }
+
+    /// The connection and role of a flow, creating a traffic-paired connection if needed.
+    fn connection_for(&mut self, flow: FlowKey, hint: Option<Role>) -> (usize, Option<Role>) {
+        if let Some((id, role)) = self.flow_conn.get(&flow) {
+            return (*id, Some(*role));
+        }
+        // No CM: pair with a CM-less connection between the same two addresses whose other
+        // direction is known and whose slot for this role is free.
+        let candidate = self.conns.iter().rposition(|c| {
+            if c.info.from_cm {
+                return false;
+            }
+            c.flows
+                .iter()
+                .flatten()
+                .any(|f| f.src == flow.dst && f.dst == flow.src)
+                && match hint {
+                    Some(role) => c.flows[slot(role)].is_none(),
+                    None => c.flows.iter().any(Option::is_none),
+                }
+        });
+        let id = match candidate {
+            Some(id) => id,
+            None => {
+                let id = self.conns.len();
+                self.conns.push(ConnState {
+                    info: Connection {
+                        id,
+                        ..Default::default()
+                    },
+                    ..Default::default()
+                });
+                id
+            }
+        };
+        let conn = &mut self.conns[id];
+        let role = match hint {
+            Some(role) => role,
+            None => {
+                // The other direction's role decides; else the flow is the client's (it spoke first).
+                match conn.flows {
+                    [Some(_), None] => Role::Server,
+                    _ => Role::Client,
+                }
+            }
+        };
+        conn.flows[slot(role)] = Some(flow);
+        match role {
+            Role::Client => {
+                conn.info.client = Some(flow.src);
+                conn.info.server = Some(flow.dst);
+                conn.info.server_qp = Some(flow.dest_qp);
+            }
+            Role::Server => {
+                conn.info.server = Some(flow.src);
+                conn.info.client = Some(flow.dst);
+                conn.info.client_qp = Some(flow.dest_qp);
+            }
+        }
+        self.flow_conn.insert(flow, (id, role));
+        (id, Some(role))
+    }
+
+    fn push(&mut self, at: At, conn: Option<usize>, dir: Option<Role>, body: EventBody) {
+        self.events.push(Event {
+            frame: at.frame,
+            first_frame: at.first_frame,
+            time: at.time,
+            conn,
+            dir,
+            body,
+        });
+    }
+
+    fn event(&mut self, index: usize, d: &Delivery) {
+        match d {
+            Delivery::Cm {
+                at, src, message, ..
+            } => {
+                let (conn, dir) = self.cm_role(*src, message);
+                self.push(
+                    *at,
+                    conn,
+                    dir,
+                    EventBody::Cm {
+                        name: message.name(),
+                        detail: cm_detail(message),
+                    },
+                );
+            }
+            Delivery::Event { at, flow, event } => {
+                let (conn, dir) = match flow.and_then(|f| self.flow_conn.get(&f)) {
+                    Some((c, r)) => (Some(*c), Some(*r)),
+                    None => (None, None),
+                };
+                self.push(*at, conn, dir, EventBody::Transport(event.clone()));
+            }
+            Delivery::Write {
+                at,
+                flow,
+                reth,
+                data,
+                ..
+            } => {
+                let (conn, dir) = self.lookup(*flow);
+                self.push(
+                    *at,
+                    conn,
+                    dir,
+                    EventBody::RdmaWrite {
+                        handle: reth.rkey,
+                        offset: reth.va,
+                        length: data.len(),
+                    },
+                );
+            }
+            Delivery::Read {
+                at,
+                flow,
+                reth,
+                data,
+            } => {
+                let (conn, dir) = self.lookup(*flow);
+                self.push(
+                    *at,
+                    conn,
+                    dir,
+                    EventBody::RdmaRead {
+                        handle: reth.rkey,
+                        offset: reth.va,
+                        length: data.len(),
+                    },
+                );
+            }
+            Delivery::Send {
+                at, flow, payload, ..
+            } => {
+                let (conn, dir) = self.lookup(*flow);
+                let Some(conn) = conn else {
+                    return;
+                };
+                if !self.conns[conn].classified {
+                    self.conns[conn].classified = true;
+                    self.conns[conn].info.rpcrdma = looks_like_rpcrdma(payload);
+                }
+                if !self.conns[conn].info.rpcrdma {
+                    self.push(
+                        *at,
+                        Some(conn),
+                        dir,
+                        EventBody::Send {
+                            length: payload.len(),
+                        },
+                    );
+                    return;
+                }
+                let message = self.message(index, *at, conn, dir, payload);
+                self.push(*at, Some(conn), dir, EventBody::Message(Box::new(message)));
+            }
+        }
+    }
+
+    fn lookup(&self, flow: FlowKey) -> (Option<usize>, Option<Role>) {
+        match self.flow_conn.get(&flow) {
+            Some((c, r)) => (Some(*c), Some(*r)),
+            None => (None, None),
+        }
+    }
+
+    fn cm_role(&self, src: IpAddr, message: &CmMessage) -> (Option<usize>, Option<Role>) {
+        let local = match message {
+            CmMessage::Request { local_comm_id, .. }
+            | CmMessage::Reply { local_comm_id, .. }
+            | CmMessage::ReadyToUse { local_comm_id, .. }
+            | CmMessage::Reject { local_comm_id, .. }
+            | CmMessage::DisconnectRequest { local_comm_id, .. }
+            | CmMessage::DisconnectReply { local_comm_id, .. } => Some(*local_comm_id),
+            CmMessage::Other { .. } => None,
+        };
+        let Some(conn) = local.and_then(|id| self.comm_ids.get(&(src, id)).copied()) else {
+            return (None, None);
+        };
+        let info = &self.conns[conn].info;
+        let role = if info.client == Some(src) {
+            Some(Role::Client)
+        } else if info.server == Some(src) {
+            Some(Role::Server)
+        } else {
+            None
+        };
+        (Some(conn), role)
+    }
+
+    /// Decode one RPC-over-RDMA message, attaching chunk data and pairing with its Call.
+    fn message(
+        &mut self,
+        index: usize,
+        at: At,
+        conn: usize,
+        dir: Option<Role>,
+        payload: &[u8],
+    ) -> Message {
+        let mut m = Message::default();
+        let (header, used) = match Header::decode_prefix(payload) {
+            Ok(ok) => ok,
+            Err(e) => {
+                let word = |i: usize| {
+                    payload
+                        .get(i * 4..i * 4 + 4)
+                        .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+                };
+                m.xid = word(0);
+                m.vers = word(1);
+                m.credits = word(2);
+                m.proc_ = word(3).and_then(Proc::from_u32).map(Proc::name);
+                m.error = Some(format!("rpcrdma: {e}"));
+                return m;
+            }
+        };
+        m.xid = Some(header.xid);
+        m.vers = Some(header.vers);
+        m.credits = Some(header.credits);
+        m.proc_ = Some(header.proc().name());
+        m.inline_len = payload.len() - used;
+        let inline = &payload[used..];
+        let is_call = dir == Some(Role::Client);
+        let result = match &header.body {
+            Body::Msg(chunks) | Body::Msgp { chunks, .. } => {
+                if is_call {
+                    self.call_stream(index, conn, inline, &chunks.reads, false)
+                } else {
+                    self.reply_stream(index, conn, inline, &chunks.writes, None)
+                }
+            }
+            Body::Nomsg(chunks) => {
+                if is_call {
+                    self.call_stream(index, conn, inline, &chunks.reads, true)
+                } else {
+                    self.reply_stream(index, conn, inline, &chunks.writes, chunks.reply.as_deref())
+                }
+            }
+            Body::Done | Body::Error(_) => None,
+        };
+        if let Some(stream) = result {
+            match stream {
+                Ok(stream) => {
+                    m.chunk_bytes = stream.chunk_bytes;
+                    self.decode_upper(&mut m, at, conn, header.xid, is_call, &stream);
+                }
+                Err(e) => m.error = Some(e),
+            }
+        }
+        m.header = Some(header);
+        m
+    }
+
+    fn decode_upper(
+        &mut self,
+        m: &mut Message,
+        at: At,
+        conn: usize,
+        xid: u32,
+        is_call: bool,
+        stream: &RpcStream,
+    ) {
+        let state = &mut self.conns[conn];
+        let call = if is_call {
+            None
+        } else {
+            state.pending.remove(&xid)
+        };
+        let decoded = upper::decode_rpc(
+            &stream.bytes,
+            call.as_ref().and_then(|c| c.key),
+            stream.reduced,
+            stream.moved,
+        );
+        if let Some(rpc) = &decoded.rpc {
+            if rpc.xid != xid {
+                m.error = Some(format!(
+                    "RPC xid {:#010x} differs from transport xid {xid:#010x} (RFC 8166 §4.1.1)",
+                    rpc.xid
+                ));
+            }
+            if rpc.kind == "call" {
+                if state.pending.len() >= MAX_PENDING_CALLS {
+                    if let Some(old) = state.pending_order.pop_front() {
+                        state.pending.remove(&old);
+                    }
+                }
+                let key = match (rpc.prog, rpc.vers, rpc.proc_) {
+                    (Some(prog), Some(vers), Some(proc_)) => Some(CallKey { prog, vers, proc_ }),
+                    _ => None,
+                };
+                state.pending.insert(
+                    xid,
+                    PendingCall {
+                        key,
+                        frame: at.frame,
+                        time: at.time,
+                    },
+                );
+                state.pending_order.push_back(xid);
+            }
+        }
+        if let Some(call) = call {
+            m.call_frame = Some(call.frame);
+            m.latency = Some(at.time.saturating_sub(call.time));
+        }
+        m.rpc = decoded.rpc;
+        m.nfs = decoded.nfs;
+        if m.error.is_none() {
+            m.error = decoded.error;
+        }
+    }
+
+    /// The Call's RPC message: inline stream with Read chunks reinserted, or the Position-Zero
+    /// Read chunk for RDMA_NOMSG. RDMA READs that pulled the chunks come after the Call.
+    fn call_stream(
+        &self,
+        index: usize,
+        conn: usize,
+        inline: &[u8],
+        reads: &[wire::rpcrdma::ReadSegment],
+        nomsg: bool,
+    ) -> Option<Result<RpcStream, String>> {
+        if reads.is_empty() {
+            if nomsg {
+                return Some(Err(
+                    "RDMA_NOMSG Call without a Read chunk (RFC 8166 §3.5.3)".into(),
+                ));
+            }
+            return Some(Ok(RpcStream::inline(inline)));
+        }
+        let lists = wire::rpcrdma::ChunkLists {
+            reads: reads.to_vec(),
+            ..Default::default()
+        };
+        let mut chunk_bytes = 0u64;
+        let mut gathered = Vec::new();
+        for chunk in lists.read_chunks() {
+            match self.gather(conn, &chunk.segments, index, Look::After) {
+                Ok(data) => {
+                    chunk_bytes += data.len() as u64;
+                    gathered.push((chunk.position, data));
+                }
+                // Data not captured: decode the reduced stream instead (length words only).
+                Err(e) if !nomsg && chunk.position != 0 => {
+                    return Some(Ok(RpcStream {
+                        bytes: inline.to_vec(),
+                        reduced: true,
+                        moved: None,
+                        chunk_bytes,
+                        note: Some(e),
+                    }));
+                }
+                Err(e) => return Some(Err(e)),
+            }
+        }
+        let (zero, others): (Vec<_>, Vec<_>) = gathered.into_iter().partition(|(p, _)| *p == 0);
+        let base = match zero.into_iter().next() {
+            Some((_, data)) => data,
+            None if nomsg => {
+                return Some(Err(
+                    "RDMA_NOMSG Call without a Position-Zero Read chunk (RFC 8166 §3.5.3)".into(),
+                ))
+            }
+            None => inline.to_vec(),
+        };
+        Some(
+            upper::reinsert_read_chunks(&base, &others).map(|bytes| RpcStream {
+                bytes,
+                reduced: false,
+                moved: None,
+                chunk_bytes,
+                note: None,
+            }),
+        )
+    }
+
+    /// The Reply's RPC message: the Reply chunk for RDMA_NOMSG, else the inline stream whose
+    /// Write-chunk item is reduced to its length (the RDMA WRITEs came before the Reply).
+    fn reply_stream(
+        &self,
+        index: usize,
+        conn: usize,
+        inline: &[u8],
+        writes: &[Vec<Segment>],
+        reply: Option<&[Segment]>,
+    ) -> Option<Result<RpcStream, String>> {
+        let mut moved = None;
+        let mut chunk_bytes = 0u64;
+        for chunk in writes {
+            match self.gather(conn, chunk, index, Look::Before) {
+                Ok(data) => {
+                    chunk_bytes += data.len() as u64;
+                    *moved.get_or_insert(0u64) += data.len() as u64;
+                }
+                Err(e) => return Some(Err(e)),
+            }
+        }
+        if let Some(reply) = reply {
+            return Some(self.gather(conn, reply, index, Look::Before).map(|bytes| {
+                let n = bytes.len() as u64;
+                RpcStream {
+                    bytes,
+                    reduced: !writes.is_empty(),
+                    moved,
+                    chunk_bytes: chunk_bytes + n,
+                    note: None,
+                }
+            }));
+        }
+        Some(Ok(RpcStream {
+            bytes: inline.to_vec(),
+            reduced: !writes.is_empty(),
+            moved,
+            chunk_bytes,
+            note: None,
+        }))
+    }
+
+    /// Collect the bytes of `segments` (in order) from RDMA operations on the same connection
+    /// that target the same handle: READs after `index` for a Call, WRITEs before it for a Reply.
+    fn gather(
+        &self,
+        conn: usize,
+        segments: &[Segment],
+        index: usize,
+        look: Look,
+    ) -> Result<Vec<u8>, String> {
+        let total: u64 = segments.iter().map(|s| u64::from(s.length)).sum();
+        if total > upper::MAX_REBUILT_MESSAGE as u64 {
+            return Err(format!("chunk of {total} bytes exceeds the rebuild limit"));
+        }
+        let mut out = Vec::with_capacity(total as usize);
+        for seg in segments {
+            let mut buf = vec![0u8; seg.length as usize];
+            let mut covered = vec![false; seg.length as usize];
+            let candidates = self
+                .index
+                .by_handle
+                .get(&(conn, seg.handle))
+                .map(Vec::as_slice)
+                .unwrap_or(&[]);
+            let ordered: Vec<usize> = match look {
+                Look::After => candidates.iter().copied().filter(|&i| i > index).collect(),
+                // Latest writes win: apply in capture order, newer overwrite older.
+                Look::Before => candidates.iter().copied().filter(|&i| i < index).collect(),
+            };
+            for i in ordered {
+                let (reth, data) = match (&self.deliveries[i], look) {
+                    (Delivery::Read { reth, data, .. }, Look::After) => (reth, data),
+                    (Delivery::Write { reth, data, .. }, Look::Before) => (reth, data),
+                    _ => continue,
+                };
+                // Overlap of [reth.va, +len) with [seg.offset, +seg.length).
+                let start = reth.va.max(seg.offset);
+                let end = reth
+                    .va
+                    .saturating_add(data.len() as u64)
+                    .min(seg.offset.saturating_add(u64::from(seg.length)));
+                if start >= end {
+                    continue;
+                }
+                let dst = (start - seg.offset) as usize..(end - seg.offset) as usize;
+                let src = (start - reth.va) as usize..(end - reth.va) as usize;
+                buf[dst.clone()].copy_from_slice(&data[src]);
+                covered[dst].iter_mut().for_each(|c| *c = true);
+                if matches!(look, Look::After) && covered.iter().all(|c| *c) {
+                    break;
+                }
+            }
+            let have = covered.iter().filter(|c| **c).count();
+            if have != covered.len() {
+                return Err(format!(
+                    "chunk segment handle {:#x} offset {:#x}: {have} of {} bytes captured",
+                    seg.handle, seg.offset, seg.length
+                ));
+            }
+            out.extend_from_slice(&buf);
+        }
+        Ok(out)
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Look {
+    After,
+    Before,
+}
+
+/// An RPC message ready for the upper-layer decoder.
+#[derive(Debug)]
+struct RpcStream {
+    bytes: Vec<u8>,
+    /// Whether a DDP-eligible item is reduced to its length word.
+    reduced: bool,
+    /// Bytes carried by Write chunks (checked against the reduced item's length).
+    moved: Option<u64>,
+    chunk_bytes: u64,
+    #[allow(dead_code)]
+    note: Option<String>,
+}
+
+impl RpcStream {
+    fn inline(bytes: &[u8]) -> Self {
+        RpcStream {
+            bytes: bytes.to_vec(),
+            reduced: false,
+            moved: None,
+            chunk_bytes: 0,
+            note: None,
+        }
+    }
+}
+
+/// Whether a connection whose CM exchange was not captured carries RPC-over-RDMA: its first Send
+/// must decode as a version 1 transport header (RFC 8166 §4.1: `rdma_vers` is 1).
+fn looks_like_rpcrdma(payload: &[u8]) -> bool {
+    matches!(Header::decode_prefix(payload), Ok((h, _)) if h.vers == wire::rpcrdma::RPCRDMA_VERSION)
+}
+
+fn cm_detail(message: &CmMessage) -> String {
+    match message {
+        CmMessage::Request {
+            service_id,
+            path_mtu,
+            private_data,
+            ..
+        } => {
+            let mut s = match service_port(*service_id) {
+                Some(port) => format!("port={port}"),
+                None => format!("service={service_id:#x}"),
+            };
+            if let Some(mtu) = path_mtu {
+                s.push_str(&format!(" mtu={mtu}"));
+            }
+            s.push_str(&private_data_detail(private_data));
+            s
+        }
+        CmMessage::Reply { private_data, .. } => {
+            private_data_detail(private_data).trim_start().to_string()
+        }
+        CmMessage::Reject { reason, .. } => format!("reason={reason}"),
+        _ => String::new(),
+    }
+}
+
+fn private_data_detail(bytes: &[u8]) -> String {
+    match wire::private_data::PrivateData::decode(bytes) {
+        Ok(p) => format!(
+            " rfc8797(send={} recv={} inv={})",
+            p.send_size(),
+            p.recv_size(),
+            p.send_with_invalidate()
+        ),
+        Err(_) => String::new(),
+    }
+}

@@ -1,0 +1,452 @@
+//! Upper layers of one message: rebuild the full RPC message from the inline stream and the chunk
+//! data moved by RDMA, then decode ONC RPC (RFC 5531) and NFSv3 / NFSACL / MOUNT / NFSv4 names.
+//!
+//! RFC 8166 §3.4.5: a Read chunk's position is its offset in the XDR stream *before* reduction;
+//! the Responder reinserts the chunk (rounded up to 4 bytes, §3.4.5.2) there. A Write chunk's
+//! data item is removed from the reply's inline stream except for its length word (§3.4.6, RFC
+//! 8267 §3), so the NFS decoder reads it in "reduced" mode and the chunk bytes are checked
+//! against that length. A Position-Zero Read chunk (Call) or the Reply chunk (Reply) carries the
+//! whole RPC message when the transport header is RDMA_NOMSG (§3.5.3).
+
+use wire::nfs3::{Ddp, Nfs3Call, Nfs3Proc, Nfs3Reply};
+use wire::nfsacl::{NfsaclCall, NfsaclProc, NfsaclReply};
+use wire::rpc::{RejectedReply, ReplyBody, RpcMessage};
+use wire::Reader;
+
+use crate::model::{NfsSummary, RpcSummary};
+
+/// Largest message we rebuild from chunks (the rest is reported, not allocated).
+pub const MAX_REBUILT_MESSAGE: usize = 16 << 20;
+
+/// Insert Read chunk data into the inline stream at their positions (RFC 8166 §3.4.5). `chunks`
+/// are `(position, data)` sorted by position, none at position zero.
+pub fn reinsert_read_chunks(inline: &[u8], chunks: &[(u32, Vec<u8>)]) -> Result<Vec<u8>, String> {
+    let total: usize = chunks
+        .iter()
+        .map(|(_, d)| wire::xdr::pad4(d.len()))
+        .sum::<usize>()
+        .saturating_add(inline.len());
+    if total > MAX_REBUILT_MESSAGE {
+        return Err(format!("rebuilt message of {total} bytes exceeds limit"));
+    }
+    let mut out = Vec::with_capacity(total);
+    let mut taken = 0usize;
+    for (position, data) in chunks {
+        // Position counts the chunks already reinserted (positions are in the full stream).
+        let inline_at = (*position as usize)
+            .checked_sub(out.len() - taken)
+            .ok_or_else(|| format!("Read chunk position {position} overlaps an earlier chunk"))?;
+        if inline_at < taken || inline_at > inline.len() {
+            return Err(format!(
+                "Read chunk position {position} is beyond the inline stream (RFC 8166 §3.4.5)"
+            ));
+        }
+        out.extend_from_slice(&inline[taken..inline_at]);
+        taken = inline_at;
+        out.extend_from_slice(data);
+        // RFC 8166 §3.4.5.2: the chunk omits XDR round-up; the receiver restores it.
+        out.resize(out.len() + (wire::xdr::pad4(data.len()) - data.len()), 0);
+    }
+    out.extend_from_slice(&inline[taken..]);
+    Ok(out)
+}
+
+/// What upper-layer decoding of one RPC message found.
+#[derive(Debug, Default)]
+pub struct Decoded {
+    pub rpc: Option<RpcSummary>,
+    pub nfs: Option<NfsSummary>,
+    pub error: Option<String>,
+}
+
+/// The procedure of a Call, remembered to decode its Reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CallKey {
+    pub prog: u32,
+    pub vers: u32,
+    pub proc_: u32,
+}
+
+/// Decode an RPC message. For a Reply, `call` is the matching Call's program/version/procedure;
+/// `moved` is the length of data that travelled in a Write chunk (None if no Write chunk data).
+pub fn decode_rpc(
+    bytes: &[u8],
+    call: Option<CallKey>,
+    reduced: bool,
+    moved: Option<u64>,
+) -> Decoded {
+    let mut out = Decoded::default();
+    let (msg, used) = match RpcMessage::decode_prefix(bytes) {
+        Ok(ok) => ok,
+        Err(e) => {
+            out.error = Some(format!("rpc: {e}"));
+            return out;
+        }
+    };
+    let body = &bytes[used..];
+    match msg {
+        RpcMessage::Call(c) => {
+            out.rpc = Some(RpcSummary {
+                kind: "call",
+                xid: c.xid,
+                prog: Some(c.prog),
+                vers: Some(c.vers),
+                proc_: Some(c.proc_),
+                status: None,
+            });
+            let key = CallKey {
+                prog: c.prog,
+                vers: c.vers,
+                proc_: c.proc_,
+            };
+            match decode_call_args(key, body, reduced) {
+                Ok(nfs) => out.nfs = nfs,
+                Err(e) => {
+                    out.nfs = name_only(key);
+                    out.error = Some(e);
+                }
+            }
+        }
+        RpcMessage::Reply(r) => {
+            let status = match &r.body {
+                ReplyBody::Accepted { stat, .. } => stat.name().to_string(),
+                ReplyBody::Denied(RejectedReply::RpcMismatch { .. }) => "RPC_MISMATCH".into(),
+                ReplyBody::Denied(RejectedReply::AuthError(s)) => {
+                    format!("AUTH_ERROR({})", wire::rpc::auth_stat_name(*s))
+                }
+            };
+            out.rpc = Some(RpcSummary {
+                kind: "reply",
+                xid: r.xid,
+                prog: call.map(|c| c.prog),
+                vers: call.map(|c| c.vers),
+                proc_: call.map(|c| c.proc_),
+                status: Some(status),
+            });
+            if !r.is_success() {
+                return out;
+            }
+            let Some(key) = call else {
+                out.error = Some("reply without a captured call: results not decoded".into());
+                return out;
+            };
+            match decode_reply_results(key, body, reduced, moved) {
+                Ok(nfs) => out.nfs = nfs,
+                Err(e) => {
+                    out.nfs = name_only(key);
+                    out.error = Some(e);
+                }
+            }
+        }
+    }
+    out
+}
+
+fn family(key: CallKey) -> Option<&'static str> {
+    match (key.prog, key.vers) {
+        (wire::rpc::NFS_PROGRAM, 3) => Some("NFS3"),
+        (wire::rpc::NFS_PROGRAM, 4) => Some("NFS4"),
+        (wire::rpc::NFSACL_PROGRAM, 3) => Some("NFSACL"),
+        (wire::rpc::MOUNT_PROGRAM, 3) => Some("MOUNT3"),
+        _ => None,
+    }
+}
+
+fn proc_name(key: CallKey) -> String {
+    let name = match (key.prog, key.vers) {
+        (wire::rpc::NFS_PROGRAM, 3) => Nfs3Proc::from_u32(key.proc_).map(|p| p.name()),
+        (wire::rpc::NFSACL_PROGRAM, 3) => NfsaclProc::from_u32(key.proc_).map(|p| p.name()),
+        (wire::rpc::MOUNT_PROGRAM, 3) => {
+            wire::mount3::Mount3Proc::from_u32(key.proc_).map(|p| p.name())
+        }
+        (wire::rpc::NFS_PROGRAM, 4) => match key.proc_ {
+            0 => Some("NULL"),
+            1 => Some("COMPOUND"),
+            _ => None,
+        },
+        _ => None,
+    };
+    match name {
+        Some(n) => n.to_string(),
+        None => format!("PROC{}", key.proc_),
+    }
+}
+
+fn name_only(key: CallKey) -> Option<NfsSummary> {
+    family(key).map(|f| NfsSummary {
+        proc_: format!("{f} {}", proc_name(key)),
+        status: None,
+        detail: None,
+    })
+}
+
+fn finish(r: &Reader<'_>, what: &str) -> Result<(), String> {
+    match r.remaining() {
+        0 => Ok(()),
+        n => Err(format!("{what}: {n} trailing bytes")),
+    }
+}
+
+fn decode_call_args(
+    key: CallKey,
+    body: &[u8],
+    reduced: bool,
+) -> Result<Option<NfsSummary>, String> {
+    let Some(fam) = family(key) else {
+        return Ok(None);
+    };
+    let mut r = Reader::new(body);
+    let mut detail = None;
+    match (key.prog, key.vers) {
+        (wire::rpc::NFS_PROGRAM, 3) => {
+            let proc_ = Nfs3Proc::from_u32(key.proc_)
+                .ok_or_else(|| format!("nfs3: unknown procedure {}", key.proc_))?;
+            let ddp = if reduced { Ddp::Moved } else { Ddp::Inline };
+            let call = Nfs3Call::decode_reduced(proc_, &mut r, ddp)
+                .map_err(|e| format!("nfs3 call: {e}"))?;
+            detail = nfs3_call_detail(&call);
+            finish(&r, "nfs3 call")?;
+        }
+        (wire::rpc::NFSACL_PROGRAM, 3) => {
+            let proc_ = NfsaclProc::from_u32(key.proc_)
+                .ok_or_else(|| format!("nfsacl: unknown procedure {}", key.proc_))?;
+            NfsaclCall::decode(proc_, &mut r).map_err(|e| format!("nfsacl call: {e}"))?;
+            finish(&r, "nfsacl call")?;
+        }
+        (wire::rpc::MOUNT_PROGRAM, 3) => {
+            let proc_ = wire::mount3::Mount3Proc::from_u32(key.proc_)
+                .ok_or_else(|| format!("mount3: unknown procedure {}", key.proc_))?;
+            wire::mount3::Mount3Call::decode(proc_, &mut r)
+                .map_err(|e| format!("mount3 call: {e}"))?;
+            finish(&r, "mount3 call")?;
+        }
+        (wire::rpc::NFS_PROGRAM, 4) if key.proc_ == 1 => {
+            detail = Some(nfs4_compound_call_ops(body)?);
+        }
+        _ => {}
+    }
+    Ok(Some(NfsSummary {
+        proc_: format!("{fam} {}", proc_name(key)),
+        status: None,
+        detail,
+    }))
+}
+
+fn decode_reply_results(
+    key: CallKey,
+    body: &[u8],
+    reduced: bool,
+    moved: Option<u64>,
+) -> Result<Option<NfsSummary>, String> {
+    let Some(fam) = family(key) else {
+        return Ok(None);
+    };
+    let mut r = Reader::new(body);
+    let mut status = None;
+    let mut detail = None;
+    match (key.prog, key.vers) {
+        (wire::rpc::NFS_PROGRAM, 3) => {
+            let proc_ = Nfs3Proc::from_u32(key.proc_)
+                .ok_or_else(|| format!("nfs3: unknown procedure {}", key.proc_))?;
+            let ddp = if reduced { Ddp::Moved } else { Ddp::Inline };
+            let reply = Nfs3Reply::decode_reduced(proc_, &mut r, ddp)
+                .map_err(|e| format!("nfs3 reply: {e}"))?;
+            status = Some(reply.status().name().to_string());
+            detail = nfs3_reply_detail(&reply);
+            finish(&r, "nfs3 reply")?;
+            // The reduced stream keeps the moved item's length; the Write chunk must hold it.
+            if let (Some(inline_len), Some(moved)) = (moved_item_len(&reply), moved) {
+                if u64::from(inline_len) != moved {
+                    return Err(format!(
+                        "Write chunk carried {moved} bytes but the reply says {inline_len} (RFC 8166 §3.4.6)"
+                    ));
+                }
+            }
+        }
+        (wire::rpc::NFSACL_PROGRAM, 3) => {
+            let proc_ = NfsaclProc::from_u32(key.proc_)
+                .ok_or_else(|| format!("nfsacl: unknown procedure {}", key.proc_))?;
+            let reply =
+                NfsaclReply::decode(proc_, &mut r).map_err(|e| format!("nfsacl reply: {e}"))?;
+            status = match &reply {
+                NfsaclReply::Null => None,
+                NfsaclReply::Getacl(res) => Some(res.status().name().to_string()),
+                NfsaclReply::Setacl(res) => Some(res.status().name().to_string()),
+            };
+            finish(&r, "nfsacl reply")?;
+        }
+        (wire::rpc::MOUNT_PROGRAM, 3) => {
+            let proc_ = wire::mount3::Mount3Proc::from_u32(key.proc_)
+                .ok_or_else(|| format!("mount3: unknown procedure {}", key.proc_))?;
+            wire::mount3::Mount3Reply::decode(proc_, &mut r)
+                .map_err(|e| format!("mount3 reply: {e}"))?;
+            finish(&r, "mount3 reply")?;
+        }
+        (wire::rpc::NFS_PROGRAM, 4) if key.proc_ == 1 => {
+            let mut r = Reader::new(body);
+            let s = r.u32("COMPOUND4res.status").map_err(|e| e.to_string())?;
+            status = Some(nfs4_status_name(s));
+        }
+        _ => {}
+    }
+    Ok(Some(NfsSummary {
+        proc_: format!("{fam} {}", proc_name(key)),
+        status,
+        detail,
+    }))
+}
+
+fn moved_item_len(reply: &Nfs3Reply) -> Option<u32> {
+    match reply {
+        Nfs3Reply::Read(wire::nfs3::NfsRes::Ok(ok)) if ok.data.is_moved() => Some(ok.data.len()),
+        Nfs3Reply::Readlink(wire::nfs3::NfsRes::Ok(ok)) if ok.data.is_moved() => {
+            Some(ok.data.len())
+        }
+        _ => None,
+    }
+}
+
+fn nfs3_call_detail(call: &Nfs3Call) -> Option<String> {
+    match call {
+        Nfs3Call::Read(a) => Some(format!("count={}", a.count)),
+        Nfs3Call::Write(a) => Some(format!("count={} {}", a.count, a.stable.name())),
+        Nfs3Call::Lookup(a) => Some(format!("name={}", String::from_utf8_lossy(&a.what.name.0))),
+        _ => None,
+    }
+}
+
+fn nfs3_reply_detail(reply: &Nfs3Reply) -> Option<String> {
+    match reply {
+        Nfs3Reply::Read(wire::nfs3::NfsRes::Ok(ok)) => Some(format!(
+            "count={} eof={} data={}",
+            ok.count,
+            ok.eof,
+            if ok.data.is_moved() {
+                "chunk"
+            } else {
+                "inline"
+            }
+        )),
+        Nfs3Reply::Write(wire::nfs3::NfsRes::Ok(ok)) => {
+            Some(format!("count={} {}", ok.count, ok.committed.name()))
+        }
+        _ => None,
+    }
+}
+
+/// NFSv4 COMPOUND arguments (RFC 8881 §16.2): we name the operations but decode no arguments,
+/// so only the first operation is known for certain; the count comes from the array header.
+fn nfs4_compound_call_ops(body: &[u8]) -> Result<String, String> {
+    let mut r = Reader::new(body);
+    r.opaque_var(1024, "COMPOUND4args.tag")
+        .map_err(|e| e.to_string())?;
+    let minor = r
+        .u32("COMPOUND4args.minorversion")
+        .map_err(|e| e.to_string())?;
+    let count = r.u32("COMPOUND4args.argarray").map_err(|e| e.to_string())?;
+    let first = if count > 0 {
+        let op = r.u32("nfs_argop4.argop").map_err(|e| e.to_string())?;
+        nfs4_op_name(op).to_string()
+    } else {
+        "-".into()
+    };
+    Ok(format!("minor={minor} ops={count} first={first}"))
+}
+
+fn nfs4_op_name(op: u32) -> &'static str {
+    const NAMES: [&str; 59] = [
+        "",
+        "",
+        "",
+        "ACCESS",
+        "CLOSE",
+        "COMMIT",
+        "CREATE",
+        "DELEGPURGE",
+        "DELEGRETURN",
+        "GETATTR",
+        "GETFH",
+        "LINK",
+        "LOCK",
+        "LOCKT",
+        "LOCKU",
+        "LOOKUP",
+        "LOOKUPP",
+        "NVERIFY",
+        "OPEN",
+        "OPENATTR",
+        "OPEN_CONFIRM",
+        "OPEN_DOWNGRADE",
+        "PUTFH",
+        "PUTPUBFH",
+        "PUTROOTFH",
+        "READ",
+        "READDIR",
+        "READLINK",
+        "REMOVE",
+        "RENAME",
+        "RENEW",
+        "RESTOREFH",
+        "SAVEFH",
+        "SECINFO",
+        "SETATTR",
+        "SETCLIENTID",
+        "SETCLIENTID_CONFIRM",
+        "VERIFY",
+        "WRITE",
+        "RELEASE_LOCKOWNER",
+        "BACKCHANNEL_CTL",
+        "BIND_CONN_TO_SESSION",
+        "EXCHANGE_ID",
+        "CREATE_SESSION",
+        "DESTROY_SESSION",
+        "FREE_STATEID",
+        "GET_DIR_DELEGATION",
+        "GETDEVICEINFO",
+        "GETDEVICELIST",
+        "LAYOUTCOMMIT",
+        "LAYOUTGET",
+        "LAYOUTRETURN",
+        "SECINFO_NO_NAME",
+        "SEQUENCE",
+        "SET_SSV",
+        "TEST_STATEID",
+        "WANT_DELEGATION",
+        "DESTROY_CLIENTID",
+        "RECLAIM_COMPLETE",
+    ];
+    match NAMES.get(op as usize) {
+        Some(name) if !name.is_empty() => name,
+        _ => "OP_UNKNOWN",
+    }
+}
+
+fn nfs4_status_name(status: u32) -> String {
+    match status {
+        0 => "NFS4_OK".into(),
+        other => format!("NFS4ERR({other})"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn read_chunks_are_reinserted_with_round_up() {
+        let inline = b"AAAABBBB";
+        let out = reinsert_read_chunks(inline, &[(4, b"xyz".to_vec())]).unwrap();
+        assert_eq!(out, b"AAAAxyz\0BBBB");
+        let two = reinsert_read_chunks(inline, &[(0 + 4, b"12".to_vec()), (12, b"3456".to_vec())])
+            .unwrap();
+        assert_eq!(two, b"AAAA12\0\0BBBB3456");
+    }
+
+    #[test]
+    fn bad_positions_are_errors_not_panics() {
+        assert!(reinsert_read_chunks(b"AAAA", &[(8, b"x".to_vec())]).is_err());
+        assert!(
+            reinsert_read_chunks(b"AAAA", &[(4, b"xxxx".to_vec()), (2, b"y".to_vec())]).is_err()
+        );
+    }
+}
