@@ -179,6 +179,319 @@ impl RawBuilder {
     }
 }
 
+/// Which fixture directory a corpus entry belongs in: whether the strict codec decodes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expect {
+    /// `fixtures/ok/`: [`Header::decode_prefix`] succeeds and re-encodes to the same bytes.
+    Decodes,
+    /// `fixtures/err/`: [`Header::decode_prefix`] fails.
+    Rejected,
+}
+
+/// One named message of the fixture / fuzz seed corpus.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fixture {
+    /// File stem, named by message kind (e.g. `msg-write-read-chunk`).
+    pub name: &'static str,
+    pub expect: Expect,
+    /// The whole Send payload: transport header and, where sensible, the inline RPC message.
+    pub bytes: Vec<u8>,
+}
+
+impl Fixture {
+    /// `"ok"` or `"err"`.
+    pub fn dir(&self) -> &'static str {
+        match self.expect {
+            Expect::Decodes => "ok",
+            Expect::Rejected => "err",
+        }
+    }
+}
+
+/// ONC RPC v2 program numbers used by the corpus (RFC 1813).
+const NFS_PROGRAM: u32 = 100_003;
+const NFS_V3: u32 = 3;
+/// AUTH_NONE and AUTH_SYS flavors (RFC 5531 §8.2).
+const AUTH_NONE: u32 = 0;
+const AUTH_SYS: u32 = 1;
+
+/// An NFSv3 call header (RFC 5531 §9): xid, CALL, rpcvers 2, prog, vers, proc, cred, verf.
+/// With `auth_sys`, the credential is AUTH_SYS for root on host "rig" (RFC 5531 §A.1).
+fn nfs3_call(builder: RawBuilder, xid: u32, proc_: u32, auth_sys: bool) -> RawBuilder {
+    let b = builder.words(&[xid, 0, 2, NFS_PROGRAM, NFS_V3, proc_]);
+    let b = if auth_sys {
+        // stamp, machinename<255> "rig", uid 0, gid 0, gids<16> = []
+        b.words(&[AUTH_SYS, 24, 0x0000_5eed, 3])
+            .raw(b"rig\0")
+            .words(&[0, 0, 0])
+    } else {
+        b.words(&[AUTH_NONE, 0])
+    };
+    b.words(&[AUTH_NONE, 0])
+}
+
+/// An NFSv3 file handle (`nfs_fh3`, opaque<64>) of 32 recognisable bytes.
+fn file_handle(builder: RawBuilder) -> RawBuilder {
+    let fh: Vec<u8> = (0u8..32).map(|i| 0xf0 ^ i).collect();
+    builder.word(32).raw(&fh)
+}
+
+/// The deterministic corpus behind `fixtures/{ok,err}/*.bin` (written by
+/// `cargo run -p rpcrdma-wire --example gen_fixtures`) and the fuzz seed corpus.
+pub fn fixture_corpus() -> Vec<Fixture> {
+    use proc_value::{DONE, ERROR, MSG, MSGP, NOMSG};
+    let xid = 0x0000_0b01;
+    let msg = || RawBuilder::new().fixed(xid, 1, 32, MSG);
+    let ok = |name, b: RawBuilder| Fixture {
+        name,
+        expect: Expect::Decodes,
+        bytes: b.bytes(),
+    };
+    let err = |name, b: RawBuilder| Fixture {
+        name,
+        expect: Expect::Rejected,
+        bytes: b.bytes(),
+    };
+    // NFSv3 WRITE3args up to the data length word: fh, offset, count, stable=FILE_SYNC, length.
+    // The data item itself travels in the Read chunk, positioned right after its length word.
+    let write_args = |b| file_handle(b).hyper(0).word(8192).word(2).word(8192);
+    let write_call = write_args(nfs3_call(RawBuilder::new(), xid, 7, true));
+    let write_position = write_call.len() as u32;
+    vec![
+        ok("msg-null", nfs3_call(msg().empty_lists(), xid, 0, false)),
+        ok(
+            "msg-getattr",
+            file_handle(nfs3_call(msg().empty_lists(), xid, 1, true)),
+        ),
+        ok(
+            "msg-write-read-chunk",
+            msg()
+                .read(write_position, 0x1001, 4096, 0x7f00_0000_0000)
+                .read(write_position, 0x1002, 4096, 0x7f00_0000_2000)
+                .end_list()
+                .end_list()
+                .no_reply()
+                .raw(&write_call.bytes()),
+        ),
+        ok(
+            "msg-read-write-chunk",
+            // READ3args: fh, offset, count; the reply's data lands in the Write chunk.
+            file_handle(nfs3_call(
+                msg()
+                    .end_list()
+                    .write_chunk(1)
+                    .segment(0x2001, 8192, 0x7f00_0001_0000)
+                    .end_list()
+                    .no_reply(),
+                xid,
+                6,
+                true,
+            ))
+            .hyper(0)
+            .word(8192),
+        ),
+        ok(
+            "msg-readdir-reply-chunk",
+            // READDIR3args: dir fh, cookie, cookieverf, count; the reply goes in the Reply chunk.
+            file_handle(nfs3_call(
+                msg()
+                    .end_list()
+                    .end_list()
+                    .reply_chunk(2)
+                    .segment(0x3001, 4096, 0x7f00_0002_0000)
+                    .segment(0x3002, 4096, 0x7f00_0002_1000),
+                xid,
+                16,
+                true,
+            ))
+            .hyper(0)
+            .hyper(0)
+            .word(8192),
+        ),
+        ok(
+            "msg-multiple-chunks",
+            msg()
+                .read(40, 0x4001, 512, 0x1000)
+                .read(1064, 0x4002, 256, 0x2000)
+                .read(40, 0x4003, 512, 0x3000)
+                .end_list()
+                .write_chunk(3)
+                .segments(3, 1024)
+                .write_chunk(1)
+                .segments(1, 2048)
+                .end_list()
+                .reply_chunk(1)
+                .segments(1, 4096)
+                .raw(&nfs3_call(RawBuilder::new(), xid, 0, false).bytes()),
+        ),
+        ok(
+            "nomsg-position-zero",
+            // The whole call is in the Position-Zero Read chunk; nothing follows inline.
+            RawBuilder::new()
+                .fixed(xid, 1, 32, NOMSG)
+                .read(0, 0x5001, 2048, 0x7f00_0003_0000)
+                .end_list()
+                .end_list()
+                .reply_chunk(1)
+                .segment(0x5002, 4096, 0x7f00_0004_0000),
+        ),
+        ok(
+            "msgp-null",
+            nfs3_call(
+                RawBuilder::new()
+                    .fixed(xid, 1, 32, MSGP)
+                    .msgp(1024, 4096)
+                    .empty_lists(),
+                xid,
+                0,
+                false,
+            ),
+        ),
+        ok("done", RawBuilder::new().fixed(xid, 1, 0, DONE)),
+        ok(
+            "error-vers",
+            RawBuilder::new().fixed(xid, 1, 32, ERROR).err_vers(1, 1),
+        ),
+        ok(
+            "error-chunk",
+            RawBuilder::new().fixed(xid, 1, 32, ERROR).err_chunk(),
+        ),
+        // Well-formed XDR that a responder may still refuse: decode accepts, svcrdma decides.
+        ok(
+            "msg-write-segcount-zero",
+            nfs3_call(
+                msg().end_list().write_chunk(0).end_list().no_reply(),
+                xid,
+                0,
+                false,
+            ),
+        ),
+        ok(
+            "msg-read-position-unaligned",
+            nfs3_call(
+                msg()
+                    .read(42, 0x6001, 100, 0)
+                    .end_list()
+                    .end_list()
+                    .no_reply(),
+                xid,
+                0,
+                false,
+            ),
+        ),
+        ok(
+            "msg-read-chunk-past-inline",
+            nfs3_call(
+                msg()
+                    .read(4000, 0x6002, 4096, 0)
+                    .end_list()
+                    .end_list()
+                    .no_reply(),
+                xid,
+                0,
+                false,
+            ),
+        ),
+        ok(
+            "msg-read-chunks-overlap",
+            nfs3_call(
+                msg()
+                    .read(8, 0x6003, 100, 0)
+                    .read(12, 0x6004, 100, 0x1000)
+                    .end_list()
+                    .end_list()
+                    .no_reply(),
+                xid,
+                0,
+                false,
+            ),
+        ),
+        ok(
+            "msg-read-length-max",
+            nfs3_call(
+                msg()
+                    .read(40, 0x6005, u32::MAX, u64::MAX - 0xffff)
+                    .end_list()
+                    .end_list()
+                    .no_reply(),
+                xid,
+                0,
+                false,
+            ),
+        ),
+        err("short-header", RawBuilder::new().words(&[xid, 1, 32])),
+        err(
+            "vers-2",
+            RawBuilder::new().fixed(xid, 2, 32, MSG).empty_lists(),
+        ),
+        err(
+            "vers-0",
+            RawBuilder::new().fixed(xid, 0, 32, MSG).empty_lists(),
+        ),
+        err(
+            "proc-unknown-5",
+            RawBuilder::new().fixed(xid, 1, 32, 5).empty_lists(),
+        ),
+        err(
+            "read-discriminator-2",
+            msg()
+                .discriminator(2)
+                .words(&[40, 1, 64])
+                .hyper(0)
+                .empty_lists(),
+        ),
+        err(
+            "write-discriminator-ffffffff",
+            msg()
+                .end_list()
+                .discriminator(0xffff_ffff)
+                .word(0)
+                .end_list()
+                .no_reply(),
+        ),
+        err(
+            "reply-discriminator-2",
+            msg().end_list().end_list().discriminator(2),
+        ),
+        err("read-list-truncated", msg().read(40, 1, 64, 0).drop_last(6)),
+        err("read-list-unterminated", msg().read(40, 1, 64, 0)),
+        err(
+            "segcount-huge",
+            msg()
+                .end_list()
+                .write_chunk(0x4000_0000)
+                .segments(1, 4096)
+                .end_list()
+                .no_reply(),
+        ),
+        err(
+            "write-segments-truncated",
+            msg()
+                .end_list()
+                .write_chunk(4)
+                .segments(2, 4096)
+                .end_list()
+                .no_reply(),
+        ),
+        err(
+            "reply-segcount-missing",
+            msg().end_list().end_list().word(1),
+        ),
+        err(
+            "error-errcode-3",
+            RawBuilder::new().fixed(xid, 1, 32, ERROR).word(3),
+        ),
+        err(
+            "error-vers-truncated",
+            RawBuilder::new().fixed(xid, 1, 32, ERROR).word(1).word(1),
+        ),
+        err(
+            "msgp-truncated",
+            RawBuilder::new().fixed(xid, 1, 32, MSGP).word(1024),
+        ),
+    ]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
