@@ -3,6 +3,7 @@
 use clap::{Parser, Subcommand};
 
 mod decode;
+mod trace_cmd;
 
 /// Interop test suite and fuzzing rig for RPC-over-RDMA version 1 (RFC 8166).
 #[derive(Parser)]
@@ -16,12 +17,15 @@ struct Cli {
 enum Command {
     /// Decode one RPC-over-RDMA message (transport header + RPC + NFS) from a file or stdin.
     Decode(decode::Args),
+    /// RoCE captures as RPC-over-RDMA traces: show, diff, extract.
+    Trace(trace_cmd::Args),
 }
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Decode(args) => decode::run(args),
+        Command::Trace(args) => trace_cmd::run(args),
     };
     match result {
         Ok(code) => std::process::ExitCode::from(code),

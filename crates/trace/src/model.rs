@@ -74,6 +74,35 @@ pub struct Message {
     pub call_frame: Option<u32>,
     #[serde(skip)]
     pub latency: Option<Duration>,
+    /// The Send payload as captured (transport header + inline part), for extraction.
+    #[serde(skip)]
+    pub payload: Vec<u8>,
+}
+
+impl Message {
+    /// A file-name-friendly kind: direction, transport procedure, upper-layer procedure, e.g.
+    /// `call-msg-nfs3-write`, `reply-nomsg-nfsacl-getacl`, `reply-error`.
+    pub fn kind(&self, dir: Option<Role>) -> String {
+        let mut parts = vec![match dir {
+            Some(Role::Client) => "call",
+            Some(Role::Server) => "reply",
+            None => "unknown",
+        }
+        .to_string()];
+        if let Some(p) = self.proc_ {
+            parts.push(p.trim_start_matches("RDMA_").to_ascii_lowercase());
+        }
+        match (&self.nfs, &self.rpc) {
+            (Some(nfs), _) => parts.push(nfs.proc_.to_ascii_lowercase().replace(' ', "-")),
+            (None, Some(rpc)) => {
+                if let (Some(prog), Some(proc_)) = (rpc.prog, rpc.proc_) {
+                    parts.push(format!("prog{prog}-proc{proc_}"));
+                }
+            }
+            _ => {}
+        }
+        parts.join("-")
+    }
 }
 
 /// The RPC layer of a message.

@@ -461,7 +461,10 @@ impl Builder<'_> {
         dir: Option<Role>,
         payload: &[u8],
     ) -> Message {
-        let mut m = Message::default();
+        let mut m = Message {
+            payload: payload.to_vec(),
+            ..Default::default()
+        };
         let (header, used) = match Header::decode_prefix(payload) {
             Ok(ok) => ok,
             Err(e) => {
