@@ -256,11 +256,10 @@ impl Requester {
             }]);
         }
         let header_len = 16 + chunks.encoded_len();
-        let body;
         let mut inline = call.message;
         // RFC 8166 §3.3.2: a Send may not exceed the peer's inline threshold; a longer call
         // travels as RDMA_NOMSG with the whole message in a Position-Zero Read chunk (§3.5.3).
-        if header_len + inline.len() > self.config.inline_send {
+        let body = if header_len + inline.len() > self.config.inline_send {
             if !chunks.reads.is_empty() {
                 self.release(&transmission);
                 return Err(CallError::TooLarge {
@@ -280,10 +279,10 @@ impl Requester {
                     offset: 0,
                 },
             });
-            body = Body::Nomsg(chunks);
+            Body::Nomsg(chunks)
         } else {
-            body = Body::Msg(chunks);
-        }
+            Body::Msg(chunks)
+        };
         let header = Header {
             xid: call.xid,
             vers: RPCRDMA_VERSION,

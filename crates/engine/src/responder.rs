@@ -50,6 +50,12 @@ pub struct OutgoingReply {
 /// What the responder reports to its upper layer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ResponderOutput {
+    /// A Receive was polled (before any Read chunk pull); every one is later followed by a
+    /// `Call` or a `Rejected` with the same `recv_seq`, unless the connection is lost first.
+    Received {
+        connection: u64,
+        recv_seq: u64,
+    },
     Call(IncomingCall),
     /// A Send completion published this position as acknowledged.
     Acked {
@@ -221,6 +227,10 @@ impl Responder {
     fn on_receive(&mut self, payload: Vec<u8>) {
         self.recv_seq += 1;
         self.receives_posted = self.receives_posted.saturating_sub(1);
+        self.outputs.push_back(ResponderOutput::Received {
+            connection: self.connection,
+            recv_seq: self.recv_seq,
+        });
         if self.connected {
             self.post_receives();
         }

@@ -1,1 +1,463 @@
-//! Reference server (in progress).
+//! Reference RPC-over-RDMA server: NFSv3 and MOUNT v3 over an in-memory file system, with the
+//! duplicate reply cache as a pluggable policy ([`drc::DrcPolicy`]).
+//!
+//! Request processing is split the way nfsd's is, so duplicates can meet a call in progress:
+//! a received call is queued (svc_xprt_enqueue); an "nfsd thread" step dispatches it (RPC
+//! header, DRC lookup); a later step executes it and posts the reply. The server counts
+//! executions per (XID, procedure), so verdicts are exact, not inferred from replies.
+//!
+//! Architecture Invariant: the server reaches the transport only through [`engine::Responder`];
+//! a verbs driver can host it unchanged.
+#![forbid(unsafe_code)]
+
+pub mod drc;
+pub mod fs;
+
+use std::collections::{BTreeMap, VecDeque};
+
+use engine::verbs::{Endpoint, Event, MemoryTable, WorkRequest};
+use engine::{ConnectionConfig, IncomingCall, OutgoingReply, Responder, ResponderOutput};
+use serde::Serialize;
+use wire::mount3::{Mount3Call, Mount3Proc, MOUNT_V3};
+use wire::nfs3::{DdpData, Nfs3Call, Nfs3Proc, Nfs3Reply, NfsRes, NFS_V3};
+use wire::rpc::{
+    AcceptStat, CallHeader, OpaqueAuth, ReplyBody, ReplyHeader, RpcMessage, MOUNT_PROGRAM,
+    NFS_PROGRAM,
+};
+use wire::xdr::pad4;
+use wire::{Reader, Writer, Xdr};
+
+use crate::drc::{checksum, Decision, DrcPolicy, DrcRequest, EntryId};
+use crate::fs::Fs;
+
+/// One execution of a procedure, as the server saw it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Execution {
+    pub xid: u32,
+    pub procedure: String,
+    pub status: String,
+    pub connection: u64,
+}
+
+/// One DRC decision.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DrcEvent {
+    pub xid: u32,
+    pub procedure: String,
+    pub decision: &'static str,
+}
+
+#[derive(Debug)]
+enum Program {
+    Nfs(Nfs3Call),
+    Mount(Mount3Call),
+}
+
+#[derive(Debug)]
+struct Parsed {
+    header: CallHeader,
+    program: Program,
+    procedure: String,
+}
+
+#[derive(Debug)]
+enum Job {
+    Dispatch(IncomingCall),
+    Execute {
+        call: IncomingCall,
+        parsed: Box<Parsed>,
+        entry: Option<EntryId>,
+    },
+}
+
+#[derive(Debug, Clone)]
+struct ParkedCall {
+    token: engine::CallToken,
+    xid: u32,
+}
+
+/// The server endpoint.
+pub struct Server {
+    responder: Responder,
+    fs: Fs,
+    drc: Box<dyn DrcPolicy>,
+    queue: VecDeque<Job>,
+    parked: BTreeMap<EntryId, Vec<ParkedCall>>,
+    client_addr: u32,
+    executions: Vec<Execution>,
+    decisions: Vec<DrcEvent>,
+    trace: Vec<String>,
+}
+
+impl Server {
+    /// A server with policy `drc`, seeing one client at `client_addr` (svcrdma reports the peer
+    /// address with port 0, so a reconnecting client keeps its address).
+    pub fn new(config: ConnectionConfig, drc: Box<dyn DrcPolicy>, client_addr: u32) -> Self {
+        Server {
+            responder: Responder::new(config),
+            fs: Fs::default(),
+            drc,
+            queue: VecDeque::new(),
+            parked: BTreeMap::new(),
+            client_addr,
+            executions: Vec::new(),
+            decisions: Vec::new(),
+            trace: Vec::new(),
+        }
+    }
+
+    pub fn responder(&self) -> &Responder {
+        &self.responder
+    }
+
+    pub fn fs(&self) -> &Fs {
+        &self.fs
+    }
+
+    pub fn fs_mut(&mut self) -> &mut Fs {
+        &mut self.fs
+    }
+
+    pub fn drc(&self) -> &dyn DrcPolicy {
+        self.drc.as_ref()
+    }
+
+    pub fn executions(&self) -> &[Execution] {
+        &self.executions
+    }
+
+    pub fn decisions(&self) -> &[DrcEvent] {
+        &self.decisions
+    }
+
+    /// How many times the call `xid` of `procedure` was executed.
+    pub fn executions_of(&self, xid: u32, procedure: &str) -> usize {
+        self.executions
+            .iter()
+            .filter(|e| e.xid == xid && e.procedure == procedure)
+            .count()
+    }
+
+    /// Requests queued or executing (not yet answered or dropped).
+    pub fn queued(&self) -> usize {
+        self.queue.len()
+    }
+
+    /// Calls parked on an in-progress entry.
+    pub fn parked(&self) -> usize {
+        self.parked.values().map(Vec::len).sum()
+    }
+
+    pub fn take_trace(&mut self) -> Vec<String> {
+        self.sync_trace();
+        std::mem::take(&mut self.trace)
+    }
+
+    /// Move the engine's lines in first, so the log reads in causal order.
+    fn sync_trace(&mut self) {
+        let mut engine_lines = self.responder.take_trace();
+        self.trace.append(&mut engine_lines);
+    }
+
+    fn note(&mut self, line: String) {
+        self.sync_trace();
+        self.trace.push(line);
+    }
+
+    fn absorb_outputs(&mut self) {
+        self.sync_trace();
+        while let Some(output) = self.responder.poll_output() {
+            match output {
+                ResponderOutput::Received {
+                    connection,
+                    recv_seq,
+                } => self.drc.received(connection, recv_seq),
+                ResponderOutput::Call(call) => self.queue.push_back(Job::Dispatch(call)),
+                ResponderOutput::Rejected {
+                    connection,
+                    recv_seq,
+                    ..
+                } => self.drc.discarded(connection, recv_seq),
+                ResponderOutput::Acked {
+                    connection,
+                    position,
+                } => {
+                    let before = self.drc.len();
+                    self.drc.acked(connection, position);
+                    let evicted = before - self.drc.len();
+                    if evicted > 0 {
+                        self.note(format!(
+                            "srv drc {} evicted {evicted} (acked)",
+                            self.drc.name()
+                        ));
+                    }
+                }
+                ResponderOutput::Connected { .. } | ResponderOutput::Disconnected { .. } => {}
+            }
+        }
+    }
+
+    fn parse(message: &[u8]) -> Result<Parsed, (CallHeader, AcceptStat)> {
+        let (rpc, consumed) = RpcMessage::decode_prefix(message).map_err(|_| {
+            (
+                CallHeader::new(0, 0, 0, 0),
+                AcceptStat::GarbageArgs, // unused: an undecodable header is dropped
+            )
+        })?;
+        let RpcMessage::Call(header) = rpc else {
+            return Err((CallHeader::new(0, 0, 0, 0), AcceptStat::GarbageArgs));
+        };
+        let mut args = Reader::new(&message[consumed..]);
+        let program = match header.prog {
+            NFS_PROGRAM => {
+                if header.vers != NFS_V3 {
+                    return Err((
+                        header,
+                        AcceptStat::ProgMismatch {
+                            low: NFS_V3,
+                            high: NFS_V3,
+                        },
+                    ));
+                }
+                let Some(proc_) = Nfs3Proc::from_u32(header.proc_) else {
+                    return Err((header, AcceptStat::ProcUnavail));
+                };
+                // The Read chunk was spliced back in, so DDP data is inline here.
+                match Nfs3Call::decode(proc_, &mut args) {
+                    Ok(call) => Program::Nfs(call),
+                    Err(_) => return Err((header, AcceptStat::GarbageArgs)),
+                }
+            }
+            MOUNT_PROGRAM => {
+                if header.vers != MOUNT_V3 {
+                    return Err((
+                        header,
+                        AcceptStat::ProgMismatch {
+                            low: MOUNT_V3,
+                            high: MOUNT_V3,
+                        },
+                    ));
+                }
+                let Some(proc_) = Mount3Proc::from_u32(header.proc_) else {
+                    return Err((header, AcceptStat::ProcUnavail));
+                };
+                match Mount3Call::decode(proc_, &mut args) {
+                    Ok(call) => Program::Mount(call),
+                    Err(_) => return Err((header, AcceptStat::GarbageArgs)),
+                }
+            }
+            _ => return Err((header, AcceptStat::ProgUnavail)),
+        };
+        let procedure = match &program {
+            Program::Nfs(c) => c.proc_().name().to_string(),
+            Program::Mount(c) => format!("MOUNT.{}", c.proc_().name()),
+        };
+        Ok(Parsed {
+            header,
+            program,
+            procedure,
+        })
+    }
+
+    fn reply_header(xid: u32, stat: AcceptStat) -> Vec<u8> {
+        ReplyHeader {
+            xid,
+            body: ReplyBody::Accepted {
+                verf: OpaqueAuth::none(),
+                stat,
+            },
+        }
+        .to_bytes()
+    }
+
+    fn post(&mut self, token: engine::CallToken, reply: OutgoingReply, entry: Option<EntryId>) {
+        // A reply answered by RDMA_ERROR or lost with its connection has no position.
+        if let (Ok(Some(position)), Some(entry)) = (self.responder.reply(token, reply), entry) {
+            self.drc
+                .reply_posted(entry, self.responder.connection(), position);
+        }
+    }
+
+    fn dispatch(&mut self, call: IncomingCall) {
+        let parsed = match Server::parse(&call.message) {
+            Ok(parsed) => parsed,
+            Err((header, stat)) => {
+                self.drc.discarded(call.connection, call.recv_seq);
+                if header.prog == 0 && header.xid == 0 {
+                    // Not even an RPC call header: svc drops it.
+                    self.note(format!("srv rpc xid={:#x} undecodable: dropped", call.xid));
+                    self.responder.drop_call(call.token);
+                } else {
+                    self.note(format!("srv rpc xid={:#x} {}", call.xid, stat.name()));
+                    let message = Server::reply_header(header.xid, stat);
+                    self.post(call.token, OutgoingReply { message, ddp: None }, None);
+                }
+                return;
+            }
+        };
+        let Program::Nfs(nfs_call) = &parsed.program else {
+            // MOUNT is served by mountd, outside nfsd's DRC.
+            self.drc.discarded(call.connection, call.recv_seq);
+            self.queue.push_back(Job::Execute {
+                call,
+                parsed: Box::new(parsed),
+                entry: None,
+            });
+            return;
+        };
+        let args_len = call.message.len();
+        let args_start = args_len.saturating_sub(nfs_call.to_bytes().len());
+        let request = DrcRequest {
+            connection: call.connection,
+            recv_seq: call.recv_seq,
+            client_addr: self.client_addr,
+            xid: parsed.header.xid,
+            prog: parsed.header.prog,
+            vers: parsed.header.vers,
+            proc_: parsed.header.proc_,
+            len: call.message.len(),
+            checksum: checksum(&call.message[args_start..]),
+            cacheable: !nfs_call.proc_().is_idempotent(),
+        };
+        let decision = self.drc.lookup(&request);
+        self.note(format!(
+            "srv drc {} xid={:#x} {} {}",
+            self.drc.name(),
+            parsed.header.xid,
+            parsed.procedure,
+            decision.name()
+        ));
+        self.decisions.push(DrcEvent {
+            xid: parsed.header.xid,
+            procedure: parsed.procedure.clone(),
+            decision: decision.name(),
+        });
+        match decision {
+            Decision::Execute { entry } => self.queue.push_back(Job::Execute {
+                call,
+                parsed: Box::new(parsed),
+                entry,
+            }),
+            Decision::Drop => self.responder.drop_call(call.token),
+            Decision::Park { entry } => self.parked.entry(entry).or_default().push(ParkedCall {
+                token: call.token,
+                xid: parsed.header.xid,
+            }),
+            Decision::Replay { entry, results } => {
+                let mut message = Server::reply_header(parsed.header.xid, AcceptStat::Success);
+                message.extend_from_slice(&results);
+                self.post(
+                    call.token,
+                    OutgoingReply { message, ddp: None },
+                    Some(entry),
+                );
+            }
+        }
+    }
+
+    fn execute(&mut self, call: IncomingCall, parsed: Parsed, entry: Option<EntryId>) {
+        let xid = parsed.header.xid;
+        let mut message = Server::reply_header(xid, AcceptStat::Success);
+        let header_len = message.len();
+        let mut ddp = None;
+        let status = match &parsed.program {
+            Program::Nfs(nfs_call) => {
+                let reply = self.fs.nfs(nfs_call);
+                let mut w = Writer::new();
+                reply.encode(&mut w);
+                message.extend_from_slice(w.as_bytes());
+                // RFC 8267: READ data and the READLINK path may go to a Write chunk; both are the
+                // last item of their results.
+                let ddp_len = match &reply {
+                    Nfs3Reply::Read(NfsRes::Ok(ok)) => match &ok.data {
+                        DdpData::Inline(d) => Some(d.len()),
+                        DdpData::Moved { .. } => None,
+                    },
+                    Nfs3Reply::Readlink(NfsRes::Ok(ok)) => match &ok.data {
+                        DdpData::Inline(d) => Some(d.len()),
+                        DdpData::Moved { .. } => None,
+                    },
+                    _ => None,
+                };
+                if let Some(n) = ddp_len {
+                    let start = message.len() - pad4(n);
+                    ddp = Some(start..start + n);
+                }
+                reply.status().name().to_string()
+            }
+            Program::Mount(mount_call) => {
+                let reply = self.fs.mount(mount_call);
+                let mut w = Writer::new();
+                reply.encode(&mut w);
+                message.extend_from_slice(w.as_bytes());
+                "MNT3_OK".to_string()
+            }
+        };
+        self.executions.push(Execution {
+            xid,
+            procedure: parsed.procedure.clone(),
+            status: status.clone(),
+            connection: call.connection,
+        });
+        self.note(format!(
+            "srv exec xid={xid:#x} {} -> {status}",
+            parsed.procedure
+        ));
+        let results = message[header_len..].to_vec();
+        if let Some(entry) = entry {
+            self.drc.complete(entry, &results);
+        }
+        self.post(call.token, OutgoingReply { message, ddp }, entry);
+        if let Some(entry) = entry {
+            for parked in self.parked.remove(&entry).unwrap_or_default() {
+                self.note(format!(
+                    "srv drc {} xid={:#x} answer parked duplicate",
+                    self.drc.name(),
+                    parked.xid
+                ));
+                let mut message = Server::reply_header(parked.xid, AcceptStat::Success);
+                message.extend_from_slice(&results);
+                self.post(
+                    parked.token,
+                    OutgoingReply { message, ddp: None },
+                    Some(entry),
+                );
+            }
+        }
+    }
+}
+
+impl Endpoint for Server {
+    fn handle_event(&mut self, event: Event) {
+        self.responder.handle_event(event);
+        self.absorb_outputs();
+    }
+
+    fn poll_work(&mut self) -> Option<WorkRequest> {
+        self.responder.poll_work()
+    }
+
+    fn memory(&mut self) -> &mut MemoryTable {
+        self.responder.memory()
+    }
+
+    fn run_upper_layer(&mut self) -> bool {
+        let Some(job) = self.queue.pop_front() else {
+            return false;
+        };
+        match job {
+            Job::Dispatch(call) => self.dispatch(call),
+            Job::Execute {
+                call,
+                parsed,
+                entry,
+            } => self.execute(call, *parsed, entry),
+        }
+        self.absorb_outputs();
+        true
+    }
+
+    fn has_upper_layer_work(&self) -> bool {
+        !self.queue.is_empty()
+    }
+}
