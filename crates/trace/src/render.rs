@@ -344,16 +344,167 @@ pub fn jsonl(trace: &Trace) -> String {
     out
 }
 
-/// Unified diff of two normalised traces; `None` when they are identical.
+/// Replace the number of every `xN` / `hN` symbol by `#`, so that one extra or missing Call
+/// does not renumber (and so mark as changed) every later line.
+fn mask_symbols(line: &str) -> String {
+    let bytes = line.as_bytes();
+    let mut out = String::with_capacity(line.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let c = bytes[i];
+        let boundary = i == 0 || !bytes[i - 1].is_ascii_alphanumeric();
+        if boundary && (c == b'x' || c == b'h') {
+            let digits = bytes[i + 1..]
+                .iter()
+                .take_while(|b| b.is_ascii_digit())
+                .count();
+            let end = i + 1 + digits;
+            let ends_word = end == bytes.len() || !bytes[end].is_ascii_alphanumeric();
+            if digits > 0 && ends_word {
+                out.push(c as char);
+                out.push('#');
+                i = end;
+                continue;
+            }
+        }
+        out.push(c as char);
+        i += 1;
+    }
+    out
+}
+
+/// Distinct credit values per role (`C`/`S`) in a normalised trace, for the diff summary.
+fn credits_by_role(text: &str) -> [std::collections::BTreeSet<u32>; 2] {
+    let mut out = [
+        std::collections::BTreeSet::new(),
+        std::collections::BTreeSet::new(),
+    ];
+    for line in text.lines() {
+        let mut words = line.split(' ');
+        let role = match words.nth(1) {
+            Some("C") => 0,
+            Some("S") => 1,
+            _ => continue,
+        };
+        for w in words {
+            if let Some(v) = w.strip_prefix("cr=").and_then(|v| v.parse().ok()) {
+                out[role].insert(v);
+            }
+        }
+    }
+    out
+}
+
+/// Unified diff of two normalised traces; `None` when they are identical. Lines are matched with
+/// xid and handle numbers masked, so the hunks show real differences (a missing Call, a changed
+/// credit grant, a reordered Reply) rather than renumbering; a summary of credit grants leads.
 pub fn diff(a_name: &str, a: &str, b_name: &str, b: &str) -> Option<String> {
     if a == b {
         return None;
     }
-    let diff = similar::TextDiff::from_lines(a, b);
-    Some(
-        diff.unified_diff()
-            .context_radius(2)
-            .header(a_name, b_name)
-            .to_string(),
-    )
+    let a_lines: Vec<&str> = a.lines().collect();
+    let b_lines: Vec<&str> = b.lines().collect();
+    let mut out = format!("--- {a_name}\n+++ {b_name}\n");
+    let (ca, cb) = (credits_by_role(a), credits_by_role(b));
+    let mut masked_roles = Vec::new();
+    for (i, role) in ["C", "S"].iter().enumerate() {
+        if ca[i] != cb[i] {
+            // Summarised once here; masked below so it does not mark every line as changed.
+            let _ = writeln!(
+                out,
+                "# {role} credits: {:?} -> {:?} (not repeated per line; context lines show the first file)",
+                ca[i], cb[i]
+            );
+            masked_roles.push(*role);
+        }
+    }
+    let mask = |l: &&str| {
+        let masked = mask_symbols(l);
+        if masked_roles.iter().any(|r| l.split(' ').nth(1) == Some(r)) {
+            masked
+                .split(' ')
+                .map(|w| if w.starts_with("cr=") { "cr=#" } else { w })
+                .collect::<Vec<_>>()
+                .join(" ")
+        } else {
+            masked
+        }
+    };
+    let a_masked: Vec<String> = a_lines.iter().map(mask).collect();
+    let b_masked: Vec<String> = b_lines.iter().map(mask).collect();
+    if a_masked == b_masked {
+        out.push_str("# same messages; only xid/handle numbering differs\n");
+        return Some(out);
+    }
+    let ops = similar::capture_diff_slices(similar::Algorithm::Myers, &a_masked, &b_masked);
+    for group in similar::group_diff_ops(ops, 2) {
+        let (Some(first), Some(last)) = (group.first(), group.last()) else {
+            continue;
+        };
+        let old = first.old_range().start..last.old_range().end;
+        let new = first.new_range().start..last.new_range().end;
+        let _ = writeln!(
+            out,
+            "@@ -{},{} +{},{} @@",
+            old.start + 1,
+            old.len(),
+            new.start + 1,
+            new.len()
+        );
+        for op in &group {
+            let (tag, old, new) = op.as_tag_tuple();
+            match tag {
+                similar::DiffTag::Equal => {
+                    for l in &a_lines[old] {
+                        let _ = writeln!(out, " {l}");
+                    }
+                }
+                similar::DiffTag::Delete | similar::DiffTag::Insert | similar::DiffTag::Replace => {
+                    for l in &a_lines[old] {
+                        let _ = writeln!(out, "-{l}");
+                    }
+                    for l in &b_lines[new] {
+                        let _ = writeln!(out, "+{l}");
+                    }
+                }
+            }
+        }
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn masks_only_whole_symbols() {
+        assert_eq!(
+            mask_symbols("c2 S RDMA_MSG x12 cr=64 write=[[h3:18]] h4+0 xid=0x1 hello"),
+            "c2 S RDMA_MSG x# cr=64 write=[[h#:18]] h#+0 xid=0x1 hello"
+        );
+    }
+
+    #[test]
+    fn diff_reports_real_change_not_renumbering() {
+        let a = "c1 C RDMA_MSG x1 cr=128 NFS3 LOOKUP call\nc1 C RDMA_MSG x2 cr=128 NFS3 GETATTR call\nc1 S RDMA_MSG x2 cr=64 NFS3 GETATTR reply NFS3_OK\n";
+        let b = "c1 C RDMA_MSG x1 cr=128 NFS3 GETATTR call\nc1 S RDMA_MSG x1 cr=64 NFS3 GETATTR reply NFS3_OK\n";
+        let d = diff("a", a, "b", b).unwrap();
+        let changed: Vec<&str> = d
+            .lines()
+            .filter(|l| l.starts_with('-') || l.starts_with('+'))
+            .filter(|l| !l.starts_with("---") && !l.starts_with("+++"))
+            .collect();
+        assert_eq!(changed, ["-c1 C RDMA_MSG x1 cr=128 NFS3 LOOKUP call"]);
+        assert_eq!(diff("a", a, "b", a), None);
+    }
+
+    #[test]
+    fn diff_summarises_credit_changes() {
+        let a = "c1 S RDMA_MSG x1 cr=64 NFS3 NULL reply\n";
+        let b = "c1 S RDMA_MSG x1 cr=128 NFS3 NULL reply\n";
+        let d = diff("a", a, "b", b).unwrap();
+        assert!(d.contains("# S credits: {64} -> {128}"), "{d}");
+        assert!(!d.contains("@@"), "credit-only change has no hunks: {d}");
+    }
 }
