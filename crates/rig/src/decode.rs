@@ -339,7 +339,19 @@ fn text(v: &Value) -> String {
     if let Some(r) = v.get("rpc").filter(|r| !r.is_null()) {
         out += &format!("rpc     {} xid={}", s(&r["type"]), s(&r["xid"]));
         if !r["prog"].is_null() {
-            out += &format!(" prog={} vers={} proc={}", r["prog"], r["vers"], r["proc"]);
+            let program = r["program"]
+                .as_str()
+                .map_or(r["prog"].to_string(), str::to_owned);
+            let proc_ = r["proc_name"]
+                .as_str()
+                .map_or(r["proc"].to_string(), str::to_owned);
+            out += &format!(" {program} v{} {proc_}", r["vers"]);
+        }
+        if let Some(cred) = r.get("cred") {
+            out += &format!(" {}", s(&cred["flavor"]));
+            if let Some(uid) = cred.get("uid") {
+                out += &format!(" uid={uid} gid={}", cred["gid"]);
+            }
         }
         for key in ["accept_stat", "reject_stat", "auth_stat"] {
             if let Some(x) = r.get(key) {

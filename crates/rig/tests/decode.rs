@@ -68,6 +68,7 @@ fn read_reply_with_write_chunk_decodes_all_layers() {
     assert_eq!(v["nfs"]["res"]["count"], 18);
     assert_eq!(v["nfs"]["res"]["data"]["placement"], "chunk");
     assert_eq!(v["nfs"]["ddp"]["chunk_length"], 18);
+    assert_eq!(v["nfs"]["ddp"]["chunk_length_matches"], true);
     assert_eq!(v["svcrdma"]["linux-6.1"], "accept");
     assert_eq!(v["svcrdma"]["linux-2026"], "accept");
 }
@@ -143,6 +144,7 @@ fn text_format_is_one_line_per_layer() {
     assert_eq!(prefixes, ["rpcrdma", "rpc", "nfs", "svcrdma"], "{out}");
     assert!(out.contains("READ reply NFS3_OK"), "{out}");
     assert!(out.contains("via write chunk"), "{out}");
+    assert!(out.contains("NFS v3 READ SUCCESS"), "{out}");
 }
 
 #[test]

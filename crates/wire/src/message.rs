@@ -3,7 +3,7 @@
 //!
 //! Replies do not carry their procedure, so the caller passes a [`CallProc`] hint (the trace
 //! crate pairs calls and replies by xid). DDP-eligible items that travelled in chunks are
-//! recognised from the chunk lists and decoded as reduced (RFC 8166 §3.4.3, RFC 8267 §3).
+//! recognised from the chunk lists and decoded as reduced (RFC 8166 §3.4.1, RFC 8267 §3).
 
 use std::fmt;
 
@@ -118,6 +118,8 @@ pub struct DdpSummary {
     pub position: Option<u32>,
     /// Sum of the chunk's segment lengths.
     pub chunk_length: u64,
+    /// Whether `chunk_length` is the item's length, with or without XDR round-up.
+    pub chunk_length_matches: bool,
 }
 
 /// A serialisable one-level summary of the upper layer.
@@ -289,6 +291,7 @@ fn decode_call(cp: CallProc, chunks: &ChunkLists, r: &mut Reader<'_>) -> UpperRe
                     chunk: "read",
                     position: Some(chunk.position),
                     chunk_length: chunk.length(),
+                    chunk_length_matches: chunk_length_matches(moved_len(&args), chunk.length()),
                 });
             }
             (Upper::Nfs3Call(args), s)
@@ -350,6 +353,7 @@ fn decode_reply(cp: CallProc, chunks: &ChunkLists, r: &mut Reader<'_>) -> UpperR
                     chunk: "write",
                     position: None,
                     chunk_length,
+                    chunk_length_matches: chunk_length_matches(length, chunk_length),
                 });
             }
             (Upper::Nfs3Reply(res), s)

@@ -2,7 +2,7 @@
 //! upper-layer binding (which data items may be moved by RDMA chunks, i.e. are DDP-eligible).
 //!
 //! Architecture Invariant: a DDP-eligible item that travelled in a chunk is absent from the
-//! inline XDR stream (RFC 8166 §3.4.3, "reduced" stream). Decoders take a [`Ddp`] mode so a
+//! inline XDR stream (RFC 8166 §3.4.1, "reduced" stream). Decoders take a [`Ddp`] mode so a
 //! reduced READ reply or WRITE call decodes cleanly instead of looking truncated; such an item is
 //! represented as [`DdpData::Moved`] carrying only its length.
 
@@ -344,7 +344,7 @@ pub enum Ddp {
     /// The item is inline (no chunk carried it).
     #[default]
     Inline,
-    /// The item was moved to a chunk: only its length word is inline (RFC 8166 §3.4.3).
+    /// The item was moved to a chunk: only its length word is inline (RFC 8166 §3.4.1).
     Moved,
 }
 
@@ -375,7 +375,7 @@ impl DdpData {
     }
 
     /// Decode an opaque of at most `max` bytes; with [`Ddp::Moved`] only the length word is
-    /// present (RFC 8166 §3.4.3: the reduced stream keeps the length, not the content).
+    /// present (RFC 8166 §3.4.1: the reduced stream keeps the length, not the content).
     pub fn decode_with(
         r: &mut Reader<'_>,
         max: u32,
@@ -1154,7 +1154,7 @@ impl Nfs3Call {
     }
 
     /// Decode arguments whose DDP-eligible item (WRITE data, SYMLINK path) may have been moved
-    /// to a Read chunk: with [`Ddp::Moved`] only its length word is inline (RFC 8166 §3.4.3).
+    /// to a Read chunk: with [`Ddp::Moved`] only its length word is inline (RFC 8166 §3.4.1).
     /// `ddp` is ignored for procedures without a DDP-eligible argument.
     pub fn decode_reduced(proc_: Nfs3Proc, r: &mut Reader<'_>, ddp: Ddp) -> Result<Self> {
         Ok(match proc_ {
@@ -1284,7 +1284,7 @@ impl Nfs3Reply {
 
     /// Decode results whose DDP-eligible item (READ data, READLINK path) may have been returned
     /// through a Write chunk: with [`Ddp::Moved`] only its length word is inline (RFC 8166
-    /// §3.4.3). Wireshark flags such READ replies as malformed; they are not.
+    /// §3.4.1). Wireshark flags such READ replies as malformed; they are not.
     pub fn decode_reduced(proc_: Nfs3Proc, r: &mut Reader<'_>, ddp: Ddp) -> Result<Self> {
         Ok(match proc_ {
             Nfs3Proc::Null => Nfs3Reply::Null,

@@ -3,7 +3,9 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 
-use wire::message::{decode_message, decode_message_with, CallProc, Layer, Upper};
+use wire::message::{
+    chunk_length_matches, decode_message, decode_message_with, CallProc, Layer, Upper,
+};
 use wire::nfs3::{
     DdpData, FileHandle, Nfs3Call, Nfs3Proc, Nfs3Reply, NfsRes, ReadArgs, StableHow, WriteArgs,
 };
@@ -131,7 +133,6 @@ fn every_send_in_the_linux_6_1_capture_decodes() {
 #[test]
 fn every_send_in_the_linux_7_2_capture_decodes() {
     let seen = decode_capture("nfs3-linux-7.2.pcap");
-    eprintln!("{seen:?}");
     assert!(seen.contains_key("NFS READ reply"), "{seen:?}");
     assert!(seen.contains_key("NFS WRITE call"), "{seen:?}");
 }
@@ -157,6 +158,7 @@ fn reduced_read_reply_from_linux_is_not_malformed() {
     assert_eq!(ok.data, DdpData::Moved { length: 18 });
     let ddp = reply.nfs.as_ref().unwrap().ddp.as_ref().unwrap();
     assert_eq!((ddp.chunk, ddp.length, ddp.chunk_length), ("write", 18, 18));
+    assert!(ddp.chunk_length_matches);
 }
 
 #[test]
@@ -172,6 +174,7 @@ fn write_call_with_read_chunk_checks_position() {
     assert_eq!(w.stable, StableHow::Unstable);
     let ddp = msg.nfs.unwrap().ddp.unwrap();
     assert_eq!(ddp.position, Some(108));
+    assert!(ddp.chunk_length_matches);
 
     // Move the Read chunk to position 112: it no longer points at the WRITE data.
     let (mut header, len) = Header::decode_prefix(&send.payload).unwrap();
@@ -207,6 +210,14 @@ fn read_call(xid: u32) -> Vec<u8> {
     })
     .encode(&mut w);
     w.into_bytes()
+}
+
+#[test]
+fn chunk_length_tolerates_xdr_round_up_only() {
+    assert!(chunk_length_matches(18, 18));
+    assert!(chunk_length_matches(18, 20));
+    assert!(!chunk_length_matches(18, 24));
+    assert!(!chunk_length_matches(18, 17));
 }
 
 #[test]
