@@ -651,3 +651,23 @@ fn classify_never_panics_on_noise() {
     assert!(seen.contains(&Rule::WriteSegmentsTruncated));
     assert!(seen.len() >= 8, "{seen:?}");
 }
+
+#[test]
+fn rule_accepted_several_read_and_write_chunks_since_5_11() {
+    // The pre-5.11 `chcount < 2` limit (one Read position, one Write chunk) is gone in 6.1:
+    // the parsed-chunk-list code takes any number of each.
+    let bytes = msg()
+        .read(40, 0x11, 512, 0)
+        .read(552, 0x12, 512, 0x1000)
+        .end_list()
+        .write_chunk(2)
+        .segments(2, 4096)
+        .write_chunk(1)
+        .segments(1, 4096)
+        .end_list()
+        .no_reply()
+        .raw(&null_call())
+        .bytes();
+    assert!(Header::decode_prefix(&bytes).is_ok());
+    assert_all_profiles(&bytes, Rule::Accepted);
+}
