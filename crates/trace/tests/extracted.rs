@@ -20,9 +20,9 @@ const FIXTURES: [(&str, &str); 2] = [
 
 /// frame → TSV fields (xid, vers, credits, proc, reads, writes, reply, program, procedure).
 fn wireshark(name: &str) -> BTreeMap<u32, Vec<String>> {
-    let text = std::fs::read_to_string(root().join(format!(
-        "fixtures/pcap-messages/{name}.wireshark.tsv"
-    )))
+    let text = std::fs::read_to_string(
+        root().join(format!("fixtures/pcap-messages/{name}.wireshark.tsv")),
+    )
     .unwrap();
     text.lines()
         .skip(1)
@@ -73,9 +73,13 @@ fn every_extracted_message_decodes_and_agrees_with_wireshark() {
             ];
             assert_eq!(&fields[..], &row[1..8], "{dir}/{file}");
             let is_call = file.contains("-call-");
-            let hint = if is_call { None } else { calls.get(&header.xid).copied() };
-            let decoded = decode_message_with(bytes, hint)
-                .unwrap_or_else(|e| panic!("{dir}/{file}: {e}"));
+            let hint = if is_call {
+                None
+            } else {
+                calls.get(&header.xid).copied()
+            };
+            let decoded =
+                decode_message_with(bytes, hint).unwrap_or_else(|e| panic!("{dir}/{file}: {e}"));
             assert_eq!(decoded.rpcrdma, header);
             if let Some(rpc) = &decoded.rpc {
                 if let wire::rpc::RpcMessage::Call(c) = rpc {
@@ -105,8 +109,17 @@ fn committed_files_are_what_the_extractor_produces() {
         let t = trace::trace_capture(&bytes, &trace::Options::default()).unwrap();
         let produced: BTreeMap<String, Vec<u8>> = t
             .messages()
-            .map(|(e, m)| (format!("{:04}-{}.bin", e.frame, m.kind(e.dir)), m.payload.clone()))
+            .map(|(e, m)| {
+                (
+                    format!("{:04}-{}.bin", e.frame, m.kind(e.dir)),
+                    m.payload.clone(),
+                )
+            })
             .collect();
-        assert_eq!(produced, committed(dir), "{dir}: re-run `rig trace extract`");
+        assert_eq!(
+            produced,
+            committed(dir),
+            "{dir}: re-run `rig trace extract`"
+        );
     }
 }

@@ -100,14 +100,22 @@ fn assert_agrees(name: &str, rows: &[Row]) {
         let chunks = m.header.as_ref().and_then(|h| h.chunks()).unwrap();
         assert_eq!(chunks.reads.len(), row.reads, "{ctx}: read list entries");
         assert_eq!(chunks.writes.len(), row.writes, "{ctx}: write chunks");
-        assert_eq!(usize::from(chunks.reply.is_some()), row.reply, "{ctx}: reply chunk");
+        assert_eq!(
+            usize::from(chunks.reply.is_some()),
+            row.reply,
+            "{ctx}: reply chunk"
+        );
         // Every message decodes through RPC to the upper layer (ours also for the frames where
         // Wireshark deferred the RPC layer to the RDMA READ that completed the Call).
         let rpc = m.rpc.as_ref().unwrap_or_else(|| panic!("{ctx}: no RPC"));
         assert!(m.nfs.is_some(), "{ctx}: no NFS/NFSACL layer");
         assert_eq!(
             rpc.kind,
-            if *dir == Some(Role::Client) { "call" } else { "reply" },
+            if *dir == Some(Role::Client) {
+                "call"
+            } else {
+                "reply"
+            },
             "{ctx}"
         );
         if let Some((prog, proc_)) = row.rpc {
@@ -140,7 +148,11 @@ fn read_replies_wireshark_marks_malformed_decode_in_full() {
         assert_eq!(nfs.proc_, "NFS3 READ");
         assert_eq!(nfs.status.as_deref(), Some("NFS3_OK"));
         let written = m.header.as_ref().unwrap().chunks().unwrap().writes[0][0].length;
-        assert!(nfs.detail.as_deref().unwrap().contains(&format!("count={written} ")));
+        assert!(nfs
+            .detail
+            .as_deref()
+            .unwrap()
+            .contains(&format!("count={written} ")));
         assert_eq!(m.chunk_bytes, u64::from(written), "frame {frame}");
     }
 }
@@ -158,7 +170,11 @@ fn live_tshark_agrees_when_installed() {
             .arg(root().join(format!("fixtures/pcap/{name}.pcap")))
             .output()
             .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let rows = parse_tsv(&String::from_utf8(out.stdout).unwrap());
         assert_agrees(name, &rows);
     }
@@ -188,6 +204,10 @@ fn every_roce_packet_in_the_fixtures_has_a_valid_icrc() {
             assert_eq!(trace::icrc::check(q.icrc_prefix, q.transport), Some(false));
             checked += 1;
         }
-        assert_eq!(checked, capture.frames.len(), "{name}: every frame is RoCEv2");
+        assert_eq!(
+            checked,
+            capture.frames.len(),
+            "{name}: every frame is RoCEv2"
+        );
     }
 }

@@ -1,0 +1,26 @@
+//! insta snapshots of the normalised traces of the fixture captures: a kernel change that alters
+//! what goes on the wire shows up as a reviewable snapshot diff.
+
+use std::path::Path;
+
+fn normalised(name: &str) -> String {
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../fixtures/pcap/{name}.pcap"));
+    let bytes = std::fs::read(path).unwrap();
+    let options = trace::Options {
+        check_icrc: true,
+        ..Default::default()
+    };
+    let t = trace::trace_capture(&bytes, &options).unwrap();
+    trace::render::text(&t, trace::render::Style::Normalised)
+}
+
+#[test]
+fn nfs3_linux_6_1() {
+    insta::assert_snapshot!("nfs3-linux-6.1", normalised("nfs3-linux-6.1"));
+}
+
+#[test]
+fn nfs3_linux_7_2() {
+    insta::assert_snapshot!("nfs3-linux-7.2", normalised("nfs3-linux-7.2"));
+}
