@@ -88,7 +88,9 @@ impl fmt::Display for DecodeError {
             DecodeError::TrailingBytes { field, count } => {
                 write!(f, "{count} trailing bytes after {field}")
             }
-            DecodeError::NonZeroPadding { field } => write!(f, "non-zero XDR padding after {field}"),
+            DecodeError::NonZeroPadding { field } => {
+                write!(f, "non-zero XDR padding after {field}")
+            }
             DecodeError::LengthOverLimit {
                 field,
                 length,
