@@ -371,6 +371,16 @@ fn text(v: &Value) -> String {
         if let Some(st) = n.get("status") {
             out += &format!(" {}", s(st));
         }
+        if let Some(Value::Array(vs)) = n.get("violations") {
+            for violation in vs {
+                out += &format!(
+                    " violation={}@{} [{}]",
+                    s(&violation["field"]),
+                    violation["value"],
+                    s(&violation["rule"])
+                );
+            }
+        }
         if let Some(d) = n.get("ddp") {
             out += &format!(
                 " ddp={} {}B via {} chunk ({}B)",

@@ -1,6 +1,7 @@
 //! `rig decode` end to end: runs the built binary on real Linux Sends and crafted bad headers.
 
 use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use serde_json::Value;
@@ -151,4 +152,86 @@ fn text_format_is_one_line_per_layer() {
 fn bad_call_proc_is_a_usage_error() {
     let (code, _) = rig_decode(READ_REPLY_LINUX_6_1, &["--call-proc", "nfs:3"]);
     assert_eq!(code, 2);
+}
+
+/// Run `rig decode FILE` (raw bytes, JSON output).
+fn rig_decode_file(path: &Path) -> (i32, Value) {
+    let out = Command::new(env!("CARGO_BIN_EXE_rig"))
+        .arg("decode")
+        .arg(path)
+        .output()
+        .expect("rig runs");
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let v = serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("{}: {e}: {stdout}", path.display()));
+    (out.status.code().expect("exit code"), v)
+}
+
+fn fixture_files(dir: &str) -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures")
+        .join(dir);
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "bin"))
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "no fixtures in {}", dir.display());
+    files
+}
+
+#[test]
+fn every_ok_fixture_decodes() {
+    for path in fixture_files("ok") {
+        let (code, v) = rig_decode_file(&path);
+        assert_eq!(code, 0, "{}: {v}", path.display());
+        let h = &v["rpcrdma"];
+        assert!(
+            h["xid"].as_str().unwrap().starts_with("0x"),
+            "{}",
+            path.display()
+        );
+        assert_eq!(h["xid"].as_str().unwrap().len(), 10);
+        assert!(h["proc"].as_str().unwrap().starts_with("RDMA_"));
+        assert!(h["reads"].is_array() && h["writes"].is_array());
+        assert_eq!(v["svcrdma"].as_object().unwrap().len(), 2);
+        // An inline RPC message is decoded exactly for RDMA_MSG.
+        assert_eq!(
+            h["proc"] == "RDMA_MSG",
+            !v["rpc"].is_null(),
+            "{}",
+            path.display()
+        );
+    }
+}
+
+#[test]
+fn every_err_fixture_is_rejected_with_a_rule() {
+    for path in fixture_files("err") {
+        let (code, v) = rig_decode_file(&path);
+        assert_eq!(code, 1, "{}: {v}", path.display());
+        let rule = v["rule"].as_str().unwrap();
+        assert!(rule.starts_with("RFC "), "{}: {rule}", path.display());
+        assert!(!v["error"].as_str().unwrap().is_empty());
+        assert_eq!(v["svcrdma"].as_object().unwrap().len(), 2);
+    }
+}
+
+#[test]
+fn ineligible_read_chunk_is_reported_not_fatal() {
+    // A NULL call carrying Read chunks at positions 8 and 12 (overlapping): svcrdma's 2026
+    // position checks reject it; our decoder reports both chunks as RFC 8267 violations.
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/ok/msg-read-chunks-overlap.bin");
+    let (code, v) = rig_decode_file(&path);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["nfs"]["proc"], "NULL");
+    let violations = v["nfs"]["violations"].as_array().unwrap();
+    assert_eq!(violations.len(), 2, "{v}");
+    assert!(violations[0]["rule"]
+        .as_str()
+        .unwrap()
+        .starts_with("RFC 8267 §3"));
+    assert_eq!(v["svcrdma"]["linux-2026"], "err-chunk");
 }

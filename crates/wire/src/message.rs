@@ -25,9 +25,13 @@ pub const RULE_XID_MATCH: &str = "RFC 8166 §4.1.1 (rdma_xid MUST equal the RPC 
 /// DDP-eligible argument, at that argument's XDR position in the unreduced stream.
 pub const RULE_READ_CHUNK_POSITION: &str =
     "RFC 8166 §3.4.5, RFC 8267 §3 (Read chunk position must be the DDP-eligible item's XDR position)";
-/// RFC 8267 §3: only DDP-eligible items may be moved; NFSv3 calls have at most one.
+/// RFC 8267 §3: only DDP-eligible items may be moved; an NFSv3 call has at most one.
 pub const RULE_NOT_DDP_ELIGIBLE: &str =
     "RFC 8267 §3 (only a DDP-eligible argument may be conveyed in a Read chunk)";
+
+/// RFC 8267 §3: a Write chunk may carry only a DDP-eligible result (READ data, READLINK path).
+pub const RULE_WRITE_NOT_DDP_ELIGIBLE: &str =
+    "RFC 8267 §3 (only a DDP-eligible result may be returned in a Write chunk)";
 
 /// Which layer of the message a decode error belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -139,6 +143,18 @@ pub struct NfsSummary {
     /// Present when a DDP-eligible item went through a chunk.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ddp: Option<DdpSummary>,
+    /// Upper-layer binding rules the chunks broke without making the message undecodable.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub violations: Vec<Violation>,
+}
+
+/// A rule broken by otherwise decodable bytes (e.g. a Read chunk that carries no DDP-eligible
+/// item). Decoding continues; the consumer decides whether this is fatal.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Violation {
+    pub rule: &'static str,
+    pub field: &'static str,
+    pub value: u64,
 }
 
 /// Every layer of one Send payload.
@@ -243,6 +259,7 @@ fn summary(program: &'static str, vers: u32, proc_: &'static str, call: bool) ->
         direction: if call { "call" } else { "reply" },
         status: None,
         ddp: None,
+        violations: Vec::new(),
     }
 }
 
@@ -257,19 +274,24 @@ fn decode_call(cp: CallProc, chunks: &ChunkLists, r: &mut Reader<'_>) -> UpperRe
                 .into_iter()
                 .filter(|c| c.position != 0)
                 .collect();
-            let ddp = if moved.is_empty() {
-                Ddp::Inline
-            } else {
-                Ddp::Moved
-            };
             let item = ddp_eligible_argument(proc_);
-            if ddp == Ddp::Moved && (item.is_none() || moved.len() > 1) {
-                return Err(DecodeError::BadValue {
-                    field: "read_list.position",
-                    value: moved[moved.len().min(2) - 1].position.into(),
+            // RFC 8267 §3: only a DDP-eligible argument may be moved, and an NFSv3 call has at
+            // most one. Extra or ineligible Read chunks do not stop decoding (the inline stream
+            // is still well formed); they are reported as violations.
+            let mut violations: Vec<Violation> = moved
+                .iter()
+                .skip(usize::from(item.is_some()))
+                .map(|chunk| Violation {
                     rule: RULE_NOT_DDP_ELIGIBLE,
-                });
-            }
+                    field: "read_list.position",
+                    value: chunk.position.into(),
+                })
+                .collect();
+            let ddp = if item.is_some() && !moved.is_empty() {
+                Ddp::Moved
+            } else {
+                Ddp::Inline
+            };
             // The RPC header was consumed from the same reader, so `consumed()` is an offset in
             // the RPC message, the coordinate system of Read chunk positions.
             let args = Nfs3Call::decode_reduced(proc_, r, ddp)?;
@@ -277,12 +299,11 @@ fn decode_call(cp: CallProc, chunks: &ChunkLists, r: &mut Reader<'_>) -> UpperRe
             if let (Some(chunk), Some(item)) = (moved.first(), item) {
                 // The moved item is the last item of WRITE3args and SYMLINK3args, so its content
                 // would start exactly where the reduced stream ends.
-                let expected = r.consumed() as u64;
-                if u64::from(chunk.position) != expected {
-                    return Err(DecodeError::BadValue {
+                if u64::from(chunk.position) != r.consumed() as u64 {
+                    violations.push(Violation {
+                        rule: RULE_READ_CHUNK_POSITION,
                         field: "read_list.position",
                         value: chunk.position.into(),
-                        rule: RULE_READ_CHUNK_POSITION,
                     });
                 }
                 s.ddp = Some(DdpSummary {
@@ -294,6 +315,7 @@ fn decode_call(cp: CallProc, chunks: &ChunkLists, r: &mut Reader<'_>) -> UpperRe
                     chunk_length_matches: chunk_length_matches(moved_len(&args), chunk.length()),
                 });
             }
+            s.violations = violations;
             (Upper::Nfs3Call(args), s)
         }
         (MOUNT_PROGRAM, MOUNT_V3) => {
@@ -343,6 +365,13 @@ fn decode_reply(cp: CallProc, chunks: &ChunkLists, r: &mut Reader<'_>) -> UpperR
             };
             let res = Nfs3Reply::decode_reduced(proc_, r, ddp)?;
             let mut s = summary("NFS", NFS_V3, proc_.name(), false);
+            if let (None, Some(len)) = (item, first_write.filter(|len| *len > 0)) {
+                s.violations.push(Violation {
+                    rule: RULE_WRITE_NOT_DDP_ELIGIBLE,
+                    field: "write_list",
+                    value: len,
+                });
+            }
             s.status = Some(res.status().name());
             if let (Some(item), Some(chunk_length), Some(length)) =
                 (item, first_write, moved_result_len(&res))

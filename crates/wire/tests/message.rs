@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use wire::message::{
     chunk_length_matches, decode_message, decode_message_with, CallProc, Layer, Upper,
+    RULE_NOT_DDP_ELIGIBLE, RULE_READ_CHUNK_POSITION, RULE_WRITE_NOT_DDP_ELIGIBLE,
 };
 use wire::nfs3::{
     DdpData, FileHandle, Nfs3Call, Nfs3Proc, Nfs3Reply, NfsRes, ReadArgs, StableHow, WriteArgs,
@@ -172,20 +173,25 @@ fn write_call_with_read_chunk_checks_position() {
     };
     assert_eq!(w.data, DdpData::Moved { length: 32768 });
     assert_eq!(w.stable, StableHow::Unstable);
-    let ddp = msg.nfs.unwrap().ddp.unwrap();
+    let ddp = msg.nfs.as_ref().unwrap().ddp.clone().unwrap();
     assert_eq!(ddp.position, Some(108));
     assert!(ddp.chunk_length_matches);
 
-    // Move the Read chunk to position 112: it no longer points at the WRITE data.
+    assert!(msg.nfs.as_ref().unwrap().violations.is_empty());
+
+    // Move the Read chunk to position 112: it no longer points at the WRITE data. The bytes
+    // still decode, but the summary reports the broken rule.
     let (mut header, len) = Header::decode_prefix(&send.payload).unwrap();
     if let Body::Msg(chunks) = &mut header.body {
         chunks.reads[0].position = 112;
     }
     let mut bad = header.to_bytes();
     bad.extend_from_slice(&send.payload[len..]);
-    let err = decode_message(&bad).unwrap_err();
-    assert_eq!(err.layer, Layer::Nfs);
-    assert!(err.rule().contains("RFC 8267 §3"), "{err}");
+    let msg = decode_message(&bad).unwrap();
+    let violations = &msg.nfs.unwrap().violations;
+    assert_eq!(violations.len(), 1);
+    assert_eq!(violations[0].value, 112);
+    assert_eq!(violations[0].rule, RULE_READ_CHUNK_POSITION);
 }
 
 fn rdma_msg(xid: u32, chunks: ChunkLists, rpc: &[u8]) -> Vec<u8> {
@@ -249,7 +255,7 @@ fn rejects_trailing_bytes_after_arguments() {
 }
 
 #[test]
-fn rejects_read_chunk_for_a_procedure_without_ddp_eligible_argument() {
+fn reports_read_chunk_for_a_procedure_without_ddp_eligible_argument() {
     let chunks = ChunkLists {
         reads: vec![ReadSegment {
             position: 40,
@@ -261,9 +267,39 @@ fn rejects_read_chunk_for_a_procedure_without_ddp_eligible_argument() {
         }],
         ..ChunkLists::default()
     };
-    let err = decode_message(&rdma_msg(10, chunks, &read_call(10))).unwrap_err();
-    assert_eq!(err.layer, Layer::Nfs);
-    assert!(err.rule().contains("RFC 8267 §3"));
+    let msg = decode_message(&rdma_msg(10, chunks, &read_call(10))).unwrap();
+    // The READ arguments are decoded from the inline stream as they are.
+    let Some(Upper::Nfs3Call(Nfs3Call::Read(args))) = &msg.upper else {
+        panic!("{msg:?}")
+    };
+    assert_eq!(args.count, 512);
+    let nfs = msg.nfs.unwrap();
+    assert_eq!(nfs.violations.len(), 1);
+    assert_eq!(nfs.violations[0].rule, RULE_NOT_DDP_ELIGIBLE);
+    assert_eq!(nfs.violations[0].value, 40);
+    assert!(nfs.ddp.is_none());
+}
+
+#[test]
+fn reports_write_chunk_used_for_a_result_that_is_not_ddp_eligible() {
+    // A GETATTR reply whose Write list says 100 bytes were written.
+    let chunks = ChunkLists {
+        writes: vec![vec![Segment {
+            handle: 2,
+            length: 100,
+            offset: 0,
+        }]],
+        ..ChunkLists::default()
+    };
+    let mut w = Writer::new();
+    ReplyHeader::success(13).encode(&mut w);
+    w.u32(70); // NFS3ERR_STALE, GETATTR resfail is void
+    let hint = CallProc::new(NFS_PROGRAM, 3, Nfs3Proc::Getattr as u32);
+    let msg = decode_message_with(&rdma_msg(13, chunks, w.as_bytes()), Some(hint)).unwrap();
+    let nfs = msg.nfs.unwrap();
+    assert_eq!(nfs.status, Some("NFS3ERR_STALE"));
+    assert_eq!(nfs.violations.len(), 1);
+    assert_eq!(nfs.violations[0].rule, RULE_WRITE_NOT_DDP_ELIGIBLE);
 }
 
 #[test]
