@@ -235,3 +235,56 @@ fn ineligible_read_chunk_is_reported_not_fatal() {
         .starts_with("RFC 8267 §3"));
     assert_eq!(v["svcrdma"]["linux-2026"], "err-chunk");
 }
+
+/// Every Send extracted from the Linux captures (`NNNN-{call,reply}-{msg,nomsg}-{prog}-{proc}.bin`)
+/// decodes through all layers; replies get their procedure from the file name, as a trace would
+/// from the matching call.
+#[test]
+fn every_linux_send_decodes_to_the_named_procedure() {
+    let mut decoded_replies = 0;
+    for kernel in ["linux-6.1", "linux-7.2"] {
+        for path in fixture_files(&format!("pcap-messages/{kernel}")) {
+            let stem = path.file_stem().unwrap().to_str().unwrap().to_owned();
+            let parts: Vec<&str> = stem.split('-').collect();
+            let [_, direction, transport, prog, proc_] = parts[..] else {
+                panic!("unexpected fixture name {stem}")
+            };
+            let prog = prog.trim_end_matches('3');
+            let hint = format!("{prog}:3:{proc_}");
+            let (code, v) = {
+                let out = Command::new(env!("CARGO_BIN_EXE_rig"))
+                    .args(["decode", "--call-proc", &hint])
+                    .arg(&path)
+                    .output()
+                    .expect("rig runs");
+                let stdout = String::from_utf8(out.stdout).unwrap();
+                let v: Value = serde_json::from_str(&stdout).unwrap();
+                (out.status.code().unwrap(), v)
+            };
+            assert_eq!(code, 0, "{stem}: {v}");
+            assert!(v["nfs"]["violations"].is_null(), "{stem}: {v}");
+            match transport {
+                "msg" => {
+                    assert_eq!(v["rpc"]["type"], direction, "{stem}");
+                    assert_eq!(v["nfs"]["type"], direction, "{stem}");
+                    assert_eq!(v["nfs"]["proc"], proc_.to_ascii_uppercase(), "{stem}");
+                    if direction == "reply" {
+                        decoded_replies += 1;
+                        assert!(v["nfs"]["status"].is_string() || proc_ == "null", "{stem}");
+                    }
+                    if stem.ends_with("reply-msg-nfs3-read") && v["nfs"]["status"] == "NFS3_OK" {
+                        // nfsd returns READ data through the client's Write chunk.
+                        assert_eq!(v["nfs"]["ddp"]["chunk"], "write", "{stem}");
+                        assert_eq!(v["nfs"]["ddp"]["chunk_length_matches"], true, "{stem}");
+                    }
+                }
+                "nomsg" => {
+                    assert_eq!(v["rpcrdma"]["proc"], "RDMA_NOMSG");
+                    assert!(v["rpc"].is_null());
+                }
+                other => panic!("{stem}: transport {other}"),
+            }
+        }
+    }
+    assert!(decoded_replies > 50, "{decoded_replies}");
+}
