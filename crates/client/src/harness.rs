@@ -1,0 +1,342 @@
+//! The scenario harness: our requester and the reference server joined by the simulator, with a
+//! record of every transmission and reply and a trace of every endpoint event.
+
+use std::collections::BTreeMap;
+
+use engine::verbs::Endpoint;
+use engine::{ConnectionConfig, OutgoingCall, ReceivedReply, Requester, RequesterOutput};
+use server::drc::policy_by_name;
+use server::Server;
+use sim::{Action, Side, Sim, SimConfig};
+use wire::mount3::{DirPath, MntRes, Mount3Call, Mount3Proc, Mount3Reply, MOUNT_V3};
+use wire::nfs3::{Ddp, FileHandle, Nfs3Call, Nfs3Proc, Nfs3Reply, NFS_V3};
+use wire::rpc::{CallHeader, ReplyBody, RpcMessage, MOUNT_PROGRAM, NFS_PROGRAM};
+use wire::{Reader, Xdr};
+
+/// Steps any single phase may take before the harness gives up (keeps every run bounded).
+pub const MAX_STEPS: u64 = 20_000;
+/// The address the server sees for our client.
+pub const CLIENT_ADDR: u32 = 0x0a00_0002;
+
+/// A reply as recorded for verdicts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordedReply {
+    pub reply: ReceivedReply,
+    /// NFS or MOUNT status decoded from the reply, or the RPC-level outcome.
+    pub status: String,
+}
+
+/// Our requester + the reference server over the simulator.
+pub struct Harness {
+    pub sim: Sim<Requester, Server>,
+    pub credits: u32,
+    procedures: BTreeMap<u32, Procedure>,
+    transmissions: BTreeMap<u32, usize>,
+    replies: BTreeMap<u32, Vec<RecordedReply>>,
+    transport_errors: BTreeMap<u32, usize>,
+    unmatched: usize,
+    trace: Vec<String>,
+    next_xid: u32,
+    pub root: FileHandle,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Procedure {
+    Nfs(Nfs3Proc),
+    Mount(Mount3Proc),
+}
+
+impl Harness {
+    /// Connect, mount the export and learn the credit grant.
+    pub fn new(policy: &str, seed: u64) -> Option<Harness> {
+        let config = ConnectionConfig::default();
+        let drc = policy_by_name(policy, config.credits)?;
+        let server = Server::new(config, drc, CLIENT_ADDR);
+        let client = Requester::new(config);
+        let sim = Sim::new(
+            client,
+            server,
+            SimConfig {
+                seed,
+                ..SimConfig::default()
+            },
+        );
+        let mut h = Harness {
+            sim,
+            credits: config.credits,
+            procedures: BTreeMap::new(),
+            transmissions: BTreeMap::new(),
+            replies: BTreeMap::new(),
+            transport_errors: BTreeMap::new(),
+            unmatched: 0,
+            trace: Vec::new(),
+            next_xid: 0x1000,
+            root: FileHandle(Vec::new()),
+        };
+        h.connect();
+        Some(h)
+    }
+
+    /// Connect without mounting (scenarios that need the raw first exchange).
+    pub fn connect(&mut self) {
+        self.sim.connect();
+        self.collect();
+    }
+
+    /// MOUNT the export over the wire; sets `root`.
+    pub fn mount(&mut self) {
+        let xid = self.fresh_xid();
+        let call = self.mount_call(xid, Mount3Call::Mnt(DirPath(b"/export".to_vec())));
+        self.send(call, true);
+        self.settle();
+        if let Some(RecordedReply {
+            reply: ReceivedReply { message, .. },
+            ..
+        }) = self.replies.get(&xid).and_then(|r| r.first())
+        {
+            if let Ok((RpcMessage::Reply(_), used)) = RpcMessage::decode_prefix(message) {
+                let mut r = Reader::new(&message[used..]);
+                if let Ok(Mount3Reply::Mnt(MntRes::Ok(ok))) =
+                    Mount3Reply::decode(Mount3Proc::Mnt, &mut r)
+                {
+                    self.root = ok.fhandle;
+                }
+            }
+        }
+    }
+
+    pub fn fresh_xid(&mut self) -> u32 {
+        self.next_xid += 1;
+        self.next_xid
+    }
+
+    /// An NFSv3 call message.
+    pub fn nfs_call(&mut self, xid: u32, args: &Nfs3Call) -> OutgoingCall {
+        let proc_ = args.proc_();
+        self.procedures.insert(xid, Procedure::Nfs(proc_));
+        let mut message = CallHeader::new(xid, NFS_PROGRAM, NFS_V3, proc_ as u32).to_bytes();
+        message.extend_from_slice(&args.to_bytes());
+        OutgoingCall {
+            xid,
+            message,
+            read_chunk: None,
+            write_chunk_capacity: None,
+            reply_chunk_capacity: None,
+        }
+    }
+
+    /// A MOUNT v3 call message.
+    pub fn mount_call(&mut self, xid: u32, args: Mount3Call) -> OutgoingCall {
+        let proc_ = args.proc_();
+        self.procedures.insert(xid, Procedure::Mount(proc_));
+        let mut message = CallHeader::new(xid, MOUNT_PROGRAM, MOUNT_V3, proc_ as u32).to_bytes();
+        let mut w = wire::Writer::new();
+        args.encode(&mut w);
+        message.extend_from_slice(w.as_bytes());
+        OutgoingCall {
+            xid,
+            message,
+            read_chunk: None,
+            write_chunk_capacity: None,
+            reply_chunk_capacity: None,
+        }
+    }
+
+    /// Send one transmission; returns whether the requester accepted it.
+    pub fn send(&mut self, call: OutgoingCall, honour_credits: bool) -> bool {
+        let xid = call.xid;
+        let ok = self.sim.client.call(call, honour_credits).is_ok();
+        if ok {
+            *self.transmissions.entry(xid).or_default() += 1;
+        } else {
+            self.trace.push(format!("cli refused xid={xid:#x}"));
+        }
+        self.sim.flush_work(Side::Client);
+        self.collect();
+        ok
+    }
+
+    /// Take trace lines and requester outputs after anything happened.
+    pub fn collect(&mut self) {
+        self.trace.extend(self.sim.take_trace());
+        self.trace.extend(self.sim.client.take_trace());
+        self.trace.extend(self.sim.server.take_trace());
+        while let Some(output) = self.sim.client.poll_output() {
+            match output {
+                RequesterOutput::Reply(reply) => {
+                    let status = self.status_of(&reply);
+                    self.trace
+                        .push(format!("cli done xid={:#x} {status}", reply.xid));
+                    self.replies
+                        .entry(reply.xid)
+                        .or_default()
+                        .push(RecordedReply { reply, status });
+                }
+                RequesterOutput::TransportError { xid, .. } => {
+                    *self.transport_errors.entry(xid).or_default() += 1;
+                }
+                RequesterOutput::UnmatchedReply { .. } => self.unmatched += 1,
+                RequesterOutput::BadHeader(_)
+                | RequesterOutput::Disconnected { .. }
+                | RequesterOutput::Connected => {}
+            }
+        }
+    }
+
+    fn status_of(&self, reply: &ReceivedReply) -> String {
+        let Ok((RpcMessage::Reply(header), used)) = RpcMessage::decode_prefix(&reply.message)
+        else {
+            return "undecodable".to_string();
+        };
+        match header.body {
+            ReplyBody::Accepted { stat, .. } if !header_is_success(&stat) => {
+                return stat.name().to_string()
+            }
+            ReplyBody::Denied(_) => return "DENIED".to_string(),
+            _ => {}
+        }
+        let mut r = Reader::new(&reply.message[used..]);
+        match self.procedures.get(&reply.xid) {
+            Some(Procedure::Nfs(proc_)) => {
+                let ddp = if reply
+                    .write_chunk_data
+                    .as_ref()
+                    .is_some_and(|d| !d.is_empty())
+                {
+                    Ddp::Moved
+                } else {
+                    Ddp::Inline
+                };
+                Nfs3Reply::decode_reduced(*proc_, &mut r, ddp)
+                    .map(|res| res.status().name().to_string())
+                    .unwrap_or_else(|e| format!("undecodable ({})", e.rule()))
+            }
+            Some(Procedure::Mount(proc_)) => match Mount3Reply::decode(*proc_, &mut r) {
+                Ok(Mount3Reply::Mnt(MntRes::Fail(s))) => s.name().to_string(),
+                Ok(_) => "MNT3_OK".to_string(),
+                Err(e) => format!("undecodable ({})", e.rule()),
+            },
+            None => "unknown".to_string(),
+        }
+    }
+
+    /// One scheduler step, with bookkeeping.
+    pub fn step(&mut self) -> Option<Action> {
+        let action = self.sim.step();
+        self.collect();
+        action
+    }
+
+    /// Step until `done` or nothing can run; returns whether `done` held.
+    pub fn run_until(&mut self, mut done: impl FnMut(&Harness) -> bool) -> bool {
+        for _ in 0..MAX_STEPS {
+            if done(self) {
+                return true;
+            }
+            if self.step().is_none() {
+                break;
+            }
+        }
+        done(self)
+    }
+
+    /// Run until nothing can run.
+    pub fn settle(&mut self) -> bool {
+        for _ in 0..MAX_STEPS {
+            if self.step().is_none() {
+                return true;
+            }
+        }
+        false
+    }
+
+    pub fn hold(&mut self, action: Action) {
+        self.sim.hold(action);
+    }
+
+    pub fn release_all(&mut self) {
+        self.sim.release_all();
+    }
+
+    pub fn transmissions(&self, xid: u32) -> usize {
+        self.transmissions.get(&xid).copied().unwrap_or(0)
+    }
+
+    pub fn replies(&self, xid: u32) -> &[RecordedReply] {
+        self.replies.get(&xid).map_or(&[], Vec::as_slice)
+    }
+
+    pub fn transport_errors(&self, xid: u32) -> usize {
+        self.transport_errors.get(&xid).copied().unwrap_or(0)
+    }
+
+    pub fn unmatched(&self) -> usize {
+        self.unmatched
+    }
+
+    /// The trace so far (raw; see [`crate::trace::normalise`]).
+    pub fn trace(&self) -> &[String] {
+        &self.trace
+    }
+
+    /// Server-side DRC decisions seen for `xid`.
+    pub fn decisions(&self, xid: u32) -> Vec<&'static str> {
+        self.sim
+            .server
+            .decisions()
+            .iter()
+            .filter(|d| d.xid == xid)
+            .map(|d| d.decision)
+            .collect()
+    }
+
+    /// Whether the requester has nothing outstanding and the server nothing unanswered, with
+    /// every credit's Receive back in place on a live connection.
+    pub fn credits_balanced(&self) -> bool {
+        let responder = self.sim.server.responder();
+        let client_clear = self.sim.client.outstanding() == 0;
+        let server_clear = responder.unanswered() == 0 && self.sim.server.parked() == 0;
+        let receives_ok = !self.sim.is_connected()
+            || self.sim.posted_receives(Side::Server) == responder.credits() as usize;
+        client_clear && server_clear && receives_ok
+    }
+
+    /// Whether the requester has been told the server's grant.
+    pub fn learned_grant(&self) -> bool {
+        self.sim.client.credits_granted() == self.credits
+    }
+
+    /// Names in the export root.
+    pub fn root_names(&self) -> Vec<String> {
+        self.sim
+            .server
+            .fs()
+            .root_names()
+            .iter()
+            .map(|n| String::from_utf8_lossy(n).into_owned())
+            .collect()
+    }
+
+    /// Run an NFS call directly on the server's file system (fixtures; not traced, not counted).
+    pub fn fixture(&mut self, call: &Nfs3Call) -> Nfs3Reply {
+        self.sim.server.fs_mut().nfs(call)
+    }
+
+    /// Whether the client endpoint could still talk.
+    pub fn connected(&self) -> bool {
+        self.sim.is_connected() && self.sim.client.is_connected()
+    }
+
+    /// Receive completions the client's software has not polled yet.
+    pub fn client_unpolled(&self) -> usize {
+        self.sim.pending_receive_completions(Side::Client)
+    }
+
+    pub fn server_has_work(&self) -> bool {
+        self.sim.server.has_upper_layer_work()
+    }
+}
+
+fn header_is_success(stat: &wire::rpc::AcceptStat) -> bool {
+    matches!(stat, wire::rpc::AcceptStat::Success)
+}

@@ -1,0 +1,108 @@
+//! The full scenario × policy matrix on the simulated transport, asserted against the committed
+//! expected table (fixtures/scenarios/expected.json) and per-run trace snapshots
+//! (fixtures/snapshots/sim/). Regenerate the table with `UPDATE_EXPECTED=1 cargo test -p
+//! rpcrdma-client`; snapshots with `cargo insta review` / `INSTA_UPDATE=always`.
+
+use std::path::PathBuf;
+
+use client::{run_matrix, scenario_names, verdicts_json, verdicts_table, Run, DEFAULT_SEED};
+
+fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn full_matrix() -> Vec<Run> {
+    run_matrix(None, None, DEFAULT_SEED).expect("every scenario and policy exists")
+}
+
+#[test]
+fn matrix_matches_the_expected_table() {
+    let runs = full_matrix();
+    let actual = verdicts_json(&runs);
+    let path = repo_root().join("fixtures/scenarios/expected.json");
+    if std::env::var_os("UPDATE_EXPECTED").is_some() {
+        std::fs::write(&path, &actual).expect("write expected table");
+        std::fs::write(path.with_extension("txt"), verdicts_table(&runs))
+            .expect("write expected text table");
+    }
+    let expected = std::fs::read_to_string(&path).expect("expected table is committed");
+    assert_eq!(
+        actual, expected,
+        "verdicts changed; review and regenerate with UPDATE_EXPECTED=1"
+    );
+}
+
+#[test]
+fn matrix_covers_at_least_twelve_scenarios_under_three_policies() {
+    let runs = full_matrix();
+    assert!(scenario_names().len() >= 12);
+    assert_eq!(runs.len(), scenario_names().len() * 3);
+}
+
+#[test]
+fn after_ack_reexecutes_under_acked_but_not_classic() {
+    let runs = run_matrix(None, Some("after-ack"), DEFAULT_SEED).unwrap();
+    let by_policy = |p: &str| {
+        runs.iter()
+            .find(|r| r.verdict.policy == p)
+            .map(|r| r.verdict.clone())
+            .unwrap()
+    };
+    let classic = by_policy("classic");
+    assert_eq!(classic.executions, 1);
+    assert!(classic.replies_identical);
+    let acked = by_policy("acked");
+    assert_eq!(acked.executions, 2);
+    assert_eq!(acked.statuses, vec!["NFS3_OK", "NFS3ERR_NOENT"]);
+    assert!(!acked.replies_identical);
+}
+
+#[test]
+fn same_seed_gives_identical_output_and_traces() {
+    let a = run_matrix(None, None, 7).unwrap();
+    let b = run_matrix(None, None, 7).unwrap();
+    assert_eq!(verdicts_json(&a), verdicts_json(&b));
+    for (x, y) in a.iter().zip(&b) {
+        assert_eq!(x.trace, y.trace);
+    }
+}
+
+#[test]
+fn every_transmission_is_accounted_for_under_every_seed() {
+    // Whatever the interleaving, each transmission of the XID under test is answered, dropped,
+    // or lost with its connection; and nothing executes more often than it was sent.
+    for seed in 1..=20 {
+        for run in run_matrix(None, None, seed).unwrap() {
+            let v = &run.verdict;
+            assert!(
+                v.executions <= v.transmissions,
+                "{} / {} seed {seed}: {} executions of {} transmissions",
+                v.scenario,
+                v.policy,
+                v.executions,
+                v.transmissions
+            );
+            assert!(v.replies <= v.transmissions, "{v:?}");
+            if v.policy == "classic" && v.scenario == "after-ack" {
+                assert_eq!(v.executions, 1, "seed {seed}");
+            }
+            if v.policy == "acked" && v.scenario == "after-ack" {
+                assert_eq!(v.executions, 2, "seed {seed}");
+            }
+        }
+    }
+}
+
+#[test]
+fn traces_match_snapshots() {
+    for run in full_matrix() {
+        let name = format!("{}__{}", run.verdict.scenario, run.verdict.policy);
+        insta::with_settings!({
+            snapshot_path => repo_root().join("fixtures/snapshots/sim"),
+            prepend_module_to_snapshot => false,
+            omit_expression => true,
+        }, {
+            insta::assert_snapshot!(name, run.trace.join("\n"));
+        });
+    }
+}
