@@ -288,3 +288,23 @@ fn every_linux_send_decodes_to_the_named_procedure() {
     }
     assert!(decoded_replies > 50, "{decoded_replies}");
 }
+
+/// The text rendering of every data-driven fixture, snapshotted: a change to any layer's
+/// decoder or to the svcrdma model shows up as a reviewable diff.
+#[test]
+fn fixtures_text_snapshot() {
+    let mut all = String::new();
+    for dir in ["ok", "err"] {
+        for path in fixture_files(dir) {
+            let out = Command::new(env!("CARGO_BIN_EXE_rig"))
+                .args(["decode", "--format", "text"])
+                .arg(&path)
+                .output()
+                .expect("rig runs");
+            let name = path.file_name().unwrap().to_string_lossy();
+            all += &format!("== {dir}/{name} (exit {})\n", out.status.code().unwrap());
+            all += &String::from_utf8(out.stdout).unwrap();
+        }
+    }
+    insta::assert_snapshot!("fixtures_text", all);
+}

@@ -25,6 +25,8 @@ pub const AUTH_SYS: u32 = 1;
 pub const AUTH_SHORT: u32 = 2;
 pub const AUTH_DH: u32 = 3;
 pub const RPCSEC_GSS: u32 = 6;
+/// RFC 9289: the AUTH_TLS flavor a client uses to probe for RPC-with-TLS support.
+pub const AUTH_TLS: u32 = 7;
 
 /// RFC 5531 §8.2: `opaque body<400>` — the body of any credential or verifier.
 pub const MAX_AUTH_BYTES: u32 = 400;
@@ -118,6 +120,7 @@ pub enum AuthFlavor {
     Short,
     Dh,
     RpcsecGss,
+    Tls,
     Other(u32),
 }
 
@@ -129,6 +132,7 @@ impl AuthFlavor {
             AUTH_SHORT => AuthFlavor::Short,
             AUTH_DH => AuthFlavor::Dh,
             RPCSEC_GSS => AuthFlavor::RpcsecGss,
+            AUTH_TLS => AuthFlavor::Tls,
             other => AuthFlavor::Other(other),
         }
     }
@@ -140,6 +144,7 @@ impl AuthFlavor {
             AuthFlavor::Short => "AUTH_SHORT",
             AuthFlavor::Dh => "AUTH_DH",
             AuthFlavor::RpcsecGss => "RPCSEC_GSS",
+            AuthFlavor::Tls => "AUTH_TLS",
             AuthFlavor::Other(_) => "AUTH_OTHER",
         }
     }
