@@ -3,6 +3,7 @@
 use clap::{Parser, Subcommand};
 
 mod decode;
+mod scenarios;
 mod trace_cmd;
 
 /// Interop test suite and fuzzing rig for RPC-over-RDMA version 1 (RFC 8166).
@@ -19,6 +20,8 @@ enum Command {
     Decode(decode::Args),
     /// RoCE captures as RPC-over-RDMA traces: show, diff, extract.
     Trace(trace_cmd::Args),
+    /// Run the retransmission scenarios against the DRC policies and print verdicts.
+    Scenarios(scenarios::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -26,6 +29,7 @@ fn main() -> std::process::ExitCode {
     let result = match cli.command {
         Command::Decode(args) => decode::run(args),
         Command::Trace(args) => trace_cmd::run(args),
+        Command::Scenarios(args) => scenarios::run(args),
     };
     match result {
         Ok(code) => std::process::ExitCode::from(code),
