@@ -38,8 +38,8 @@ fn main() {
             let per_run = t.messages().count();
             let start = Instant::now();
             for _ in 0..iters {
-                let t = trace::trace_capture(std::hint::black_box(&bytes), &options)
-                    .expect("decode");
+                let t =
+                    trace::trace_capture(std::hint::black_box(&bytes), &options).expect("decode");
                 messages += t.messages().count();
             }
             let elapsed = start.elapsed();

@@ -166,7 +166,7 @@ pub fn decode_mad(mad: &[u8]) -> Result<Option<CmMessage>, DecodeError> {
                 reason: u16::from_be_bytes([reason[0], reason[1]]),
             }
         }
-        0x0014 | 0x0015 | 0x0016 => {
+        0x0014..=0x0016 => {
             let local_comm_id = word(&mut d, "cm.local_comm_id")?;
             let remote_comm_id = word(&mut d, "cm.remote_comm_id")?;
             match attribute_id {

@@ -822,3 +822,135 @@ fn private_data_detail(bytes: &[u8]) -> String {
         Err(_) => String::new(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ib::tests::{packet, reth};
+    use crate::render::{text, Style};
+    use std::net::Ipv4Addr;
+    use wire::rpcrdma::ChunkLists;
+    use wire::{Writer, Xdr};
+
+    struct Run {
+        client: IpAddr,
+        server: IpAddr,
+        client_qp: u32,
+        server_qp: u32,
+        psn: u32,
+        xid: u32,
+        rkey: u32,
+        va: u64,
+    }
+
+    /// A READ of 5 bytes: Call with a Write chunk, RDMA WRITE of the data, Reply (no CM).
+    fn read_exchange(run: &Run) -> Trace {
+        let seg = Segment {
+            handle: run.rkey,
+            length: 4096,
+            offset: run.va,
+        };
+        let call_header = Header {
+            xid: run.xid,
+            vers: 1,
+            credits: 32,
+            body: Body::Msg(ChunkLists {
+                writes: vec![vec![seg]],
+                ..Default::default()
+            }),
+        };
+        let mut call = call_header.to_bytes();
+        call.extend(wire::rpc::CallHeader::new(run.xid, 100003, 3, 6).to_bytes());
+        let mut args = Writer::new();
+        args.opaque_var(&[7; 8]).u64(0).u32(4096);
+        call.extend(args.as_bytes());
+        let reply_header = Header {
+            credits: 16,
+            body: Body::Msg(ChunkLists {
+                writes: vec![vec![Segment { length: 5, ..seg }]],
+                ..Default::default()
+            }),
+            ..call_header
+        };
+        let mut reply = reply_header.to_bytes();
+        reply.extend(wire::rpc::ReplyHeader::success(run.xid).to_bytes());
+        let mut res = Writer::new();
+        res.u32(0).bool(false).u32(5).bool(true).u32(5); // NFS3_OK, no attrs, count, eof, len
+        reply.extend(res.as_bytes());
+
+        let mut r = Reassembler::default();
+        let mut feed = |frame: u32, src: IpAddr, dst: IpAddr, bytes: Vec<u8>| {
+            let p = ib::decode(&bytes).unwrap();
+            r.packet(frame, Duration::from_millis(frame.into()), src, dst, &p);
+        };
+        let (c, s) = (run.client, run.server);
+        feed(1, c, s, packet(0x04, run.server_qp, run.psn, &[], &call));
+        feed(
+            2,
+            s,
+            c,
+            packet(0x11, run.client_qp, run.psn, &[0, 0, 0, 1], &[]),
+        );
+        feed(
+            3,
+            s,
+            c,
+            packet(
+                0x0a,
+                run.client_qp,
+                run.psn + 7,
+                &reth(run.va, run.rkey, 5),
+                b"hello",
+            ),
+        );
+        feed(
+            4,
+            s,
+            c,
+            packet(0x04, run.client_qp, run.psn + 8, &[], &reply),
+        );
+        build(&r.drain())
+    }
+
+    #[test]
+    fn same_workload_normalises_identically_across_runs() {
+        let a = read_exchange(&Run {
+            client: IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2)),
+            server: IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1)),
+            client_qp: 0x11,
+            server_qp: 0x12,
+            psn: 100,
+            xid: 0x1234_5678,
+            rkey: 0x1086,
+            va: 0x7f00_0000,
+        });
+        let b = read_exchange(&Run {
+            client: IpAddr::V4(Ipv4Addr::new(192, 168, 1, 9)),
+            server: IpAddr::V4(Ipv4Addr::new(192, 168, 1, 7)),
+            client_qp: 0x99,
+            server_qp: 0x3,
+            psn: 0xabcde,
+            xid: 0xdead_beef,
+            rkey: 0x42,
+            va: 0x5500_1000,
+        });
+        let norm = text(&a, Style::Normalised);
+        assert_eq!(
+            norm,
+            "c1 C RDMA_MSG x1 cr=32 write=[[h1:4096]] NFS3 READ call count=4096\n\
+             c1 S RDMA_WRITE h1+0 len=5\n\
+             c1 S RDMA_MSG x1 cr=16 write=[[h1:5]] NFS3 READ reply count=5 eof=true data=chunk NFS3_OK chunk_bytes=5\n"
+        );
+        assert_eq!(text(&b, Style::Normalised), norm);
+        assert_ne!(text(&b, Style::Raw), text(&a, Style::Raw));
+        // Roles come from traffic (no CM here): the Call's sender is the client.
+        assert_eq!(a.connections.len(), 1);
+        assert_eq!(
+            a.connections[0].client,
+            Some(IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2)))
+        );
+        let (_, reply) = a.messages().nth(1).unwrap();
+        assert_eq!(reply.call_frame, Some(1));
+        assert_eq!(reply.latency, Some(Duration::from_millis(3)));
+    }
+}

@@ -437,8 +437,8 @@ mod tests {
         let inline = b"AAAABBBB";
         let out = reinsert_read_chunks(inline, &[(4, b"xyz".to_vec())]).unwrap();
         assert_eq!(out, b"AAAAxyz\0BBBB");
-        let two = reinsert_read_chunks(inline, &[(0 + 4, b"12".to_vec()), (12, b"3456".to_vec())])
-            .unwrap();
+        let two =
+            reinsert_read_chunks(inline, &[(4, b"12".to_vec()), (12, b"3456".to_vec())]).unwrap();
         assert_eq!(two, b"AAAA12\0\0BBBB3456");
     }
 
