@@ -42,3 +42,36 @@ impl Default for ConnectionConfig {
         }
     }
 }
+
+impl ConnectionConfig {
+    /// The RFC 8797 private data this side advertises: its Send and Receive sizes.
+    pub fn private_data(&self) -> wire::private_data::PrivateData {
+        let clamp = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+        wire::private_data::PrivateData::new(
+            clamp(self.inline_send),
+            clamp(self.inline_recv),
+            false,
+        )
+    }
+
+    /// Apply the peer's RFC 8797 private data, if it sent any. Without it both directions use
+    /// the RFC 8166 §3.3.2 default of 1024 bytes; with it, this side's Sends are limited by the
+    /// peer's Receive size and its Receives need hold no more than the peer will send.
+    pub fn negotiate(&self, peer: Option<&wire::private_data::PrivateData>) -> ConnectionConfig {
+        match peer {
+            None => ConnectionConfig {
+                inline_send: DEFAULT_INLINE_THRESHOLD,
+                inline_recv: self.inline_recv.max(DEFAULT_INLINE_THRESHOLD),
+                credits: self.credits,
+            },
+            Some(peer) => ConnectionConfig {
+                inline_send: self.inline_send.min(peer.recv_size() as usize),
+                inline_recv: self
+                    .inline_recv
+                    .min(peer.send_size() as usize)
+                    .max(DEFAULT_INLINE_THRESHOLD),
+                credits: self.credits,
+            },
+        }
+    }
+}

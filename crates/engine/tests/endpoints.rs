@@ -1,0 +1,386 @@
+//! Requester and responder state machines driven by hand (no simulator): header checks, chunk
+//! handling, credits, positions, RFC 8797 negotiation.
+
+use engine::verbs::{Access, Endpoint, Event, WorkRequest};
+use engine::{
+    CallError, ConnectionConfig, OutgoingCall, OutgoingReply, ReplyPath, Requester,
+    RequesterOutput, Responder, ResponderOutput,
+};
+use wire::private_data::PrivateData;
+use wire::raw::RawBuilder;
+use wire::rpcrdma::{Body, ErrorBody, Header};
+use wire::Xdr;
+
+fn responder() -> Responder {
+    let mut r = Responder::new(ConnectionConfig::default());
+    r.handle_event(Event::Connected);
+    r
+}
+
+fn drain(ep: &mut impl Endpoint) -> Vec<WorkRequest> {
+    std::iter::from_fn(|| ep.poll_work()).collect()
+}
+
+fn sends(work: &[WorkRequest]) -> Vec<Header> {
+    work.iter()
+        .filter_map(|w| match w {
+            WorkRequest::PostSend { payload, .. } => {
+                Header::decode_prefix(payload).ok().map(|h| h.0)
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+fn outputs(r: &mut Responder) -> Vec<ResponderOutput> {
+    std::iter::from_fn(|| r.poll_output()).collect()
+}
+
+#[test]
+fn responder_posts_its_grant_of_receives_and_reposts_each() {
+    let mut r = responder();
+    let work = drain(&mut r);
+    let recvs = work
+        .iter()
+        .filter(|w| matches!(w, WorkRequest::PostRecv { .. }))
+        .count();
+    assert_eq!(recvs, 8);
+    r.handle_event(Event::RecvCompleted {
+        wr_id: 1,
+        payload: vec![0; 3],
+    });
+    assert!(drain(&mut r)
+        .iter()
+        .any(|w| matches!(w, WorkRequest::PostRecv { .. })));
+    assert_eq!(r.receives_posted(), 8);
+}
+
+#[test]
+fn rejects_wrong_version_with_err_vers() {
+    let mut r = responder();
+    drain(&mut r);
+    let payload = RawBuilder::new().fixed(0x55, 2, 8, 0).empty_lists().bytes();
+    r.handle_event(Event::RecvCompleted { wr_id: 1, payload });
+    let replies = sends(&drain(&mut r));
+    assert_eq!(replies.len(), 1);
+    assert_eq!(replies[0].xid, 0x55);
+    assert_eq!(
+        replies[0].body,
+        Body::Error(ErrorBody::Vers { low: 1, high: 1 })
+    );
+}
+
+#[test]
+fn rejects_malformed_chunk_lists_with_err_chunk_and_stays_up() {
+    let mut r = responder();
+    drain(&mut r);
+    // A Write chunk with zero segments (svcrdma rule 7).
+    let payload = RawBuilder::new()
+        .fixed(0x56, 1, 8, 0)
+        .end_list()
+        .discriminator(1)
+        .write_chunk(0)
+        .end_list()
+        .no_reply()
+        .bytes();
+    r.handle_event(Event::RecvCompleted { wr_id: 1, payload });
+    let replies = sends(&drain(&mut r));
+    assert_eq!(replies[0].body, Body::Error(ErrorBody::Chunk));
+    assert!(r.is_connected());
+    // Truncated header: ERR_CHUNK too.
+    r.handle_event(Event::RecvCompleted {
+        wr_id: 2,
+        payload: vec![0, 0, 0, 9, 0, 0, 0, 1],
+    });
+    let replies = sends(&drain(&mut r));
+    assert_eq!(replies[0].xid, 9);
+    assert_eq!(replies[0].body, Body::Error(ErrorBody::Chunk));
+}
+
+#[test]
+fn drops_done_and_error_silently() {
+    let mut r = responder();
+    drain(&mut r);
+    let payload = RawBuilder::new().fixed(0x57, 1, 8, 3).bytes();
+    r.handle_event(Event::RecvCompleted { wr_id: 1, payload });
+    assert!(sends(&drain(&mut r)).is_empty());
+    assert!(outputs(&mut r)
+        .iter()
+        .any(|o| matches!(o, ResponderOutput::Rejected { .. })));
+}
+
+#[test]
+fn rejects_nomsg_without_position_zero_chunk() {
+    let mut r = responder();
+    drain(&mut r);
+    let payload = RawBuilder::new().fixed(0x58, 1, 8, 1).empty_lists().bytes();
+    r.handle_event(Event::RecvCompleted { wr_id: 1, payload });
+    assert_eq!(sends(&drain(&mut r))[0].body, Body::Error(ErrorBody::Chunk));
+}
+
+/// Drive a requester and a responder against each other by hand, serving RDMA from memory.
+fn exchange(req: &mut Requester, resp: &mut Responder, reply_len: usize) -> Vec<RequesterOutput> {
+    let mut to_server = Vec::new();
+    for w in drain(req) {
+        if let WorkRequest::PostSend { payload, .. } = w {
+            to_server.push(payload);
+        }
+    }
+    for payload in to_server {
+        resp.handle_event(Event::RecvCompleted { wr_id: 0, payload });
+        loop {
+            let mut progressed = false;
+            for w in drain(resp) {
+                match w {
+                    WorkRequest::RdmaRead {
+                        wr_id,
+                        handle,
+                        offset,
+                        length,
+                    } => {
+                        let data = req.memory().remote_read(handle, offset, length).unwrap();
+                        resp.handle_event(Event::ReadCompleted { wr_id, data });
+                        progressed = true;
+                    }
+                    WorkRequest::RdmaWrite {
+                        handle,
+                        offset,
+                        data,
+                        ..
+                    } => req.memory().remote_write(handle, offset, &data).unwrap(),
+                    WorkRequest::PostSend { payload, .. } => {
+                        req.handle_event(Event::RecvCompleted { wr_id: 0, payload })
+                    }
+                    _ => {}
+                }
+            }
+            if !progressed {
+                break;
+            }
+        }
+        while let Some(out) = resp.poll_output() {
+            if let ResponderOutput::Call(call) = out {
+                let mut message = call.message.clone();
+                message.resize(reply_len.max(message.len()), 0xab);
+                message.truncate(reply_len);
+                resp.reply(call.token, OutgoingReply { message, ddp: None })
+                    .unwrap();
+                for w in drain(resp) {
+                    match w {
+                        WorkRequest::RdmaWrite {
+                            handle,
+                            offset,
+                            data,
+                            ..
+                        } => req.memory().remote_write(handle, offset, &data).unwrap(),
+                        WorkRequest::PostSend { payload, .. } => {
+                            req.handle_event(Event::RecvCompleted { wr_id: 0, payload })
+                        }
+                        _ => {}
+                    }
+                }
+            }
+        }
+    }
+    std::iter::from_fn(|| req.poll_output()).collect()
+}
+
+fn call(xid: u32, len: usize) -> OutgoingCall {
+    OutgoingCall {
+        xid,
+        message: vec![7; len],
+        read_chunk: None,
+        write_chunk_capacity: None,
+        reply_chunk_capacity: None,
+    }
+}
+
+#[test]
+fn long_call_goes_in_a_position_zero_read_chunk_and_long_reply_in_the_reply_chunk() {
+    let mut req = Requester::new(ConnectionConfig::default());
+    req.handle_event(Event::Connected);
+    let mut resp = responder();
+    drain(&mut resp);
+    req.call(
+        OutgoingCall {
+            reply_chunk_capacity: Some(8192),
+            ..call(0x10, 3000)
+        },
+        true,
+    )
+    .unwrap();
+    let out = exchange(&mut req, &mut resp, 5000);
+    let reply = out
+        .iter()
+        .find_map(|o| match o {
+            RequesterOutput::Reply(r) => Some(r.clone()),
+            _ => None,
+        })
+        .expect("a reply");
+    assert_eq!(reply.path, ReplyPath::ReplyChunk);
+    assert_eq!(reply.message.len(), 5000);
+    assert_eq!(&reply.message[..3000], &[7; 3000][..]);
+    // Every registration was invalidated once the reply arrived.
+    assert!(req.memory().is_empty());
+    assert_eq!(req.credits_granted(), 8);
+}
+
+#[test]
+fn requester_honours_the_credit_grant() {
+    let mut req = Requester::new(ConnectionConfig::default());
+    req.handle_event(Event::Connected);
+    // RFC 8166 §3.3.3: one credit until the first reply.
+    req.call(call(1, 40), true).unwrap();
+    assert_eq!(
+        req.call(call(2, 40), true),
+        Err(CallError::OverCredit {
+            outstanding: 1,
+            granted: 1
+        })
+    );
+    assert!(req.call(call(2, 40), false).is_ok());
+}
+
+#[test]
+fn reply_positions_increase_and_send_completion_acks_them() {
+    let mut resp = responder();
+    drain(&mut resp);
+    let mut positions = Vec::new();
+    for xid in 1..=3u32 {
+        let payload = {
+            let mut p = Header {
+                xid,
+                vers: 1,
+                credits: 8,
+                body: Body::Msg(Default::default()),
+            }
+            .to_bytes();
+            p.extend_from_slice(&[0; 8]);
+            p
+        };
+        resp.handle_event(Event::RecvCompleted { wr_id: 0, payload });
+        let token = outputs(&mut resp)
+            .into_iter()
+            .find_map(|o| match o {
+                ResponderOutput::Call(c) => Some(c.token),
+                _ => None,
+            })
+            .unwrap();
+        let pos = resp
+            .reply(
+                token,
+                OutgoingReply {
+                    message: vec![1; 8],
+                    ddp: None,
+                },
+            )
+            .unwrap()
+            .unwrap();
+        positions.push(pos);
+    }
+    assert_eq!(positions, vec![1, 2, 3]);
+    let send_wrs: Vec<u64> = drain(&mut resp)
+        .into_iter()
+        .filter_map(|w| match w {
+            WorkRequest::PostSend { wr_id, .. } => Some(wr_id),
+            _ => None,
+        })
+        .collect();
+    resp.handle_event(Event::SendCompleted { wr_id: send_wrs[1] });
+    assert!(outputs(&mut resp).contains(&ResponderOutput::Acked {
+        connection: 1,
+        position: 2
+    }));
+}
+
+#[test]
+fn write_chunk_carries_ddp_data_and_is_removed_from_the_inline_reply() {
+    let mut req = Requester::new(ConnectionConfig::default());
+    req.handle_event(Event::Connected);
+    req.call(
+        OutgoingCall {
+            write_chunk_capacity: Some(64),
+            ..call(0x20, 16)
+        },
+        true,
+    )
+    .unwrap();
+    let payload = match drain(&mut req)
+        .into_iter()
+        .find(|w| matches!(w, WorkRequest::PostSend { .. }))
+    {
+        Some(WorkRequest::PostSend { payload, .. }) => payload,
+        _ => panic!("the call is posted"),
+    };
+    let mut resp = responder();
+    drain(&mut resp);
+    resp.handle_event(Event::RecvCompleted { wr_id: 0, payload });
+    let token = outputs(&mut resp)
+        .into_iter()
+        .find_map(|o| match o {
+            ResponderOutput::Call(c) => Some(c.token),
+            _ => None,
+        })
+        .unwrap();
+    // 8 header bytes, a 4-byte length, 5 data bytes + 3 padding.
+    let mut message = vec![9; 8];
+    message.extend_from_slice(&[0, 0, 0, 5]);
+    message.extend_from_slice(b"hello\0\0\0");
+    resp.reply(
+        token,
+        OutgoingReply {
+            message,
+            ddp: Some(12..17),
+        },
+    )
+    .unwrap();
+    for w in drain(&mut resp) {
+        match w {
+            WorkRequest::RdmaWrite {
+                handle,
+                offset,
+                data,
+                ..
+            } => req.memory().remote_write(handle, offset, &data).unwrap(),
+            WorkRequest::PostSend { payload, .. } => {
+                req.handle_event(Event::RecvCompleted { wr_id: 0, payload })
+            }
+            _ => {}
+        }
+    }
+    let reply = std::iter::from_fn(|| req.poll_output())
+        .find_map(|o| match o {
+            RequesterOutput::Reply(r) => Some(r),
+            _ => None,
+        })
+        .expect("a reply");
+    assert_eq!(reply.write_chunk_data.as_deref(), Some(&b"hello"[..]));
+    assert_eq!(
+        reply.message.len(),
+        12,
+        "data and padding removed from the inline stream"
+    );
+}
+
+#[test]
+fn remote_access_to_a_read_only_region_is_refused() {
+    let mut req = Requester::new(ConnectionConfig::default());
+    let handle = req.memory().register(vec![1, 2, 3], Access::RemoteRead);
+    assert!(req.memory().remote_write(handle, 0, &[0]).is_err());
+}
+
+#[test]
+fn rfc8797_negotiation_limits_sends_to_the_peer_receive_size() {
+    let local = ConnectionConfig {
+        inline_send: 4096,
+        inline_recv: 4096,
+        credits: 8,
+    };
+    let none = local.negotiate(None);
+    assert_eq!(none.inline_send, 1024);
+    let peer = PrivateData::new(2048, 2048, false);
+    let agreed = local.negotiate(Some(&peer));
+    assert_eq!(agreed.inline_send, 2048);
+    assert_eq!(agreed.inline_recv, 2048);
+    assert_eq!(local.private_data().recv_size(), 4096);
+}
