@@ -7,12 +7,17 @@ sanitizer=$1 seconds=$2
 shift 2
 command -v cargo-fuzz >/dev/null || { echo "cargo-fuzz missing: cargo install --locked cargo-fuzz" >&2; exit 2; }
 mkdir -p corpus artifacts
-cargo fuzz build --sanitizer "$sanitizer" "$@"
+cargo fuzz build --sanitizer "$sanitizer"  # all targets in one build
 summary=()
 for target in "$@"; do
   mkdir -p "corpus/$target"
   seeds=()
   [ -d "seeds/$target" ] && seeds=("seeds/$target")
+  case $target in
+    # Whole Send payloads, named by kind: hand-built ok/err fixtures and the captured kernel traffic.
+    rpcrdma_header|svcrdma_classify)
+      seeds+=(../fixtures/ok ../fixtures/err ../fixtures/pcap-messages/linux-6.1 ../fixtures/pcap-messages/linux-7.2);;
+  esac
   log=$(mktemp)
   # corpus/<target> grows and persists between runs (gitignored); seeds/ is committed and read-only.
   if ! cargo fuzz run --sanitizer "$sanitizer" "$target" "corpus/$target" "${seeds[@]}" -- \
