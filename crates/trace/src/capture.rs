@@ -123,6 +123,14 @@ fn read_pcap(bytes: &[u8]) -> Result<Capture<'_>, CaptureError> {
             break;
         }
         match parser.next_packet(rest) {
+            Ok((next, _)) if next.len() >= rest.len() => {
+                // A record that consumed nothing would loop forever.
+                stopped = Some(CaptureError::Malformed {
+                    after_frames: frames.len(),
+                    detail: "record of zero length".into(),
+                });
+                break;
+            }
             Ok((next, packet)) => {
                 frames.push(Frame {
                     number: frame_number(frames.len()),
@@ -167,7 +175,14 @@ fn read_pcapng(bytes: &[u8]) -> Result<Capture<'_>, CaptureError> {
                 break;
             }
         };
-        // Every block consumes at least its 12-byte framing, so this loop ends.
+        if next.len() >= rest.len() {
+            // A block that consumed nothing would loop forever.
+            stopped = Some(CaptureError::Malformed {
+                after_frames: frames.len(),
+                detail: "block of zero length".into(),
+            });
+            break;
+        }
         rest = next;
         let link_of = |id: u32| {
             parser

@@ -70,6 +70,11 @@ pub struct Message {
     pub chunk_bytes: u64,
     /// Why the message did not decode in full.
     pub error: Option<String>,
+    /// Decoded, but not in full: chunk data missing from the capture (reduced stream used).
+    pub note: Option<String>,
+    /// For a Call: the frame of the earlier Call with the same xid on this connection (a
+    /// retransmission). For a Reply: the frame of the earlier Reply to the same xid.
+    pub repeat_of: Option<u32>,
     /// For a Reply: the frame of the matching Call and the time since it.
     pub call_frame: Option<u32>,
     #[serde(skip)]

@@ -243,6 +243,23 @@ fn message_text(m: &Message, conn: usize, style: Style, sym: &mut Symbols) -> St
     if m.chunk_bytes > 0 {
         let _ = write!(out, " chunk_bytes={}", m.chunk_bytes);
     }
+    if let Some(frame) = m.repeat_of {
+        let what = match m.rpc.as_ref().map(|r| r.kind) {
+            Some("reply") => "DUP_REPLY",
+            _ => "RETRANSMIT",
+        };
+        match style {
+            Style::Raw => {
+                let _ = write!(out, " {what}(of frame {frame})");
+            }
+            Style::Normalised => {
+                let _ = write!(out, " {what}");
+            }
+        }
+    }
+    if let Some(note) = &m.note {
+        let _ = write!(out, " NOTE({note})");
+    }
     if style == Style::Raw {
         if let (Some(f), Some(l)) = (m.call_frame, m.latency) {
             let _ = write!(out, " call={f} latency={}us", l.as_micros());
@@ -336,6 +353,8 @@ pub fn jsonl(trace: &Trace) -> String {
             "chunk_bytes": m.chunk_bytes,
             "call_frame": m.call_frame,
             "latency_us": m.latency.map(|l| l.as_micros() as u64),
+            "repeat_of": m.repeat_of,
+            "note": m.note,
             "error": m.error,
         });
         out.push_str(&obj.to_string());

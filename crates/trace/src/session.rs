@@ -23,7 +23,7 @@ use crate::upper::{self, CallKey};
 
 /// NFS/RDMA's registered port (RFC 5666 §10 / RFC 8166).
 pub const NFS_RDMA_PORT: u16 = 20049;
-/// Most Calls remembered per connection while waiting for their Replies.
+/// Most Calls remembered per connection (for Reply pairing and retransmission detection).
 pub const MAX_PENDING_CALLS: usize = 65536;
 
 /// Options for building a trace.
@@ -82,18 +82,23 @@ struct ConnState {
     info: Connection,
     /// Flow of each role's requests (client→server carries Calls).
     flows: [Option<FlowKey>; 2],
-    /// Calls awaiting replies: xid → (call, frame, time, Write/Reply chunk handles advertised).
-    pending: HashMap<u32, PendingCall>,
-    pending_order: VecDeque<u32>,
+    /// Calls by xid (bounded, oldest dropped first), to pair Replies and spot repeats.
+    calls: HashMap<u32, CallRecord>,
+    call_order: VecDeque<u32>,
     /// Whether the first Send has been seen (classification happens there when no CM says).
     classified: bool,
 }
 
 #[derive(Debug, Clone)]
-struct PendingCall {
+struct CallRecord {
     key: Option<CallKey>,
+    /// First transmission.
     frame: u32,
+    /// Latest transmission (retransmissions update it).
+    last_frame: u32,
     time: Duration,
+    /// Frame of the first Reply.
+    answered: Option<u32>,
 }
 
 fn slot(role: Role) -> usize {
@@ -528,10 +533,12 @@ impl Builder<'_> {
         stream: &RpcStream,
     ) {
         let state = &mut self.conns[conn];
+        // The Call this Reply answers; kept after its first Reply so that a duplicate Reply (a
+        // DRC replay) still decodes and is flagged.
         let call = if is_call {
             None
         } else {
-            state.pending.remove(&xid)
+            state.calls.get(&xid).cloned()
         };
         let decoded = upper::decode_rpc(
             &stream.bytes,
@@ -547,34 +554,52 @@ impl Builder<'_> {
                 ));
             }
             if rpc.kind == "call" {
-                if state.pending.len() >= MAX_PENDING_CALLS {
-                    if let Some(old) = state.pending_order.pop_front() {
-                        state.pending.remove(&old);
-                    }
-                }
                 let key = match (rpc.prog, rpc.vers, rpc.proc_) {
                     (Some(prog), Some(vers), Some(proc_)) => Some(CallKey { prog, vers, proc_ }),
                     _ => None,
                 };
-                state.pending.insert(
-                    xid,
-                    PendingCall {
-                        key,
-                        frame: at.frame,
-                        time: at.time,
-                    },
-                );
-                state.pending_order.push_back(xid);
+                if let Some(previous) = state.calls.get_mut(&xid) {
+                    // Same xid again on a live connection: a retransmission (what xprtrdma never
+                    // does and the DRC work needs to see). Latency stays measured from the first.
+                    m.repeat_of = Some(previous.last_frame);
+                    previous.last_frame = at.frame;
+                } else {
+                    if state.calls.len() >= MAX_PENDING_CALLS {
+                        if let Some(old) = state.call_order.pop_front() {
+                            state.calls.remove(&old);
+                        }
+                    }
+                    state.calls.insert(
+                        xid,
+                        CallRecord {
+                            key,
+                            frame: at.frame,
+                            last_frame: at.frame,
+                            time: at.time,
+                            answered: None,
+                        },
+                    );
+                    state.call_order.push_back(xid);
+                }
             }
         }
         if let Some(call) = call {
             m.call_frame = Some(call.frame);
             m.latency = Some(at.time.saturating_sub(call.time));
+            if let Some(record) = state.calls.get_mut(&xid) {
+                match record.answered {
+                    Some(first_reply) => m.repeat_of = Some(first_reply),
+                    None => record.answered = Some(at.frame),
+                }
+            }
         }
         m.rpc = decoded.rpc;
         m.nfs = decoded.nfs;
         if m.error.is_none() {
             m.error = decoded.error;
+        }
+        if let Some(note) = &stream.note {
+            m.note = Some(note.clone());
         }
     }
 
@@ -763,7 +788,7 @@ struct RpcStream {
     /// Bytes carried by Write chunks (checked against the reduced item's length).
     moved: Option<u64>,
     chunk_bytes: u64,
-    #[allow(dead_code)]
+    /// Why the stream is not complete (chunk data not captured).
     note: Option<String>,
 }
 
@@ -952,5 +977,45 @@ mod tests {
         let (_, reply) = a.messages().nth(1).unwrap();
         assert_eq!(reply.call_frame, Some(1));
         assert_eq!(reply.latency, Some(Duration::from_millis(3)));
+    }
+
+    #[test]
+    fn retransmitted_call_and_duplicate_reply_are_flagged() {
+        let (c, s) = (
+            IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2)),
+            IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1)),
+        );
+        let header = |credits| Header {
+            xid: 77,
+            vers: 1,
+            credits,
+            body: Body::Msg(ChunkLists::default()),
+        };
+        let mut call = header(8).to_bytes();
+        call.extend(wire::rpc::CallHeader::new(77, 100003, 3, 0).to_bytes());
+        let mut reply = header(8).to_bytes();
+        reply.extend(wire::rpc::ReplyHeader::success(77).to_bytes());
+        let mut r = Reassembler::default();
+        let mut feed = |frame: u32, src: IpAddr, dst: IpAddr, qp: u32, psn: u32, bytes: &[u8]| {
+            let wire_bytes = packet(0x04, qp, psn, &[], bytes);
+            let p = ib::decode(&wire_bytes).unwrap();
+            r.packet(frame, Duration::ZERO, src, dst, &p);
+        };
+        // Call, Reply, the same Call again with a new PSN (live-connection retransmission), and
+        // the server answering it again (a DRC replay).
+        feed(1, c, s, 5, 10, &call);
+        feed(2, s, c, 6, 20, &reply);
+        feed(3, c, s, 5, 11, &call);
+        feed(4, s, c, 6, 21, &reply);
+        let t = build(&r.drain());
+        let repeats: Vec<_> = t.messages().map(|(_, m)| m.repeat_of).collect();
+        assert_eq!(repeats, [None, None, Some(1), Some(2)]);
+        assert_eq!(
+            text(&t, Style::Normalised),
+            "c1 C RDMA_MSG x1 cr=8 NFS3 NULL call\n\
+             c1 S RDMA_MSG x1 cr=8 NFS3 NULL reply NFS3_OK\n\
+             c1 C RDMA_MSG x1 cr=8 NFS3 NULL call RETRANSMIT\n\
+             c1 S RDMA_MSG x1 cr=8 NFS3 NULL reply NFS3_OK DUP_REPLY\n"
+        );
     }
 }
