@@ -1,1 +1,24 @@
-//! VM harness (being written).
+//! VM harness for rpcrdma-rig (`just interop`): builds Debian kernel and rootfs images, boots a
+//! server and a client guest per kernel on a private virtual wire with soft-RoCE, runs suites
+//! described as data (`vm-images/suites/*.toml`), and reports per kernel × suite × case.
+//!
+//! Code map: [`matrix`] (kernel matrix) → [`apt`] (private apt, checksums) → [`images`] (rootfs,
+//! initramfs, module sets in the [`cache`]) → [`runner`] (qemu pair, 9p share, [`process`]
+//! groups) → [`results`] (RESULT/STEP lines, dmesg scan) → [`report`] (table, JSON, JUnit).
+//!
+//! Architecture Invariant: nothing here touches the host's apt state or network; the only
+//! network is the unix-socket wire between the two guests.
+#![forbid(unsafe_code)]
+
+pub mod apt;
+pub mod cache;
+pub mod host;
+pub mod images;
+pub mod kmod;
+pub mod matrix;
+pub mod process;
+pub mod progress;
+pub mod report;
+pub mod results;
+pub mod runner;
+pub mod suite;

@@ -1,0 +1,448 @@
+//! A private apt configuration for fetching Debian kernel packages without touching the host's
+//! apt state (its own sources, lists and cache under the image cache), and explicit checksum
+//! verification of every downloaded `.deb` against the SHA256 in the signed index.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, SystemTime};
+
+use anyhow::{bail, ensure, Context, Result};
+
+use crate::cache::sha256_file;
+use crate::matrix::{KernelSpec, Layout};
+use crate::process::run_logged;
+
+/// The keyring that signs the Debian archive; `signed-by` makes apt verify InRelease with it.
+pub const DEBIAN_KEYRING: &str = "/usr/share/keyrings/debian-archive-keyring.gpg";
+/// Used when the host names no Debian mirror.
+pub const FALLBACK_MIRROR: &str = "http://deb.debian.org/debian";
+
+/// The host's Debian mirror: the first non-security `URIs:` in deb822 sources, else the first
+/// `deb` line of a one-line sources file, else [`FALLBACK_MIRROR`].
+pub fn mirror_from_sources(deb822: Option<&str>, one_line: Option<&str>) -> String {
+    let from_deb822 = deb822.and_then(|text| {
+        text.lines()
+            .filter_map(|line| line.trim().strip_prefix("URIs:"))
+            .flat_map(str::split_whitespace)
+            .find(|uri| !uri.contains("security"))
+    });
+    let from_one_line = || {
+        one_line.and_then(|text| {
+            text.lines()
+                .map(str::split_whitespace)
+                .filter_map(|mut words| match words.next() {
+                    Some("deb") => words.find(|w| w.contains("://")),
+                    _ => None,
+                })
+                .find(|uri| !uri.contains("security"))
+        })
+    };
+    from_deb822
+        .or_else(from_one_line)
+        .unwrap_or(FALLBACK_MIRROR)
+        .trim_end_matches('/')
+        .to_owned()
+}
+
+/// The host's mirror, read from /etc/apt.
+pub fn host_mirror() -> String {
+    let deb822 = fs::read_to_string("/etc/apt/sources.list.d/debian.sources").ok();
+    let one_line = fs::read_to_string("/etc/apt/sources.list").ok();
+    mirror_from_sources(deb822.as_deref(), one_line.as_deref())
+}
+
+/// One `Package:` stanza of `apt-cache show`, fields by name.
+pub fn parse_first_stanza(text: &str) -> BTreeMap<String, String> {
+    let mut fields = BTreeMap::new();
+    let mut current: Option<String> = None;
+    for line in text.lines() {
+        if line.trim().is_empty() {
+            if !fields.is_empty() {
+                break;
+            }
+            continue;
+        }
+        if line.starts_with([' ', '\t']) {
+            if let Some(value) = current.as_ref().and_then(|key| fields.get_mut(key)) {
+                let value: &mut String = value;
+                value.push('\n');
+                value.push_str(line.trim());
+            }
+            continue;
+        }
+        if let Some((key, value)) = line.split_once(':') {
+            fields.insert(key.to_owned(), value.trim().to_owned());
+            current = Some(key.to_owned());
+        }
+    }
+    fields
+}
+
+/// From a `Depends:` value, the first package starting with `prefix` pinned with `(= version)`.
+pub fn pinned_dependency(depends: &str, prefix: &str) -> Option<(String, String)> {
+    depends
+        .split(',')
+        .flat_map(|alternatives| alternatives.split('|'))
+        .find_map(|item| {
+            let item = item.trim();
+            let (name, rest) = item.split_once(' ').unwrap_or((item, ""));
+            if !name.starts_with(prefix) {
+                return None;
+            }
+            let version = rest
+                .trim()
+                .strip_prefix("(=")?
+                .trim()
+                .strip_suffix(')')?
+                .trim();
+            Some((name.to_owned(), version.to_owned()))
+        })
+}
+
+/// A package pinned to one version, with the index's checksum.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct PackageRef {
+    pub name: String,
+    pub version: String,
+    /// Pool path from the index (`pool/main/l/linux-signed-amd64/...deb`).
+    pub filename: String,
+    pub sha256: String,
+    pub size: u64,
+}
+
+impl PackageRef {
+    /// Build from an `apt-cache show` stanza.
+    pub fn from_stanza(fields: &BTreeMap<String, String>) -> Result<Self> {
+        let get = |key: &str| {
+            fields
+                .get(key)
+                .cloned()
+                .with_context(|| format!("index stanza has no {key}: field"))
+        };
+        let sha256 = get("SHA256")?;
+        ensure!(
+            sha256.len() == 64 && sha256.bytes().all(|b| b.is_ascii_hexdigit()),
+            "bad SHA256 {sha256:?}"
+        );
+        Ok(PackageRef {
+            name: get("Package")?,
+            version: get("Version")?,
+            filename: get("Filename")?,
+            sha256: sha256.to_ascii_lowercase(),
+            size: get("Size")?.parse().context("bad Size:")?,
+        })
+    }
+
+    /// The `.deb` file name in the pool (no epoch), used as the local file name.
+    pub fn deb_name(&self) -> &str {
+        self.filename.rsplit('/').next().unwrap_or(&self.filename)
+    }
+}
+
+/// apt configured to use only files under `dir`.
+#[derive(Debug, Clone)]
+pub struct PrivateApt {
+    dir: PathBuf,
+}
+
+/// Text of the private `apt.conf`: every state/cache/source path points inside `dir`; the dpkg
+/// status is the host's, read-only (apt needs one; we never install).
+pub fn apt_conf_text(dir: &Path) -> String {
+    let d = dir.display();
+    format!(
+        "Dir::Etc::sourcelist \"{d}/etc/sources.list\";\n\
+         Dir::Etc::sourceparts \"{d}/etc/sources.list.d\";\n\
+         Dir::Etc::preferencesparts \"{d}/etc/preferences.d\";\n\
+         Dir::State::Lists \"{d}/lists\";\n\
+         Dir::Cache \"{d}/cache\";\n\
+         Dir::State::status \"/var/lib/dpkg/status\";\n\
+         APT::Architecture \"amd64\";\n\
+         Acquire::Languages \"none\";\n"
+    )
+}
+
+/// One `deb [signed-by=...] mirror suite main` line per suite.
+pub fn sources_list_text(mirror: &str, suites: &[String]) -> String {
+    suites
+        .iter()
+        .map(|suite| format!("deb [signed-by={DEBIAN_KEYRING}] {mirror} {suite} main\n"))
+        .collect()
+}
+
+impl PrivateApt {
+    /// Create (or refresh the configuration of) the private apt tree under `dir`.
+    pub fn new(dir: &Path, mirror: &str, suites: &[String]) -> Result<Self> {
+        for sub in [
+            "lists/partial",
+            "cache/archives/partial",
+            "etc/sources.list.d",
+            "etc/preferences.d",
+        ] {
+            fs::create_dir_all(dir.join(sub))?;
+        }
+        let sources = sources_list_text(mirror, suites);
+        let sources_path = dir.join("etc/sources.list");
+        if fs::read_to_string(&sources_path).ok().as_deref() != Some(sources.as_str()) {
+            fs::write(&sources_path, sources)?;
+            // New sources: the lists on disk and the memoised answers no longer match.
+            let _ = fs::remove_file(dir.join("updated"));
+            let _ = fs::remove_dir_all(dir.join("show-memo"));
+        }
+        fs::write(dir.join("apt.conf"), apt_conf_text(dir))?;
+        Ok(PrivateApt {
+            dir: dir.to_owned(),
+        })
+    }
+
+    fn command(&self, program: &str) -> Command {
+        let mut command = Command::new(program);
+        command
+            .env("APT_CONFIG", self.dir.join("apt.conf"))
+            .env("LC_ALL", "C");
+        command
+    }
+
+    /// `apt-get update` unless the lists are younger than `max_age`. Returns true if it ran.
+    pub fn update_if_stale(&self, max_age: Duration) -> Result<bool> {
+        let stamp = self.dir.join("updated");
+        let fresh = fs::metadata(&stamp)
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| SystemTime::now().duration_since(t).ok())
+            .is_some_and(|age| age < max_age);
+        if fresh {
+            return Ok(false);
+        }
+        let mut update = self.command("apt-get");
+        update.args(["-q", "update"]);
+        run_logged(
+            "apt-get update",
+            update,
+            &self.dir.join("update.log"),
+            Duration::from_secs(300),
+        )?;
+        // New lists: forget every memoised `apt-cache show` answer.
+        let _ = fs::remove_dir_all(self.dir.join("show-memo"));
+        fs::write(stamp, "")?;
+        Ok(true)
+    }
+
+    /// The first index stanza for `spec` (`name/suite` or `name=version`). Answers are memoised
+    /// on disk until the next `apt-get update` (apt-cache takes ~2 s per call on three suites).
+    pub fn show(&self, spec: &str) -> Result<BTreeMap<String, String>> {
+        let memo_dir = self.dir.join("show-memo");
+        let memo = memo_dir.join(spec.replace('/', "@"));
+        let text = match fs::read_to_string(&memo) {
+            Ok(text) => text,
+            Err(_) => {
+                let output = self
+                    .command("apt-cache")
+                    .args(["show", spec])
+                    .output()
+                    .context("running apt-cache show")?;
+                ensure!(
+                    output.status.success(),
+                    "apt-cache show {spec} failed: {}",
+                    String::from_utf8_lossy(&output.stderr).trim()
+                );
+                let text = String::from_utf8_lossy(&output.stdout).into_owned();
+                fs::create_dir_all(&memo_dir)?;
+                fs::write(&memo, &text)?;
+                text
+            }
+        };
+        let fields = parse_first_stanza(&text);
+        ensure!(!fields.is_empty(), "apt-cache show {spec}: no stanza");
+        Ok(fields)
+    }
+
+    /// A package pinned as `name=version`.
+    pub fn package(&self, name: &str, version: &str) -> Result<PackageRef> {
+        PackageRef::from_stanza(&self.show(&format!("{name}={version}"))?)
+    }
+
+    /// The newest version of `name` in `suite`.
+    pub fn package_in_suite(&self, name: &str, suite: &str) -> Result<PackageRef> {
+        PackageRef::from_stanza(&self.show(&format!("{name}/{suite}"))?)
+    }
+
+    /// Resolve a matrix entry to the packages holding its vmlinuz and modules.
+    pub fn resolve_kernel(&self, spec: &KernelSpec) -> Result<Vec<PackageRef>> {
+        let meta = self.show(&format!("{}/{}", spec.meta_package, spec.suite))?;
+        let depends = meta.get("Depends").cloned().unwrap_or_default();
+        let (image, version) = pinned_dependency(&depends, "linux-image-").with_context(|| {
+            format!(
+                "{}: {} has no pinned linux-image-* dependency",
+                spec.name, spec.meta_package
+            )
+        })?;
+        ensure!(
+            version.starts_with(&spec.version_prefix),
+            "{}: {} in {} is now {version}, the matrix expects {}*",
+            spec.name,
+            spec.meta_package,
+            spec.suite,
+            spec.version_prefix
+        );
+        let image_stanza = self.show(&format!("{image}={version}"))?;
+        let image_depends = image_stanza.get("Depends").cloned().unwrap_or_default();
+        match spec.layout {
+            Layout::Image => Ok(vec![PackageRef::from_stanza(&image_stanza)?]),
+            Layout::Split => {
+                let mut packages = Vec::new();
+                for prefix in ["linux-binary-", "linux-modules-"] {
+                    let (name, version) =
+                        pinned_dependency(&image_depends, prefix).with_context(|| {
+                            format!("{}: {image} does not depend on {prefix}*", spec.name)
+                        })?;
+                    packages.push(self.package(&name, &version)?);
+                }
+                Ok(packages)
+            }
+        }
+    }
+
+    /// Download `package` into `debs` (reusing a verified copy) and check its SHA256 against the
+    /// index. Returns the local path.
+    pub fn download_verified(&self, package: &PackageRef, debs: &Path) -> Result<PathBuf> {
+        fs::create_dir_all(debs)?;
+        let target = debs.join(package.deb_name());
+        if target.is_file() && sha256_file(&target)? == package.sha256 {
+            return Ok(target);
+        }
+        // apt-get download names files with an escaped epoch; use an empty scratch dir and
+        // take the one file it produced.
+        let scratch = debs.join(format!(".download-{}", package.name));
+        if scratch.exists() {
+            fs::remove_dir_all(&scratch)?;
+        }
+        fs::create_dir_all(&scratch)?;
+        let mut download = self.command("apt-get");
+        download
+            .args(["-q", "download"])
+            .arg(format!("{}={}", package.name, package.version))
+            .current_dir(&scratch);
+        run_logged(
+            &format!("apt-get download {}", package.name),
+            download,
+            &debs.join("download.log"),
+            Duration::from_secs(600),
+        )?;
+        let fetched: Vec<PathBuf> = fs::read_dir(&scratch)?
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|e| e == "deb"))
+            .collect();
+        let [file] = fetched.as_slice() else {
+            bail!(
+                "apt-get download {} produced {} files",
+                package.name,
+                fetched.len()
+            );
+        };
+        let actual = sha256_file(file)?;
+        // Explicit check against the signed index (apt verified it too; this makes it visible).
+        ensure!(
+            actual == package.sha256,
+            "{}: SHA256 mismatch: index says {}, file has {actual}",
+            package.name,
+            package.sha256
+        );
+        fs::rename(file, &target)?;
+        fs::remove_dir_all(&scratch)?;
+        Ok(target)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DEB822: &str = "Types: deb\n# http://snapshot.debian.org/...\nURIs: http://deb.debian.org/debian\nSuites: bookworm\n\nTypes: deb\nURIs: http://deb.debian.org/debian-security\n";
+
+    #[test]
+    fn mirror_prefers_deb822_then_one_line_then_fallback() {
+        assert_eq!(
+            mirror_from_sources(Some(DEB822), None),
+            "http://deb.debian.org/debian"
+        );
+        let only_security = "URIs: http://security.debian.org/debian-security\n";
+        let one_line = "deb [arch=amd64] http://mirror.example/debian/ bookworm main\n";
+        assert_eq!(
+            mirror_from_sources(Some(only_security), Some(one_line)),
+            "http://mirror.example/debian"
+        );
+        assert_eq!(mirror_from_sources(None, None), FALLBACK_MIRROR);
+    }
+
+    const STANZA: &str = "Package: linux-image-7.2.13+deb14-amd64\nSource: linux-signed-amd64 (7.2.13-1)\nVersion: 7.2.13-1\nDepends: dracut | initramfs-tools (>= 0.120+deb8u2) | linux-initramfs-tool, linux-base-7.2.13+deb14-amd64 (= 7.2.13-1), linux-binary-7.2.13+deb14-amd64 (= 7.2.13-1), linux-modules-7.2.13+deb14-amd64 (= 7.2.13-1)\nDescription: Linux 7.2\n continued line\nFilename: pool/main/l/linux-signed-amd64/linux-image-7.2.13+deb14-amd64_7.2.13-1_amd64.deb\nSize: 1892\nSHA256: 28dc3dd3c1446246ced2f9e4bf4e93475aae3815d03eaedebe20b168cb944b10\n\nPackage: second-stanza\n";
+
+    #[test]
+    fn first_stanza_fields_and_continuations() {
+        let fields = parse_first_stanza(STANZA);
+        assert_eq!(fields["Version"], "7.2.13-1");
+        assert_eq!(fields["Description"], "Linux 7.2\ncontinued line");
+        assert!(!fields.values().any(|v| v.contains("second-stanza")));
+    }
+
+    #[test]
+    fn pinned_dependencies_for_split_layout() {
+        let fields = parse_first_stanza(STANZA);
+        let depends = &fields["Depends"];
+        assert_eq!(
+            pinned_dependency(depends, "linux-binary-"),
+            Some(("linux-binary-7.2.13+deb14-amd64".into(), "7.2.13-1".into()))
+        );
+        assert_eq!(
+            pinned_dependency(depends, "linux-modules-"),
+            Some(("linux-modules-7.2.13+deb14-amd64".into(), "7.2.13-1".into()))
+        );
+        // initramfs-tools has a (>= ...) constraint, not a pin.
+        assert_eq!(pinned_dependency(depends, "initramfs-tools"), None);
+        assert_eq!(
+            pinned_dependency("linux-image-6.1.0-50-amd64 (= 6.1.176-1)", "linux-image-"),
+            Some(("linux-image-6.1.0-50-amd64".into(), "6.1.176-1".into()))
+        );
+    }
+
+    #[test]
+    fn package_ref_from_stanza_checks_the_hash_field() {
+        let package = PackageRef::from_stanza(&parse_first_stanza(STANZA)).unwrap();
+        assert_eq!(package.size, 1892);
+        assert_eq!(
+            package.deb_name(),
+            "linux-image-7.2.13+deb14-amd64_7.2.13-1_amd64.deb"
+        );
+        let broken = STANZA.replace("SHA256: 28dc", "SHA256: zzdc");
+        assert!(PackageRef::from_stanza(&parse_first_stanza(&broken)).is_err());
+        let missing = STANZA.replace("SHA256:", "MD5sum:");
+        assert!(PackageRef::from_stanza(&parse_first_stanza(&missing)).is_err());
+    }
+
+    #[test]
+    fn private_config_points_only_inside_its_dir() {
+        let dir = tempfile::tempdir().unwrap();
+        PrivateApt::new(
+            dir.path(),
+            "http://m/debian",
+            &["bookworm".into(), "sid".into()],
+        )
+        .unwrap();
+        let conf = fs::read_to_string(dir.path().join("apt.conf")).unwrap();
+        for line in conf
+            .lines()
+            .filter(|l| l.starts_with("Dir::") && !l.contains("status"))
+        {
+            assert!(line.contains(&dir.path().display().to_string()), "{line}");
+        }
+        let sources = fs::read_to_string(dir.path().join("etc/sources.list")).unwrap();
+        assert_eq!(
+            sources,
+            format!(
+                "deb [signed-by={DEBIAN_KEYRING}] http://m/debian bookworm main\ndeb [signed-by={DEBIAN_KEYRING}] http://m/debian sid main\n"
+            )
+        );
+    }
+}

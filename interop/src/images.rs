@@ -1,0 +1,669 @@
+//! The image builder: host packages, kernel packages through the private apt configuration, the
+//! guest rootfs (debootstrap → ext4, keyed by the package list), the initramfs base (static
+//! busybox + mini-init) and a per-kernel module set, all cached under [`cache_root`].
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, ensure, Context, Result};
+use xshell::{cmd, Shell};
+
+use crate::apt::{host_mirror, PackageRef, PrivateApt};
+use crate::cache::{cache_root, disk_size, sha256_file, workspace_root, Entry, KeyBuilder};
+use crate::host::ensure_host_packages;
+use crate::kmod::{missing_config_options, parse_show_depends, ModuleIndex, Provided};
+use crate::matrix::{parse_package_list, KernelSpec, Matrix};
+use crate::process::run_logged;
+use crate::progress::{human_size, Phase, Progress};
+
+/// A kernel ready to boot.
+#[derive(Debug, Clone)]
+pub struct KernelImage {
+    pub name: String,
+    /// `uname -r` of this kernel (the modules directory name).
+    pub release: String,
+    pub vmlinuz: PathBuf,
+    /// mini-init + busybox + this kernel's module set.
+    pub initrd: PathBuf,
+    pub key: String,
+}
+
+/// Everything a run needs.
+#[derive(Debug, Clone)]
+pub struct Images {
+    pub rootfs: PathBuf,
+    pub kernels: Vec<KernelImage>,
+}
+
+/// A kernel built outside Debian (`--kernel-image` + `--modules-dir`).
+#[derive(Debug, Clone)]
+pub struct CustomKernel {
+    pub name: String,
+    pub image: PathBuf,
+    /// The `lib/modules/<release>` directory (`make modules_install` output, with modules.dep).
+    pub modules_dir: PathBuf,
+}
+
+/// Where the declarative inputs live (`vm-images/`).
+pub fn vm_images_dir() -> PathBuf {
+    workspace_root().join("vm-images")
+}
+
+/// The builder's state for one command.
+pub struct Builder<'a> {
+    cache: PathBuf,
+    inputs: PathBuf,
+    pub matrix: Matrix,
+    mirror: String,
+    progress: &'a Progress,
+    sh: Shell,
+    apt: Option<PrivateApt>,
+}
+
+/// How long downloaded apt indexes are trusted before `apt-get update` runs again.
+const APT_INDEX_MAX_AGE: Duration = Duration::from_secs(6 * 3600);
+
+impl<'a> Builder<'a> {
+    pub fn new(progress: &'a Progress) -> Result<Self> {
+        let inputs = vm_images_dir();
+        let matrix = Matrix::load(&inputs.join("kernels.toml"))?;
+        let mirror = matrix.mirror.clone().unwrap_or_else(host_mirror);
+        let cache = cache_root();
+        fs::create_dir_all(&cache).with_context(|| format!("creating {}", cache.display()))?;
+        let sh = Shell::new()?;
+        Ok(Builder {
+            cache,
+            inputs,
+            matrix,
+            mirror,
+            progress,
+            sh,
+            apt: None,
+        })
+    }
+
+    fn log(&self, name: &str) -> PathBuf {
+        let dir = self.cache.join("logs");
+        let _ = fs::create_dir_all(&dir);
+        dir.join(name)
+    }
+
+    /// Build (or reuse) everything for `kernels` and an optional custom kernel.
+    pub fn build(&mut self, kernels: &[String], custom: Option<&CustomKernel>) -> Result<Images> {
+        let started = Instant::now();
+        let installed = ensure_host_packages(&self.log("host-packages.log"))?;
+        let what = if installed.is_empty() {
+            "all present".to_owned()
+        } else {
+            format!("installed {}", installed.join(" "))
+        };
+        self.progress
+            .done(Phase::HostPackages, "host", &what, Some(started.elapsed()));
+        ensure!(
+            nix::unistd::geteuid().is_root(),
+            "building images needs root (debootstrap, mke2fs -d of a root-owned tree); run as root"
+        );
+        let selected: Vec<KernelSpec> = self.matrix.select(kernels)?.into_iter().cloned().collect();
+        let selected = if custom.is_some() && kernels.is_empty() {
+            Vec::new()
+        } else {
+            selected
+        };
+        self.open_apt(&selected)?;
+        let rootfs = self.rootfs()?;
+        let (base_cpio, base_key) = self.initramfs_base()?;
+        let mut images = Vec::new();
+        for spec in &selected {
+            images.push(self.debian_kernel(spec, &base_cpio, &base_key)?);
+        }
+        if let Some(custom) = custom {
+            images.push(self.custom_kernel(custom, &base_cpio, &base_key)?);
+        }
+        Ok(Images {
+            rootfs,
+            kernels: images,
+        })
+    }
+
+    fn open_apt(&mut self, kernels: &[KernelSpec]) -> Result<()> {
+        let mut suites: Vec<String> = vec![self.matrix.guest_suite.clone()];
+        for spec in &self.matrix.kernels {
+            if !suites.contains(&spec.suite) {
+                suites.push(spec.suite.clone());
+            }
+        }
+        let _ = kernels;
+        let apt = PrivateApt::new(&self.cache.join("apt"), &self.mirror, &suites)?;
+        let started = Instant::now();
+        let updated = apt.update_if_stale(APT_INDEX_MAX_AGE)?;
+        let what = if updated {
+            format!("updated {} from {}", suites.join(" "), self.mirror)
+        } else {
+            "fresh (< 6 h), reused".to_owned()
+        };
+        self.progress
+            .done(Phase::AptIndex, "apt", &what, Some(started.elapsed()));
+        self.apt = Some(apt);
+        Ok(())
+    }
+
+    fn apt(&self) -> Result<&PrivateApt> {
+        self.apt.as_ref().context("apt not initialised")
+    }
+
+    fn download(&self, package: &PackageRef, subject: &str) -> Result<PathBuf> {
+        let started = Instant::now();
+        let debs = self.cache.join("debs");
+        let cached = debs.join(package.deb_name()).is_file();
+        let path = self.apt()?.download_verified(package, &debs)?;
+        let what = format!(
+            "{} {} {} sha256 {}… verified{}",
+            package.name,
+            package.version,
+            human_size(package.size),
+            &package.sha256[..12],
+            if cached { " (cached)" } else { "" }
+        );
+        self.progress
+            .done(Phase::FetchKernel, subject, &what, Some(started.elapsed()));
+        Ok(path)
+    }
+
+    /// debootstrap → trimmed tree → ext4 image; keyed by package list, init, suite and mirror.
+    fn rootfs(&self) -> Result<PathBuf> {
+        let packages_file = self.inputs.join("guest-packages.txt");
+        let init_file = self.inputs.join("guest/rig-init");
+        let packages = parse_package_list(&fs::read_to_string(&packages_file)?)?;
+        let key = KeyBuilder::new("rootfs")
+            .add_file(&packages_file)?
+            .add_file(&init_file)?
+            .add("suite", self.matrix.guest_suite.as_bytes())
+            .add("mirror", self.mirror.as_bytes())
+            .finish();
+        let entry = Entry::new(&self.cache, "rootfs", &self.matrix.guest_suite, &key);
+        let image = entry.path("rootfs.ext4");
+        if entry.is_complete() {
+            self.progress.done(
+                Phase::Rootfs,
+                &self.matrix.guest_suite,
+                &format!("cached {key} ({})", human_size(disk_size(&image))),
+                None,
+            );
+            return Ok(image);
+        }
+        let started = Instant::now();
+        self.progress.start(
+            Phase::Rootfs,
+            &self.matrix.guest_suite,
+            &format!(
+                "debootstrap {} packages (slowest step, ~35 s)",
+                packages.len()
+            ),
+        );
+        entry.reset()?;
+        let tree = entry.path("tree");
+        let debootstrap_cache = self.cache.join("debootstrap-cache");
+        fs::create_dir_all(&debootstrap_cache)?;
+        let mut debootstrap = Command::new("debootstrap");
+        debootstrap
+            .arg("--variant=minbase")
+            .arg(format!("--include={}", packages.join(",")))
+            .arg(format!("--cache-dir={}", debootstrap_cache.display()))
+            .arg(&self.matrix.guest_suite)
+            .arg(&tree)
+            .arg(&self.mirror);
+        run_logged(
+            "debootstrap",
+            debootstrap,
+            &entry.path("debootstrap.log"),
+            Duration::from_secs(1200),
+        )?;
+        // Docs, manuals and package caches are dead weight in a test guest.
+        for dir in [
+            "usr/share/doc",
+            "usr/share/man",
+            "usr/share/info",
+            "usr/share/locale",
+            "usr/share/lintian",
+            "var/cache/apt",
+            "var/lib/apt/lists",
+        ] {
+            let path = tree.join(dir);
+            if path.exists() {
+                fs::remove_dir_all(&path)?;
+            }
+        }
+        let init = tree.join("init");
+        fs::copy(&init_file, &init)?;
+        set_mode(&init, 0o755)?;
+        for dir in ["rig", "proc", "sys", "dev", "run", "tmp", "mnt"] {
+            fs::create_dir_all(tree.join(dir))?;
+        }
+        fs::write(tree.join("etc/hostname"), "rig\n")?;
+        fs::write(tree.join("etc/fstab"), "")?;
+        let tree_size = disk_size(&tree);
+        let mut mke2fs = Command::new("mke2fs");
+        mke2fs
+            .args(["-q", "-t", "ext4", "-L", "rigroot", "-d"])
+            .arg(&tree)
+            .arg(&image)
+            .arg("512M");
+        run_logged(
+            "mke2fs",
+            mke2fs,
+            &entry.path("mke2fs.log"),
+            Duration::from_secs(300),
+        )?;
+        fs::remove_dir_all(&tree)?;
+        entry.mark_complete(&format!("rootfs {key}"))?;
+        self.progress.done(
+            Phase::Rootfs,
+            &self.matrix.guest_suite,
+            &format!(
+                "built {key}: tree {} → ext4 {} (sparse 512M)",
+                human_size(tree_size),
+                human_size(disk_size(&image))
+            ),
+            Some(started.elapsed()),
+        );
+        Ok(image)
+    }
+
+    /// The initramfs part shared by all kernels: static busybox and mini-init.
+    fn initramfs_base(&self) -> Result<(PathBuf, String)> {
+        let package = self
+            .apt()?
+            .package_in_suite("busybox-static", &self.matrix.guest_suite)?;
+        let mini_init = self.inputs.join("guest/mini-init");
+        let key = KeyBuilder::new("initramfs-base")
+            .add("busybox-static", package.sha256.as_bytes())
+            .add_file(&mini_init)?
+            .finish();
+        let entry = Entry::new(&self.cache, "initramfs", "base", &key);
+        let cpio = entry.path("base.cpio");
+        if entry.is_complete() {
+            self.progress
+                .done(Phase::Initramfs, "base", &format!("cached {key}"), None);
+            return Ok((cpio, key));
+        }
+        let started = Instant::now();
+        let deb = self.download(&package, "busybox")?;
+        entry.reset()?;
+        let extract = entry.path("extract");
+        let sh = &self.sh;
+        cmd!(sh, "dpkg-deb -x {deb} {extract}").quiet().run()?;
+        let stage = entry.path("stage");
+        fs::create_dir_all(stage.join("bin"))?;
+        fs::create_dir_all(stage.join("usr/lib"))?;
+        std::os::unix::fs::symlink("usr/lib", stage.join("lib"))?;
+        fs::copy(extract.join("bin/busybox"), stage.join("bin/busybox"))?;
+        fs::copy(&mini_init, stage.join("init"))?;
+        set_mode(&stage.join("init"), 0o755)?;
+        write_cpio(sh, &stage, ".", &cpio)?;
+        fs::remove_dir_all(&extract)?;
+        fs::remove_dir_all(&stage)?;
+        entry.mark_complete(&format!("initramfs base {key}"))?;
+        self.progress.done(
+            Phase::Initramfs,
+            "base",
+            &format!("built {key} ({})", human_size(disk_size(&cpio))),
+            Some(started.elapsed()),
+        );
+        Ok((cpio, key))
+    }
+
+    fn wanted_modules(&self) -> Vec<String> {
+        let sets = &self.matrix.modules;
+        sets.required
+            .iter()
+            .chain(&sets.optional)
+            .cloned()
+            .collect()
+    }
+
+    fn debian_kernel(
+        &self,
+        spec: &KernelSpec,
+        base_cpio: &Path,
+        base_key: &str,
+    ) -> Result<KernelImage> {
+        let packages = self.apt()?.resolve_kernel(spec)?;
+        let mut key = KeyBuilder::new("kernel");
+        key.add("spec", spec.key_material().as_bytes())
+            .add("modules", format!("{:?}", self.matrix.modules).as_bytes())
+            .add("base", base_key.as_bytes());
+        for package in &packages {
+            key.add(&package.name, package.sha256.as_bytes());
+        }
+        let key = key.finish();
+        let entry = Entry::new(&self.cache, "kernels", &spec.name, &key);
+        if let Some(image) = self.cached_kernel(&entry, &spec.name, &key)? {
+            return Ok(image);
+        }
+        let debs: Vec<PathBuf> = packages
+            .iter()
+            .map(|p| self.download(p, &spec.name))
+            .collect::<Result<_>>()?;
+        let started = Instant::now();
+        entry.reset()?;
+        let extract = entry.path("extract");
+        let sh = &self.sh;
+        for deb in &debs {
+            cmd!(sh, "dpkg-deb -x {deb} {extract}").quiet().run()?;
+        }
+        let modules_dir =
+            only_subdir(&[extract.join("lib/modules"), extract.join("usr/lib/modules")])
+                .with_context(|| {
+                    format!("{}: no lib/modules/<release> in the packages", spec.name)
+                })?;
+        let release = file_name(&modules_dir);
+        let vmlinuz = [
+            extract.join(format!("boot/vmlinuz-{release}")),
+            modules_dir.join("vmlinuz"),
+        ]
+        .into_iter()
+        .find(|p| p.is_file())
+        .with_context(|| format!("{}: no vmlinuz in the packages", spec.name))?;
+        let config = extract.join(format!("boot/config-{release}"));
+        if config.is_file() {
+            let missing = missing_config_options(&fs::read_to_string(&config)?);
+            ensure!(
+                missing.is_empty(),
+                "{}: kernel config lacks {} (needs =y or =m)",
+                spec.name,
+                missing.join(", ")
+            );
+        }
+        // Our own extracted copy: depmod may write into it.
+        run_depmod(sh, &entry, &modules_dir, &release)?;
+        let image = self.module_set(
+            &entry,
+            &spec.name,
+            &release,
+            &modules_dir,
+            &vmlinuz,
+            base_cpio,
+            &key,
+        )?;
+        fs::remove_dir_all(&extract)?;
+        self.progress.done(
+            Phase::Modules,
+            &spec.name,
+            &format!("built {key} release {release}"),
+            Some(started.elapsed()),
+        );
+        Ok(image)
+    }
+
+    fn custom_kernel(
+        &self,
+        custom: &CustomKernel,
+        base_cpio: &Path,
+        base_key: &str,
+    ) -> Result<KernelImage> {
+        let modules_dir = custom
+            .modules_dir
+            .canonicalize()
+            .with_context(|| format!("--modules-dir {}", custom.modules_dir.display()))?;
+        let dep = modules_dir.join("modules.dep");
+        ensure!(
+            dep.is_file(),
+            "{} has no modules.dep: run `make modules_install` (it runs depmod) or depmod -b",
+            modules_dir.display()
+        );
+        let release = file_name(&modules_dir);
+        let mut key = KeyBuilder::new("custom-kernel");
+        key.add("image", sha256_file(&custom.image)?.as_bytes())
+            .add_file(&dep)?
+            .add("modules", format!("{:?}", self.matrix.modules).as_bytes())
+            .add("base", base_key.as_bytes())
+            .add("release", release.as_bytes());
+        let builtin = modules_dir.join("modules.builtin");
+        if builtin.is_file() {
+            key.add_file(&builtin)?;
+        }
+        let key = key.finish();
+        let entry = Entry::new(&self.cache, "kernels", &custom.name, &key);
+        if let Some(image) = self.cached_kernel(&entry, &custom.name, &key)? {
+            return Ok(image);
+        }
+        let started = Instant::now();
+        entry.reset()?;
+        let image = self.module_set(
+            &entry,
+            &custom.name,
+            &release,
+            &modules_dir,
+            &custom.image,
+            base_cpio,
+            &key,
+        )?;
+        self.progress.done(
+            Phase::Modules,
+            &custom.name,
+            &format!("built {key} release {release}"),
+            Some(started.elapsed()),
+        );
+        Ok(image)
+    }
+
+    fn cached_kernel(&self, entry: &Entry, name: &str, key: &str) -> Result<Option<KernelImage>> {
+        if !entry.is_complete() {
+            return Ok(None);
+        }
+        let release = fs::read_to_string(entry.path("release"))?.trim().to_owned();
+        let initrd = entry.path("initrd.img");
+        self.progress.done(
+            Phase::Modules,
+            name,
+            &format!(
+                "cached {key} release {release} initrd {}",
+                human_size(disk_size(&initrd))
+            ),
+            None,
+        );
+        Ok(Some(KernelImage {
+            name: name.to_owned(),
+            release,
+            vmlinuz: entry.path("vmlinuz"),
+            initrd,
+            key: key.to_owned(),
+        }))
+    }
+
+    /// Check the required modules, stage the wanted ones (decompressed) with their dependencies,
+    /// and write `vmlinuz`, `initrd.img` and `release` into `entry`.
+    #[allow(clippy::too_many_arguments)]
+    fn module_set(
+        &self,
+        entry: &Entry,
+        name: &str,
+        release: &str,
+        modules_dir: &Path,
+        vmlinuz: &Path,
+        base_cpio: &Path,
+        key: &str,
+    ) -> Result<KernelImage> {
+        let check_started = Instant::now();
+        let index = ModuleIndex::parse(
+            &fs::read_to_string(modules_dir.join("modules.dep")).unwrap_or_default(),
+            &fs::read_to_string(modules_dir.join("modules.builtin")).unwrap_or_default(),
+        );
+        let missing = index.missing(&self.matrix.modules.required);
+        if !missing.is_empty() {
+            bail!(
+                "kernel {name} ({release}) cannot run the suites: missing {} (neither in modules.dep nor modules.builtin; enable CONFIG_RDMA_RXE / CONFIG_SUNRPC_XPRT_RDMA / CONFIG_NFSD)",
+                missing.join(", ")
+            );
+        }
+        self.progress.done(
+            Phase::KernelConfigCheck,
+            name,
+            &format!(
+                "{} required modules present ({} known)",
+                self.matrix.modules.required.len(),
+                index.len()
+            ),
+            Some(check_started.elapsed()),
+        );
+        // modprobe wants <base>/lib/modules/<release>; point a symlink at the real tree.
+        let full = entry.path("full");
+        fs::create_dir_all(full.join("lib/modules"))?;
+        let link = full.join("lib/modules").join(release);
+        std::os::unix::fs::symlink(modules_dir, &link)?;
+        let sh = &self.sh;
+        let mut files = BTreeSet::new();
+        for module in self.wanted_modules() {
+            if !matches!(index.lookup(&module), Some(Provided::Loadable(_))) {
+                continue;
+            }
+            let output = cmd!(
+                sh,
+                "modprobe -d {full} -S {release} --show-depends {module}"
+            )
+            .quiet()
+            .ignore_status()
+            .ignore_stderr()
+            .read()?;
+            files.extend(parse_show_depends(&output));
+        }
+        ensure!(!files.is_empty(), "{name}: no loadable modules selected");
+        let stage = entry.path("stage");
+        let stage_modules = stage.join("usr/lib/modules").join(release);
+        fs::create_dir_all(&stage_modules)?;
+        // The rootfs is merged-/usr: the cpio must never carry a real ./lib directory.
+        std::os::unix::fs::symlink("usr/lib", stage.join("lib"))?;
+        let prefix = link.display().to_string();
+        for file in &files {
+            let relative = file
+                .strip_prefix(&prefix)
+                .map(|r| r.trim_start_matches('/'))
+                .with_context(|| format!("modprobe printed a path outside the tree: {file}"))?;
+            let (relative, decompressor) = match relative.rsplit_once('.') {
+                Some((stem, "xz")) => (stem, Some("xz")),
+                Some((stem, "zst")) => (stem, Some("zstd")),
+                Some((stem, "gz")) => (stem, Some("gzip")),
+                _ => (relative, None),
+            };
+            let target = stage_modules.join(relative);
+            if let Some(parent) = target.parent() {
+                fs::create_dir_all(parent)?;
+            }
+            match decompressor {
+                Some(tool) => {
+                    let bytes = Command::new(tool)
+                        .args(["-dc", file])
+                        .output()
+                        .with_context(|| format!("running {tool}"))?;
+                    ensure!(bytes.status.success(), "{tool} -dc {file} failed");
+                    fs::write(&target, bytes.stdout)?;
+                }
+                None => {
+                    fs::copy(file, &target)?;
+                }
+            }
+        }
+        for meta in [
+            "modules.builtin",
+            "modules.builtin.modinfo",
+            "modules.order",
+        ] {
+            let source = modules_dir.join(meta);
+            if source.is_file() {
+                fs::copy(&source, stage_modules.join(meta))?;
+            }
+        }
+        cmd!(sh, "depmod -b {stage} {release}")
+            .quiet()
+            .ignore_stderr()
+            .run()?;
+        let modules_cpio = entry.path("modules.cpio");
+        write_cpio(sh, &stage, "./usr", &modules_cpio)?;
+        // The kernel unpacks concatenated newc archives in order.
+        let mut initrd = fs::read(base_cpio)?;
+        initrd.extend(fs::read(&modules_cpio)?);
+        fs::write(entry.path("initrd.img"), initrd)?;
+        fs::copy(vmlinuz, entry.path("vmlinuz"))?;
+        fs::write(entry.path("release"), release)?;
+        fs::write(
+            entry.path("modules.txt"),
+            files.iter().map(|f| format!("{f}\n")).collect::<String>(),
+        )?;
+        fs::remove_dir_all(&stage)?;
+        fs::remove_dir_all(&full)?;
+        entry.mark_complete(&format!("{name} {release} {} modules", files.len()))?;
+        self.progress.done(
+            Phase::Initramfs,
+            name,
+            &format!(
+                "{} modules, initrd {}, vmlinuz {}",
+                files.len(),
+                human_size(disk_size(&entry.path("initrd.img"))),
+                human_size(disk_size(&entry.path("vmlinuz")))
+            ),
+            None,
+        );
+        Ok(KernelImage {
+            name: name.to_owned(),
+            release: release.to_owned(),
+            vmlinuz: entry.path("vmlinuz"),
+            initrd: entry.path("initrd.img"),
+            key: key.to_owned(),
+        })
+    }
+}
+
+fn run_depmod(sh: &Shell, entry: &Entry, modules_dir: &Path, release: &str) -> Result<()> {
+    let base = entry.path("depmod-base");
+    fs::create_dir_all(base.join("lib/modules"))?;
+    std::os::unix::fs::symlink(modules_dir, base.join("lib/modules").join(release))?;
+    cmd!(sh, "depmod -b {base} {release}")
+        .quiet()
+        .ignore_stderr()
+        .run()?;
+    fs::remove_dir_all(&base)?;
+    Ok(())
+}
+
+/// The single subdirectory of the first of `parents` that has one.
+fn only_subdir(parents: &[PathBuf]) -> Option<PathBuf> {
+    parents.iter().find_map(|parent| {
+        let dirs: Vec<PathBuf> = fs::read_dir(parent)
+            .ok()?
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.is_dir())
+            .collect();
+        match dirs.as_slice() {
+            [one] => Some(one.clone()),
+            _ => None,
+        }
+    })
+}
+
+fn file_name(path: &Path) -> String {
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+fn set_mode(path: &Path, mode: u32) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(path, fs::Permissions::from_mode(mode))?;
+    Ok(())
+}
+
+/// `cd dir && find <root> | cpio -o -H newc > out`.
+fn write_cpio(sh: &Shell, dir: &Path, root: &str, out: &Path) -> Result<()> {
+    let _cwd = sh.push_dir(dir);
+    let list = cmd!(sh, "find {root}").quiet().read()?;
+    let archive = cmd!(sh, "cpio -o -H newc --quiet")
+        .stdin(format!("{list}\n"))
+        .quiet()
+        .output()?;
+    fs::write(out, archive.stdout)?;
+    Ok(())
+}

@@ -1,0 +1,217 @@
+//! `interop` binary: `images` builds the VM images; `run` builds them and runs suites.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{ensure, Context, Result};
+use clap::{Parser, Subcommand};
+
+use interop::cache::output_root;
+use interop::images::{vm_images_dir, Builder, CustomKernel, Images};
+use interop::process::{install_signal_handler, kill_all_groups};
+use interop::progress::{Phase, Progress};
+use interop::report::Report;
+use interop::runner::{run_kernel, AccelChoice, RunSettings};
+use interop::suite::Suite;
+
+#[derive(Parser)]
+#[command(about = "rpcrdma-rig VM harness: Debian kernels in qemu, soft-RoCE, NFS/RDMA suites")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(clap::Args, Clone)]
+struct KernelArgs {
+    /// Kernels from vm-images/kernels.toml (repeatable; default: all, or none with --kernel-image).
+    #[arg(long = "kernel")]
+    kernels: Vec<String>,
+    /// A custom kernel image (bzImage/vmlinuz) to test instead of / besides the matrix.
+    #[arg(long, requires = "modules_dir")]
+    kernel_image: Option<PathBuf>,
+    /// The custom kernel's lib/modules/<release> directory (with modules.dep).
+    #[arg(long, requires = "kernel_image")]
+    modules_dir: Option<PathBuf>,
+    /// Name of the custom kernel in reports.
+    #[arg(long, default_value = "custom")]
+    kernel_name: String,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Build (or reuse) the images only.
+    Images {
+        #[command(flatten)]
+        kernels: KernelArgs,
+    },
+    /// Build images and run suites on each kernel.
+    Run {
+        #[command(flatten)]
+        kernels: KernelArgs,
+        /// Suites from vm-images/suites/<name>.toml (repeatable; default: smoke).
+        #[arg(long = "suite")]
+        suites: Vec<String>,
+        #[arg(long, value_enum, default_value = "auto")]
+        accel: AccelChoice,
+        /// Kernels run at the same time (each runs two guests).
+        #[arg(long, default_value_t = 1)]
+        jobs: usize,
+        /// Memory per guest.
+        #[arg(long, default_value_t = 256)]
+        memory_mib: u32,
+        /// vCPUs per guest.
+        #[arg(long, default_value_t = 2)]
+        vcpus: u32,
+        /// Extra file for the share, HOST_PATH:SHARE_PATH (repeatable).
+        #[arg(long = "share-file")]
+        share_files: Vec<String>,
+    },
+}
+
+fn custom(args: &KernelArgs) -> Option<CustomKernel> {
+    Some(CustomKernel {
+        name: args.kernel_name.clone(),
+        image: args.kernel_image.clone()?,
+        modules_dir: args.modules_dir.clone()?,
+    })
+}
+
+fn build(progress: &Progress, args: &KernelArgs) -> Result<Images> {
+    let mut builder = Builder::new(progress)?;
+    builder.build(&args.kernels, custom(args).as_ref())
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    if let Err(err) = install_signal_handler() {
+        eprintln!("interop: {err:#}");
+        return ExitCode::FAILURE;
+    }
+    let outcome = match cli.command {
+        Command::Images { kernels } => {
+            let progress = Progress::default();
+            build(&progress, &kernels).map(|images| {
+                eprintln!(
+                    "images ready in {:.1}s: rootfs {}, kernels {}",
+                    progress.elapsed().as_secs_f64(),
+                    images.rootfs.display(),
+                    images
+                        .kernels
+                        .iter()
+                        .map(|k| format!("{} ({})", k.name, k.release))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                );
+                true
+            })
+        }
+        Command::Run {
+            kernels,
+            suites,
+            accel,
+            jobs,
+            memory_mib,
+            vcpus,
+            share_files,
+        } => run(
+            &kernels,
+            &suites,
+            accel,
+            jobs,
+            memory_mib,
+            vcpus,
+            &share_files,
+        ),
+    };
+    // Belt and braces: no process group outlives the command.
+    kill_all_groups();
+    match outcome {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(err) => {
+            eprintln!("interop: {err:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run(
+    kernels: &KernelArgs,
+    suite_names: &[String],
+    accel: AccelChoice,
+    jobs: usize,
+    memory_mib: u32,
+    vcpus: u32,
+    share_files: &[String],
+) -> Result<bool> {
+    let progress = Progress::default();
+    let suite_names = if suite_names.is_empty() {
+        vec!["smoke".to_owned()]
+    } else {
+        suite_names.to_vec()
+    };
+    let suites: Vec<Suite> = suite_names
+        .iter()
+        .map(|name| Suite::load(&vm_images_dir().join("suites").join(format!("{name}.toml"))))
+        .collect::<Result<_>>()?;
+    let extra_files = share_files
+        .iter()
+        .map(|spec| {
+            let (from, to) = spec
+                .split_once(':')
+                .with_context(|| format!("--share-file {spec}: expected HOST_PATH:SHARE_PATH"))?;
+            Ok((PathBuf::from(from), to.to_owned()))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    ensure!(jobs >= 1, "--jobs must be at least 1");
+    let images = build(&progress, kernels)?;
+    let settings = RunSettings {
+        accel,
+        memory_mib,
+        vcpus,
+        extra_files,
+        out_root: output_root(),
+    };
+    std::fs::create_dir_all(&settings.out_root)?;
+    let work: Vec<(usize, &Suite)> = (0..images.kernels.len())
+        .flat_map(|k| suites.iter().map(move |s| (k, s)))
+        .collect();
+    let mut runs = Vec::new();
+    // Each kernel's run uses its own directories and sockets, so chunks can run side by side.
+    for chunk in work.chunks(jobs) {
+        let chunk_runs: Vec<_> = std::thread::scope(|scope| {
+            let handles: Vec<_> = chunk
+                .iter()
+                .map(|(k, suite)| {
+                    let (images, settings, progress) = (&images, &settings, &progress);
+                    scope.spawn(move || {
+                        run_kernel(
+                            &images.kernels[*k],
+                            &images.rootfs,
+                            suite,
+                            settings,
+                            progress,
+                        )
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join()).collect()
+        });
+        for run in chunk_runs {
+            runs.push(run.map_err(|_| anyhow::anyhow!("a kernel run panicked"))?);
+        }
+    }
+    let report = Report { runs };
+    let json = settings.out_root.join("report.json");
+    let junit = settings.out_root.join("junit.xml");
+    std::fs::write(&json, report.to_json())?;
+    std::fs::write(&junit, report.junit())?;
+    progress.done(
+        Phase::Report,
+        "all",
+        &format!("{} and {}", json.display(), junit.display()),
+        Some(progress.elapsed()),
+    );
+    print!("{}", report.table());
+    Ok(report.passed())
+}

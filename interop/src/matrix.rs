@@ -1,0 +1,257 @@
+//! The kernel matrix (`vm-images/kernels.toml`) and the guest package list.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use anyhow::{bail, ensure, Context, Result};
+use serde::{Deserialize, Serialize};
+
+/// How a Debian kernel is split into packages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Layout {
+    /// `linux-image-<abi>-amd64` holds vmlinuz and the modules (6.x).
+    Image,
+    /// `linux-binary-<v>-amd64` holds vmlinuz, `linux-modules-<v>-amd64` the `.ko.xz` modules (7.x).
+    Split,
+}
+
+/// One kernel of the matrix.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KernelSpec {
+    /// Short name used on the command line and in reports (`linux-6.1`).
+    pub name: String,
+    /// Debian suite to take the kernel from (`bookworm`, `trixie`, `sid`).
+    pub suite: String,
+    /// Meta-package whose `Depends:` names the versioned kernel package.
+    pub meta_package: String,
+    pub layout: Layout,
+    /// The resolved upstream version must start with this (guards against a suite moving on).
+    pub version_prefix: String,
+}
+
+/// Module names the guests need.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModuleSets {
+    pub required: Vec<String>,
+    pub optional: Vec<String>,
+}
+
+/// The parsed matrix file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Matrix {
+    pub guest_suite: String,
+    #[serde(default)]
+    pub mirror: Option<String>,
+    pub modules: ModuleSets,
+    #[serde(rename = "kernel")]
+    pub kernels: Vec<KernelSpec>,
+}
+
+/// Names that are safe in paths, apt arguments and shell words.
+fn is_plain_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._+-".contains(&b))
+        && !name.starts_with(['.', '-'])
+}
+
+impl Matrix {
+    /// Parse and validate matrix text.
+    pub fn parse(text: &str) -> Result<Self> {
+        let matrix: Matrix = toml::from_str(text).context("parsing kernel matrix")?;
+        ensure!(
+            !matrix.kernels.is_empty(),
+            "kernel matrix lists no [[kernel]]"
+        );
+        ensure!(
+            is_plain_name(&matrix.guest_suite),
+            "bad guest_suite {:?}",
+            matrix.guest_suite
+        );
+        let mut seen = BTreeSet::new();
+        for kernel in &matrix.kernels {
+            for (field, value) in [
+                ("name", &kernel.name),
+                ("suite", &kernel.suite),
+                ("meta_package", &kernel.meta_package),
+                ("version_prefix", &kernel.version_prefix),
+            ] {
+                ensure!(
+                    is_plain_name(value),
+                    "kernel {:?}: bad {field} {value:?}",
+                    kernel.name
+                );
+            }
+            ensure!(
+                seen.insert(kernel.name.as_str()),
+                "kernel {:?} listed twice",
+                kernel.name
+            );
+        }
+        for module in matrix
+            .modules
+            .required
+            .iter()
+            .chain(&matrix.modules.optional)
+        {
+            ensure!(is_plain_name(module), "bad module name {module:?}");
+        }
+        Ok(matrix)
+    }
+
+    /// Read and parse a matrix file.
+    pub fn load(path: &Path) -> Result<Self> {
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        Self::parse(&text).with_context(|| format!("in {}", path.display()))
+    }
+
+    /// The kernels named in `names` (all when empty), in matrix order.
+    pub fn select(&self, names: &[String]) -> Result<Vec<&KernelSpec>> {
+        if names.is_empty() {
+            return Ok(self.kernels.iter().collect());
+        }
+        for name in names {
+            if !self.kernels.iter().any(|k| &k.name == name) {
+                let known: Vec<&str> = self.kernels.iter().map(|k| k.name.as_str()).collect();
+                bail!(
+                    "unknown kernel {name:?}; the matrix has {}",
+                    known.join(", ")
+                );
+            }
+        }
+        Ok(self
+            .kernels
+            .iter()
+            .filter(|k| names.contains(&k.name))
+            .collect())
+    }
+}
+
+impl KernelSpec {
+    /// Canonical text of this entry, for its cache key.
+    pub fn key_material(&self) -> String {
+        toml::to_string(self).unwrap_or_else(|_| format!("{self:?}"))
+    }
+}
+
+/// Parse a package list: one Debian package name per line, `#` comments, blank lines ignored.
+pub fn parse_package_list(text: &str) -> Result<Vec<String>> {
+    let mut packages = Vec::new();
+    for (number, line) in text.lines().enumerate() {
+        let line = line.split('#').next().unwrap_or("").trim();
+        if line.is_empty() {
+            continue;
+        }
+        // Debian policy §5.6.1: lower case letters, digits, + - . ; at least two characters.
+        let valid = line.len() >= 2
+            && line
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"+-.".contains(&b))
+            && line.as_bytes()[0].is_ascii_alphanumeric();
+        ensure!(
+            valid,
+            "line {}: not a Debian package name: {line:?}",
+            number + 1
+        );
+        packages.push(line.to_owned());
+    }
+    ensure!(!packages.is_empty(), "package list is empty");
+    Ok(packages)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SAMPLE: &str = r#"
+guest_suite = "bookworm"
+[modules]
+required = ["rdma_rxe", "rpcrdma", "nfsd"]
+optional = ["virtio_net"]
+[[kernel]]
+name = "linux-6.1"
+suite = "bookworm"
+meta_package = "linux-image-amd64"
+layout = "image"
+version_prefix = "6.1."
+[[kernel]]
+name = "linux-7.x"
+suite = "sid"
+meta_package = "linux-image-amd64"
+layout = "split"
+version_prefix = "7."
+"#;
+
+    #[test]
+    fn parses_entries_and_layouts() {
+        let matrix = Matrix::parse(SAMPLE).unwrap();
+        assert_eq!(matrix.kernels.len(), 2);
+        assert_eq!(matrix.kernels[0].layout, Layout::Image);
+        assert_eq!(matrix.kernels[1].layout, Layout::Split);
+        assert_eq!(matrix.kernels[1].suite, "sid");
+        assert_eq!(matrix.modules.required, ["rdma_rxe", "rpcrdma", "nfsd"]);
+        assert_eq!(matrix.mirror, None);
+    }
+
+    #[test]
+    fn the_committed_matrix_parses_and_has_three_kernels() {
+        let path = crate::cache::workspace_root().join("vm-images/kernels.toml");
+        let matrix = Matrix::load(&path).unwrap();
+        let names: Vec<&str> = matrix.kernels.iter().map(|k| k.name.as_str()).collect();
+        assert_eq!(names, ["linux-6.1", "linux-6.12", "linux-7.x"]);
+        assert!(matrix.kernels.iter().any(|k| k.layout == Layout::Split));
+    }
+
+    #[test]
+    fn select_keeps_matrix_order_and_rejects_unknown() {
+        let matrix = Matrix::parse(SAMPLE).unwrap();
+        let all = matrix.select(&[]).unwrap();
+        assert_eq!(all.len(), 2);
+        let one = matrix.select(&["linux-7.x".to_owned()]).unwrap();
+        assert_eq!(one[0].name, "linux-7.x");
+        let err = matrix.select(&["linux-5.10".to_owned()]).unwrap_err();
+        assert!(err.to_string().contains("linux-6.1, linux-7.x"), "{err}");
+    }
+
+    #[test]
+    fn rejects_duplicates_unknown_fields_and_unsafe_names() {
+        let duplicate = SAMPLE.replace("linux-7.x", "linux-6.1");
+        assert!(Matrix::parse(&duplicate).is_err());
+        let unknown_field = SAMPLE.replace("layout = \"split\"", "layout = \"split\"\nflavour = 1");
+        assert!(Matrix::parse(&unknown_field).is_err());
+        let bad_layout = SAMPLE.replace("layout = \"split\"", "layout = \"tarball\"");
+        assert!(Matrix::parse(&bad_layout).is_err());
+        let shell_word = SAMPLE.replace("name = \"linux-6.1\"", "name = \"x; rm -rf /\"");
+        assert!(Matrix::parse(&shell_word).is_err());
+        let empty =
+            "guest_suite = \"bookworm\"\nkernel = []\n[modules]\nrequired=[]\noptional=[]\n";
+        assert!(Matrix::parse(empty).is_err());
+    }
+
+    #[test]
+    fn key_material_differs_per_entry() {
+        let matrix = Matrix::parse(SAMPLE).unwrap();
+        assert_ne!(
+            matrix.kernels[0].key_material(),
+            matrix.kernels[1].key_material()
+        );
+        assert!(matrix.kernels[0].key_material().contains("linux-6.1"));
+    }
+
+    #[test]
+    fn package_list_skips_comments_and_validates_names() {
+        let list =
+            parse_package_list("# guest\nkmod\n\nnfs-common # NFS client\nlibstdc++6\n").unwrap();
+        assert_eq!(list, ["kmod", "nfs-common", "libstdc++6"]);
+        assert!(parse_package_list("Kmod\n").is_err());
+        assert!(parse_package_list("kmod,rpcbind\n").is_err());
+        assert!(parse_package_list("# nothing\n").is_err());
+    }
+}

@@ -1,0 +1,444 @@
+//! Parsing what the guests wrote (STEP and RESULT lines), judging each case, and scanning guest
+//! kernel logs for WARN/BUG/Oops/KASAN/hung-task reports.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::suite::{Case, Role};
+
+/// `RESULT case=<case> role=<role> verdict=<verdict> key=value...` from a guest script.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ResultLine {
+    pub case: String,
+    pub role: String,
+    pub verdict: String,
+    pub fields: BTreeMap<String, String>,
+}
+
+/// Limit on lines and fields taken from guest output (the guests are under test, not trusted).
+const MAX_RESULT_LINES: usize = 10_000;
+const MAX_FIELDS: usize = 64;
+
+fn key_values(rest: &str) -> BTreeMap<String, String> {
+    rest.split_whitespace()
+        .filter_map(|word| word.split_once('='))
+        .take(MAX_FIELDS)
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect()
+}
+
+/// All well-formed RESULT lines of `text` (lines must start with `RESULT `; `set -x` traces
+/// of the echo start with `+ ` and are ignored).
+pub fn parse_result_lines(text: &str) -> Vec<ResultLine> {
+    text.lines()
+        .filter_map(|line| line.strip_prefix("RESULT "))
+        .take(MAX_RESULT_LINES)
+        .filter_map(|rest| {
+            let mut fields = key_values(rest);
+            Some(ResultLine {
+                case: fields.remove("case")?,
+                role: fields.remove("role")?,
+                verdict: fields.remove("verdict")?,
+                fields,
+            })
+        })
+        .collect()
+}
+
+/// `STEP case=<case> role=<role> rc=<exit code> ms=<duration>` from the guest driver.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StepLine {
+    pub case: String,
+    pub role: String,
+    /// The exit code text (`0`, `137`, or a word such as `server-not-ready`).
+    pub rc: String,
+    pub ms: u64,
+}
+
+pub fn parse_step_lines(text: &str) -> Vec<StepLine> {
+    text.lines()
+        .filter_map(|line| line.strip_prefix("STEP "))
+        .take(MAX_RESULT_LINES)
+        .filter_map(|rest| {
+            let mut fields = key_values(rest);
+            Some(StepLine {
+                case: fields.remove("case")?,
+                role: fields.remove("role")?,
+                rc: fields.remove("rc")?,
+                ms: fields.get("ms").and_then(|ms| ms.parse().ok()).unwrap_or(0),
+            })
+        })
+        .collect()
+}
+
+/// Outcome of one case (or one host check).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    Pass,
+    Fail,
+    Timeout,
+    NotRun,
+}
+
+impl Verdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Pass => "pass",
+            Verdict::Fail => "fail",
+            Verdict::Timeout => "timeout",
+            Verdict::NotRun => "not-run",
+        }
+    }
+}
+
+/// A judged case, as it appears in the report.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CaseOutcome {
+    pub name: String,
+    pub verdict: Verdict,
+    pub duration_ms: u64,
+    /// Why the verdict is not `pass` (empty when it is).
+    pub reasons: Vec<String>,
+    /// The RESULT lines of this case (checksums and other details).
+    pub results: Vec<ResultLine>,
+}
+
+/// `timeout -s KILL` exits with 128 + SIGKILL.
+const TIMEOUT_EXIT: &str = "137";
+
+/// Judge `case` from the driver's STEP lines and the scripts' RESULT lines.
+pub fn evaluate_case(case: &Case, steps: &[StepLine], results: &[ResultLine]) -> CaseOutcome {
+    let mut reasons = Vec::new();
+    let mut verdict = Verdict::Pass;
+    let mut worst = |v: Verdict, reasons: &mut Vec<String>, why: String| {
+        reasons.push(why);
+        // NotRun < Timeout < Fail in severity only matters for the first non-pass.
+        if verdict == Verdict::Pass {
+            verdict = v;
+        }
+    };
+    let mine: Vec<ResultLine> = results
+        .iter()
+        .filter(|r| r.case == case.name)
+        .cloned()
+        .collect();
+    let mut duration_ms = 0;
+    for role in Role::BOTH {
+        if case.script(role).is_none() {
+            continue;
+        }
+        let role_name = role.as_str();
+        let Some(step) = steps
+            .iter()
+            .find(|s| s.case == case.name && s.role == role_name)
+        else {
+            worst(
+                Verdict::NotRun,
+                &mut reasons,
+                format!("{role_name}: did not run"),
+            );
+            continue;
+        };
+        duration_ms = duration_ms.max(step.ms);
+        match step.rc.as_str() {
+            "0" => {}
+            TIMEOUT_EXIT => worst(
+                Verdict::Timeout,
+                &mut reasons,
+                format!("{role_name}: killed after {}s", case.timeout_secs),
+            ),
+            rc => worst(
+                Verdict::Fail,
+                &mut reasons,
+                format!("{role_name}: exit {rc}"),
+            ),
+        }
+        let role_results: Vec<&ResultLine> = mine.iter().filter(|r| r.role == role_name).collect();
+        if !role_results.iter().any(|r| r.verdict == "pass") {
+            worst(
+                Verdict::Fail,
+                &mut reasons,
+                format!("{role_name}: no RESULT verdict=pass"),
+            );
+        }
+        for failed in role_results.iter().filter(|r| r.verdict != "pass") {
+            let detail: Vec<String> = failed
+                .fields
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect();
+            worst(
+                Verdict::Fail,
+                &mut reasons,
+                format!(
+                    "{role_name}: verdict={} {}",
+                    failed.verdict,
+                    detail.join(" ")
+                ),
+            );
+        }
+    }
+    // Values that must agree (checksums from both guests): each key present, all equal.
+    let mut compared: Vec<(&str, &str)> = Vec::new();
+    for key in &case.equal {
+        let values: Vec<&str> = mine
+            .iter()
+            .filter_map(|r| r.fields.get(key).map(String::as_str))
+            .collect();
+        if values.is_empty() {
+            worst(Verdict::Fail, &mut reasons, format!("no {key} reported"));
+        }
+        compared.extend(values.into_iter().map(|v| (key.as_str(), v)));
+    }
+    if let Some((first_key, first)) = compared.first() {
+        for (key, value) in &compared[1..] {
+            if value != first {
+                worst(
+                    Verdict::Fail,
+                    &mut reasons,
+                    format!("{key}={value} differs from {first_key}={first}"),
+                );
+            }
+        }
+    }
+    CaseOutcome {
+        name: case.name.clone(),
+        verdict,
+        duration_ms,
+        reasons,
+        results: mine,
+    }
+}
+
+/// A line of a guest kernel log that reports a kernel problem.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct KernelProblem {
+    pub source: String,
+    pub line_number: usize,
+    pub kind: &'static str,
+    pub line: String,
+}
+
+/// (substring, kind). Matched case-sensitively, as the kernel prints them.
+const PROBLEM_MARKERS: &[(&str, &str)] = &[
+    ("WARNING: CPU:", "WARN"),
+    ("WARNING: at ", "WARN"),
+    ("------------[ cut here ]------------", "WARN"),
+    ("kernel BUG at", "BUG"),
+    ("BUG: ", "BUG"),
+    ("Oops: ", "Oops"),
+    ("general protection fault", "Oops"),
+    ("KASAN: ", "KASAN"),
+    ("UBSAN: ", "UBSAN"),
+    ("Kernel panic", "panic"),
+    ("blocked for more than", "hung task"),
+    ("watchdog: BUG: soft lockup", "soft lockup"),
+    ("rcu: INFO: rcu_", "RCU stall"),
+];
+
+/// Problems reported in a kernel log (`dmesg` output or a serial console), at most one per line.
+pub fn scan_kernel_log(text: &str, source: &str) -> Vec<KernelProblem> {
+    const MAX_PROBLEMS: usize = 200;
+    text.lines()
+        .enumerate()
+        .filter_map(|(index, line)| {
+            PROBLEM_MARKERS
+                .iter()
+                .find(|(marker, _)| line.contains(marker))
+                .map(|(_, kind)| KernelProblem {
+                    source: source.to_owned(),
+                    line_number: index + 1,
+                    kind,
+                    line: line.chars().take(300).collect(),
+                })
+        })
+        .take(MAX_PROBLEMS)
+        .collect()
+}
+
+/// Turn kernel-log problems into the report's `dmesg` pseudo-case.
+pub fn dmesg_outcome(problems: &[KernelProblem], logs_found: usize) -> CaseOutcome {
+    let mut reasons: Vec<String> = problems
+        .iter()
+        .take(10)
+        .map(|p| {
+            format!(
+                "{}:{}: {}: {}",
+                p.source,
+                p.line_number,
+                p.kind,
+                p.line.trim()
+            )
+        })
+        .collect();
+    if logs_found == 0 {
+        reasons.push("no guest kernel log collected".to_owned());
+    }
+    let verdict = if reasons.is_empty() {
+        Verdict::Pass
+    } else {
+        Verdict::Fail
+    };
+    CaseOutcome {
+        name: "dmesg".to_owned(),
+        verdict,
+        duration_ms: 0,
+        reasons,
+        results: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn case(server: Option<&str>, client: Option<&str>, equal: &[&str]) -> Case {
+        Case {
+            name: "nfs3".into(),
+            server: server.map(Into::into),
+            client: client.map(Into::into),
+            timeout_secs: 60,
+            equal: equal.iter().map(|s| s.to_string()).collect(),
+            artifacts: vec![],
+        }
+    }
+
+    const CLIENT_LOG: &str = "\
++ echo RESULT case=nfs3 role=cli verdict=pass vers=3 md5_written=aa md5_read=aa
+RESULT case=nfs3 role=cli verdict=pass vers=3 bytes=1048576 md5_written=aa md5_read=aa
+RESULT case=nfs3 role=cli
+";
+
+    #[test]
+    fn result_lines_need_case_role_and_verdict() {
+        let results = parse_result_lines(CLIENT_LOG);
+        assert_eq!(results.len(), 1);
+        assert_eq!(results[0].fields["bytes"], "1048576");
+        assert_eq!(results[0].fields.get("case"), None);
+    }
+
+    #[test]
+    fn step_lines_parse_numeric_and_word_rc() {
+        let steps = parse_step_lines(
+            "STEP case=nfs3 role=cli rc=0 ms=5120\nSTEP case=rping role=cli rc=server-not-ready ms=0\njunk\n",
+        );
+        assert_eq!(steps.len(), 2);
+        assert_eq!(steps[0].ms, 5120);
+        assert_eq!(steps[1].rc, "server-not-ready");
+    }
+
+    fn steps(srv_rc: &str, cli_rc: &str) -> Vec<StepLine> {
+        parse_step_lines(&format!(
+            "STEP case=nfs3 role=srv rc={srv_rc} ms=900\nSTEP case=nfs3 role=cli rc={cli_rc} ms=4000\n"
+        ))
+    }
+
+    #[test]
+    fn passing_case_with_matching_checksums() {
+        let results = parse_result_lines(&format!(
+            "{CLIENT_LOG}RESULT case=nfs3 role=srv verdict=pass md5_server=aa\n"
+        ));
+        let outcome = evaluate_case(
+            &case(
+                Some("v.sh"),
+                Some("c.sh"),
+                &["md5_written", "md5_read", "md5_server"],
+            ),
+            &steps("0", "0"),
+            &results,
+        );
+        assert_eq!(outcome.verdict, Verdict::Pass, "{:?}", outcome.reasons);
+        assert_eq!(outcome.duration_ms, 4000);
+        assert_eq!(outcome.results.len(), 2);
+    }
+
+    #[test]
+    fn checksum_mismatch_across_roles_fails_even_if_guests_said_pass() {
+        let results = parse_result_lines(&format!(
+            "{CLIENT_LOG}RESULT case=nfs3 role=srv verdict=pass md5_server=bb\n"
+        ));
+        let outcome = evaluate_case(
+            &case(
+                Some("v.sh"),
+                Some("c.sh"),
+                &["md5_written", "md5_read", "md5_server"],
+            ),
+            &steps("0", "0"),
+            &results,
+        );
+        assert_eq!(outcome.verdict, Verdict::Fail);
+        assert!(
+            outcome.reasons[0].contains("md5_server=bb differs"),
+            "{:?}",
+            outcome.reasons
+        );
+    }
+
+    #[test]
+    fn missing_equal_key_fails() {
+        let outcome = evaluate_case(
+            &case(None, Some("c.sh"), &["md5_server"]),
+            &steps("0", "0"),
+            &parse_result_lines(CLIENT_LOG),
+        );
+        assert_eq!(outcome.verdict, Verdict::Fail);
+        assert_eq!(outcome.reasons, ["no md5_server reported"]);
+    }
+
+    #[test]
+    fn timeout_not_run_and_failure_are_distinguished() {
+        let results = parse_result_lines(CLIENT_LOG);
+        let timed_out = evaluate_case(&case(None, Some("c.sh"), &[]), &steps("0", "137"), &results);
+        assert_eq!(timed_out.verdict, Verdict::Timeout);
+        let not_run = evaluate_case(&case(None, Some("c.sh"), &[]), &[], &results);
+        assert_eq!(not_run.verdict, Verdict::NotRun);
+        let failed = evaluate_case(&case(None, Some("c.sh"), &[]), &steps("0", "1"), &results);
+        assert_eq!(failed.verdict, Verdict::Fail);
+        let no_result = evaluate_case(&case(Some("s.sh"), None, &[]), &steps("0", "0"), &results);
+        assert_eq!(no_result.verdict, Verdict::Fail);
+        assert_eq!(no_result.reasons, ["srv: no RESULT verdict=pass"]);
+    }
+
+    #[test]
+    fn a_fail_line_beats_a_pass_line() {
+        let results = parse_result_lines(&format!(
+            "{CLIENT_LOG}RESULT case=nfs3 role=cli verdict=fail step=umount rc=16\n"
+        ));
+        let outcome = evaluate_case(&case(None, Some("c.sh"), &[]), &steps("0", "0"), &results);
+        assert_eq!(outcome.verdict, Verdict::Fail);
+        assert!(outcome.reasons[0].contains("step=umount"));
+    }
+
+    fn data(name: &str) -> String {
+        let path = crate::cache::workspace_root()
+            .join("interop/tests/data")
+            .join(name);
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    }
+
+    #[test]
+    fn clean_guest_dmesg_has_no_problems() {
+        let problems = scan_kernel_log(&data("clean-linux-6.1.dmesg"), "srv.dmesg");
+        assert!(problems.is_empty(), "{problems:?}");
+        assert_eq!(dmesg_outcome(&problems, 2).verdict, Verdict::Pass);
+    }
+
+    #[test]
+    fn warn_and_hung_task_samples_are_found() {
+        let warn = scan_kernel_log(&data("warn-splat.dmesg"), "cli.dmesg");
+        let kinds: Vec<&str> = warn.iter().map(|p| p.kind).collect();
+        assert!(kinds.contains(&"WARN"), "{kinds:?}");
+        let hung = scan_kernel_log(&data("hung-task.dmesg"), "srv.dmesg");
+        assert!(hung.iter().any(|p| p.kind == "hung task"), "{hung:?}");
+        let outcome = dmesg_outcome(&hung, 2);
+        assert_eq!(outcome.verdict, Verdict::Fail);
+        assert!(outcome.reasons[0].starts_with("srv.dmesg:"));
+    }
+
+    #[test]
+    fn missing_logs_fail_the_dmesg_check() {
+        assert_eq!(dmesg_outcome(&[], 0).verdict, Verdict::Fail);
+    }
+}

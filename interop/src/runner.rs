@@ -1,0 +1,676 @@
+//! The runner: boots a server and a client guest per kernel on a private virtual wire, runs a
+//! suite's plan in them, collects results, pcaps and dmesg through a 9p share, and judges cases.
+//!
+//! Architecture Invariant: the guests' network is a qemu `dgram` netdev between two unix sockets
+//! in a private temporary directory, so no packet ever reaches a host interface; every qemu runs
+//! in its own process group (see [`crate::process`]) and is killed on every exit path.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use serde::Serialize;
+
+use crate::cache::{cache_root, sha256_file, KeyBuilder};
+use crate::images::{vm_images_dir, KernelImage};
+use crate::process::{wait_until, GroupChild, WaitOutcome};
+use crate::progress::{Phase, Progress};
+use crate::report::{Artifact, KernelRun};
+use crate::results::{
+    dmesg_outcome, evaluate_case, parse_result_lines, parse_step_lines, scan_kernel_log,
+    CaseOutcome, Verdict,
+};
+use crate::suite::{PcapCheck, Role, Suite};
+
+/// qemu acceleration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum AccelChoice {
+    /// KVM if a probe boot reaches userspace, else TCG.
+    Auto,
+    Kvm,
+    Tcg,
+}
+
+/// Settings shared by every kernel's run.
+#[derive(Debug, Clone)]
+pub struct RunSettings {
+    pub accel: AccelChoice,
+    pub memory_mib: u32,
+    pub vcpus: u32,
+    /// Extra host files for the share (`from`, `to` relative to the share).
+    pub extra_files: Vec<(PathBuf, String)>,
+    pub out_root: PathBuf,
+}
+
+const SERVER_IP: &str = "10.99.0.1/24";
+const CLIENT_IP: &str = "10.99.0.2/24";
+
+/// Does KVM boot this kernel to userspace? Probed once per kernel and host kernel, then cached.
+pub fn probe_kvm(image: &KernelImage, progress: &Progress) -> Result<bool> {
+    if fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/kvm")
+        .is_err()
+    {
+        progress.done(
+            Phase::KvmProbe,
+            &image.name,
+            "no usable /dev/kvm → tcg",
+            None,
+        );
+        return Ok(false);
+    }
+    let host_release = nix::sys::utsname::uname()
+        .map(|u| u.release().to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let key = KeyBuilder::new("kvm-probe")
+        .add("kernel", image.key.as_bytes())
+        .add("host", host_release.as_bytes())
+        .finish();
+    let dir = cache_root().join("kvm-probe");
+    fs::create_dir_all(&dir)?;
+    let verdict_file = dir.join(format!("{}-{key}", image.name));
+    if let Ok(verdict) = fs::read_to_string(&verdict_file) {
+        let works = verdict.trim() == "kvm";
+        progress.done(
+            Phase::KvmProbe,
+            &image.name,
+            &format!(
+                "cached: kvm {}",
+                if works { "works" } else { "fails → tcg" }
+            ),
+            None,
+        );
+        return Ok(works);
+    }
+    let started = Instant::now();
+    let console = dir.join(format!("{}-{key}.console", image.name));
+    let _ = fs::remove_file(&console);
+    let mut qemu = Command::new("qemu-system-x86_64");
+    qemu.args(["-accel", "kvm", "-cpu", "host", "-M", "pc", "-m", "256"])
+        .args([
+            "-nodefaults",
+            "-no-user-config",
+            "-display",
+            "none",
+            "-no-reboot",
+        ])
+        .arg("-kernel")
+        .arg(&image.vmlinuz)
+        .arg("-initrd")
+        .arg(&image.initrd)
+        .args(["-append", "console=ttyS0 panic=-1 rig.probe=1"])
+        .arg("-serial")
+        .arg(format!("file:{}", console.display()))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let mut child = GroupChild::spawn("kvm-probe", qemu)?;
+    let reached = wait_until(Duration::from_secs(20), Duration::from_millis(100), || {
+        Ok(fs::read_to_string(&console)
+            .unwrap_or_default()
+            .contains("rig-probe: userspace reached"))
+    })?;
+    child.kill_group();
+    fs::write(&verdict_file, if reached { "kvm" } else { "tcg" })?;
+    progress.done(
+        Phase::KvmProbe,
+        &image.name,
+        if reached {
+            "kvm works"
+        } else {
+            "kvm did not reach userspace in 20 s → tcg"
+        },
+        Some(started.elapsed()),
+    );
+    Ok(reached)
+}
+
+/// A running guest.
+struct Guest {
+    role: Role,
+    child: GroupChild,
+    console: PathBuf,
+}
+
+fn qemu_command(
+    image: &KernelImage,
+    rootfs: &Path,
+    settings: &RunSettings,
+    accel: &str,
+    role: Role,
+    share: &Path,
+    console: &Path,
+    netdev: &str,
+) -> Command {
+    let (ip, mac) = match role {
+        Role::Srv => (SERVER_IP, "52:54:00:99:00:01"),
+        Role::Cli => (CLIENT_IP, "52:54:00:99:00:02"),
+    };
+    let cpu = if accel == "kvm" { "host" } else { "max" };
+    let mut qemu = Command::new("qemu-system-x86_64");
+    qemu.args(["-accel", accel, "-cpu", cpu, "-M", "pc"])
+        .args([
+            "-smp",
+            &settings.vcpus.to_string(),
+            "-m",
+            &settings.memory_mib.to_string(),
+        ])
+        .args([
+            "-nodefaults",
+            "-no-user-config",
+            "-display",
+            "none",
+            "-no-reboot",
+        ])
+        .arg("-kernel")
+        .arg(&image.vmlinuz)
+        .arg("-initrd")
+        .arg(&image.initrd)
+        // snapshot=on: both guests share one read-only base; their writes go to temp overlays.
+        .arg("-drive")
+        .arg(format!(
+            "file={},format=raw,if=virtio,snapshot=on",
+            rootfs.display()
+        ))
+        .arg("-append")
+        .arg(format!(
+            "console=ttyS0 quiet panic=-1 rig.name={} rig.ip={ip}",
+            role.as_str()
+        ))
+        .arg("-serial")
+        .arg(format!("file:{}", console.display()))
+        .arg("-virtfs")
+        .arg(format!(
+            "local,path={},mount_tag=rig,security_model=none,id=rig",
+            share.display()
+        ))
+        .args(["-netdev", netdev])
+        .args(["-device", &format!("virtio-net-pci,netdev=n0,mac={mac}")])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    qemu
+}
+
+/// Copy a directory's regular files (one level) into `to`.
+fn copy_files(from: &Path, to: &Path) -> Result<()> {
+    fs::create_dir_all(to)?;
+    for entry in fs::read_dir(from).with_context(|| format!("reading {}", from.display()))? {
+        let path = entry?.path();
+        if path.is_file() {
+            fs::copy(&path, to.join(path.file_name().unwrap_or_default()))?;
+        }
+    }
+    Ok(())
+}
+
+/// Fill the share: driver, helpers, the suite's scripts, the plan, and extra files.
+fn prepare_share(share: &Path, suite: &Suite, settings: &RunSettings) -> Result<()> {
+    if share.exists() {
+        fs::remove_dir_all(share)?;
+    }
+    fs::create_dir_all(share.join("out/sync"))?;
+    let guest = vm_images_dir().join("guest");
+    for file in ["driver.sh", "lib.sh"] {
+        fs::copy(guest.join(file), share.join(file))?;
+    }
+    copy_files(
+        &vm_images_dir().join("suites").join(&suite.name),
+        &share.join(&suite.name),
+    )?;
+    fs::write(share.join("plan"), suite.plan())?;
+    let root = crate::cache::workspace_root();
+    let extras = suite
+        .extra_files
+        .iter()
+        .map(|e| (e.from.clone(), e.to.clone()))
+        .chain(settings.extra_files.iter().cloned());
+    for (from, to) in extras {
+        let from = if from.is_absolute() {
+            from
+        } else {
+            root.join(from)
+        };
+        let target = share.join(&to);
+        if let Some(parent) = target.parent() {
+            fs::create_dir_all(parent)?;
+        }
+        fs::copy(&from, &target)
+            .with_context(|| format!("extra file {} → share/{to}", from.display()))?;
+    }
+    Ok(())
+}
+
+/// The guest's `uname -r` from its console's `rig-init: PID1 ... kernel=<release>` line.
+pub fn release_from_console(console: &str) -> Option<String> {
+    console
+        .lines()
+        .find_map(|line| line.split("kernel=").nth(1))
+        .and_then(|rest| rest.split_whitespace().next())
+        .map(str::to_owned)
+}
+
+/// Boot both guests for `image`, run `suite`, and judge it. Harness failures end up in
+/// `KernelRun::error`; they never leave a qemu behind.
+pub fn run_kernel(
+    image: &KernelImage,
+    rootfs: &Path,
+    suite: &Suite,
+    settings: &RunSettings,
+    progress: &Progress,
+) -> KernelRun {
+    let started = Instant::now();
+    let accel = match settings.accel {
+        AccelChoice::Tcg => Ok("tcg"),
+        AccelChoice::Kvm => Ok("kvm"),
+        AccelChoice::Auto => probe_kvm(image, progress).map(|kvm| if kvm { "kvm" } else { "tcg" }),
+    };
+    let run_dir = settings
+        .out_root
+        .join("runs")
+        .join(&image.name)
+        .join(&suite.name);
+    let mut run = KernelRun {
+        kernel: image.name.clone(),
+        release: image.release.clone(),
+        accel: accel
+            .as_ref()
+            .map(|a| a.to_string())
+            .unwrap_or_else(|_| "none".into()),
+        suite: suite.name.clone(),
+        wall_ms: 0,
+        boot_ms: None,
+        cases: Vec::new(),
+        artifacts: Vec::new(),
+        error: None,
+    };
+    let result = accel.and_then(|accel| {
+        boot_and_wait(
+            image, rootfs, suite, settings, progress, accel, &run_dir, &mut run,
+        )
+    });
+    if let Err(err) = result {
+        run.error = Some(format!("{err:#}"));
+    }
+    if let Err(err) = judge(suite, &run_dir, &mut run) {
+        run.error
+            .get_or_insert(format!("collecting results: {err:#}"));
+    }
+    run.wall_ms = started.elapsed().as_millis() as u64;
+    progress.done(
+        Phase::Collect,
+        &image.name,
+        &format!(
+            "{} {} ({} cases)",
+            suite.name,
+            if run.passed() { "PASS" } else { "FAIL" },
+            run.cases.len()
+        ),
+        Some(started.elapsed()),
+    );
+    run
+}
+
+#[allow(clippy::too_many_arguments)]
+fn boot_and_wait(
+    image: &KernelImage,
+    rootfs: &Path,
+    suite: &Suite,
+    settings: &RunSettings,
+    progress: &Progress,
+    accel: &str,
+    run_dir: &Path,
+    run: &mut KernelRun,
+) -> Result<()> {
+    let share = run_dir.join("share");
+    prepare_share(&share, suite, settings)?;
+    // unix socket paths are limited to 108 bytes: keep them short, under /tmp.
+    let sockets =
+        std::env::temp_dir().join(format!("rig-wire-{}-{}", std::process::id(), image.name));
+    if sockets.exists() {
+        fs::remove_dir_all(&sockets)?;
+    }
+    fs::create_dir_all(&sockets)?;
+    let srv_sock = sockets.join("srv.sock");
+    let cli_sock = sockets.join("cli.sock");
+    let netdev = |local: &Path, remote: &Path| {
+        format!(
+            "dgram,id=n0,local.type=unix,local.path={},remote.type=unix,remote.path={}",
+            local.display(),
+            remote.display()
+        )
+    };
+    let boot_started = Instant::now();
+    let mut guests = Vec::new();
+    for (role, local, remote) in [
+        (Role::Srv, &srv_sock, &cli_sock),
+        (Role::Cli, &cli_sock, &srv_sock),
+    ] {
+        let console = run_dir.join(format!("{}.console", role.as_str()));
+        let _ = fs::remove_file(&console);
+        let command = qemu_command(
+            image,
+            rootfs,
+            settings,
+            accel,
+            role,
+            &share,
+            &console,
+            &netdev(local, remote),
+        );
+        let child = GroupChild::spawn(&format!("qemu {} {}", image.name, role.as_str()), command)?;
+        // The server's socket must exist before the client starts sending to it.
+        if role == Role::Srv
+            && !wait_until(Duration::from_secs(10), Duration::from_millis(20), || {
+                Ok(local.exists())
+            })?
+        {
+            bail!("server qemu did not create {} within 10 s", local.display());
+        }
+        guests.push(Guest {
+            role,
+            child,
+            console,
+        });
+    }
+    let result = supervise(
+        &mut guests,
+        suite,
+        &share,
+        progress,
+        &image.name,
+        boot_started,
+        run,
+    );
+    for guest in &mut guests {
+        guest.child.kill_group();
+    }
+    let _ = fs::remove_dir_all(&sockets);
+    for guest in &guests {
+        if let Some(release) = fs::read_to_string(&guest.console)
+            .ok()
+            .as_deref()
+            .and_then(release_from_console)
+        {
+            run.release = release;
+        }
+    }
+    result
+}
+
+/// Wait for boot, follow STEP lines as progress, and wait for both guests to power off.
+fn supervise(
+    guests: &mut [Guest],
+    suite: &Suite,
+    share: &Path,
+    progress: &Progress,
+    kernel: &str,
+    boot_started: Instant,
+    run: &mut KernelRun,
+) -> Result<()> {
+    let out = share.join("out");
+    let booted = wait_until(suite.boot_timeout(), Duration::from_millis(100), || {
+        for guest in guests.iter_mut() {
+            if let Some(status) = guest.child.try_wait()? {
+                bail!(
+                    "{} qemu exited during boot ({status}); console:\n{}",
+                    guest.role.as_str(),
+                    crate::process::tail(&guest.console, 20)
+                );
+            }
+        }
+        Ok(Role::BOTH
+            .iter()
+            .all(|r| out.join(format!("{}.driver.log", r.as_str())).exists()))
+    })?;
+    if !booted {
+        bail!(
+            "guests did not start their drivers within {}s (accel {}); server console:\n{}",
+            suite.boot_timeout_secs,
+            run.accel,
+            crate::process::tail(&guests[0].console, 20)
+        );
+    }
+    run.boot_ms = Some(boot_started.elapsed().as_millis() as u64);
+    progress.done(
+        Phase::Boot,
+        kernel,
+        &format!("both guests up ({})", run.accel),
+        Some(boot_started.elapsed()),
+    );
+    let deadline = suite.run_timeout();
+    // STEP lines already printed, per role (each guest appends to its own file).
+    let mut reported = [0usize; 2];
+    let finished = wait_until(deadline, Duration::from_millis(250), || {
+        for (index, role) in Role::BOTH.iter().enumerate() {
+            let text = fs::read_to_string(out.join(format!("steps.{}", role.as_str())))
+                .unwrap_or_default();
+            let steps = parse_step_lines(&text);
+            for step in steps.iter().skip(reported[index]) {
+                let phase = if step.case == "setup" { Phase::Setup } else { Phase::Case };
+                progress.done(
+                    phase,
+                    kernel,
+                    &format!("{} {} rc={}", step.case, step.role, step.rc),
+                    Some(Duration::from_millis(step.ms)),
+                );
+            }
+            reported[index] = reported[index].max(steps.len());
+        }
+        let mut all_exited = true;
+        for guest in guests.iter_mut() {
+            all_exited &= guest.child.try_wait()?.is_some();
+        }
+        Ok(all_exited)
+    })?;
+    if !finished {
+        for guest in guests.iter_mut() {
+            if let WaitOutcome::TimedOut = guest.child.wait_timeout(Duration::ZERO)? {
+                // killed by wait_timeout
+            }
+        }
+        bail!(
+            "suite {} did not finish within {}s; guests killed",
+            suite.name,
+            deadline.as_secs()
+        );
+    }
+    Ok(())
+}
+
+/// Judge every case and the host checks from what the guests left in `out/`.
+fn judge(suite: &Suite, run_dir: &Path, run: &mut KernelRun) -> Result<()> {
+    let out = run_dir.join("share/out");
+    let read = |name: &str| fs::read_to_string(out.join(name)).unwrap_or_default();
+    let steps: Vec<_> = Role::BOTH
+        .iter()
+        .flat_map(|r| parse_step_lines(&read(&format!("steps.{}", r.as_str()))))
+        .collect();
+    let mut results = Vec::new();
+    for case in &suite.cases {
+        for role in Role::BOTH {
+            results.extend(parse_result_lines(&read(&format!(
+                "{}.{}.log",
+                case.name,
+                role.as_str()
+            ))));
+        }
+    }
+    run.cases = suite
+        .cases
+        .iter()
+        .map(|case| evaluate_case(case, &steps, &results))
+        .collect();
+    let mut artifacts: Vec<(String, PathBuf)> = Vec::new();
+    if suite.host_checks.dmesg {
+        let mut problems = Vec::new();
+        let mut logs = 0;
+        for role in Role::BOTH {
+            for path in [
+                out.join(format!("{}.dmesg", role.as_str())),
+                run_dir.join(format!("{}.console", role.as_str())),
+            ] {
+                if let Ok(text) = fs::read_to_string(&path) {
+                    if path.extension().is_some_and(|e| e == "dmesg") {
+                        logs += 1;
+                    }
+                    let source = path
+                        .file_name()
+                        .unwrap_or_default()
+                        .to_string_lossy()
+                        .into_owned();
+                    problems.extend(scan_kernel_log(&text, &source));
+                    artifacts.push((source, path));
+                }
+            }
+        }
+        run.cases.push(dmesg_outcome(&problems, logs));
+    }
+    if let Some(check) = &suite.host_checks.pcap {
+        run.cases.push(pcap_outcome(check, &out.join(&check.file)));
+    }
+    for case in &suite.cases {
+        for artifact in &case.artifacts {
+            artifacts.push((artifact.clone(), out.join(artifact)));
+        }
+    }
+    for (name, path) in artifacts {
+        if let Ok(meta) = fs::metadata(&path) {
+            run.artifacts.push(Artifact {
+                name,
+                path: path.display().to_string(),
+                bytes: meta.len(),
+                sha256: sha256_file(&path)?,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Count frames matching the display filter with tshark.
+fn pcap_outcome(check: &PcapCheck, pcap: &Path) -> CaseOutcome {
+    let started = Instant::now();
+    let mut outcome = CaseOutcome {
+        name: "pcap".to_owned(),
+        verdict: Verdict::Pass,
+        duration_ms: 0,
+        reasons: Vec::new(),
+        results: Vec::new(),
+    };
+    let counted = Command::new("tshark")
+        .arg("-r")
+        .arg(pcap)
+        .args(["-Y", &check.display_filter])
+        .stderr(Stdio::null())
+        .output();
+    match counted {
+        Ok(output) if output.status.success() => {
+            let frames = output
+                .stdout
+                .split(|b| *b == b'\n')
+                .filter(|l| !l.is_empty())
+                .count() as u64;
+            outcome.results.push(crate::results::ResultLine {
+                case: "pcap".into(),
+                role: "host".into(),
+                verdict: if frames >= check.min_frames {
+                    "pass"
+                } else {
+                    "fail"
+                }
+                .into(),
+                fields: [
+                    ("filter".to_string(), check.display_filter.clone()),
+                    ("frames".to_string(), frames.to_string()),
+                ]
+                .into(),
+            });
+            if frames < check.min_frames {
+                outcome.verdict = Verdict::Fail;
+                outcome.reasons.push(format!(
+                    "{}: {frames} frames match {:?}, need {}",
+                    check.file, check.display_filter, check.min_frames
+                ));
+            }
+        }
+        Ok(output) => {
+            outcome.verdict = Verdict::Fail;
+            outcome.reasons.push(format!(
+                "tshark -r {} failed ({})",
+                pcap.display(),
+                output.status
+            ));
+        }
+        Err(err) => {
+            outcome.verdict = Verdict::Fail;
+            outcome.reasons.push(format!("running tshark: {err}"));
+        }
+    }
+    outcome.duration_ms = started.elapsed().as_millis() as u64;
+    outcome
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn release_comes_from_the_pid1_console_line() {
+        let console = "[    1.2] random\nrig-init: PID1 uptime=3.61 kernel=6.1.0-50-amd64\nrig-init: net up\n";
+        assert_eq!(
+            release_from_console(console).as_deref(),
+            Some("6.1.0-50-amd64")
+        );
+        assert_eq!(release_from_console("nothing here"), None);
+    }
+
+    #[test]
+    fn share_holds_driver_plan_and_suite_scripts() {
+        let dir = tempfile::tempdir().unwrap();
+        let share = dir.path().join("share");
+        let suite = Suite::load(&vm_images_dir().join("suites/smoke.toml")).unwrap();
+        let extra = dir.path().join("rig-binary");
+        fs::write(&extra, b"\x7fELF").unwrap();
+        let settings = RunSettings {
+            accel: AccelChoice::Tcg,
+            memory_mib: 256,
+            vcpus: 2,
+            extra_files: vec![(extra, "bin/rig".into())],
+            out_root: dir.path().to_owned(),
+        };
+        prepare_share(&share, &suite, &settings).unwrap();
+        assert!(share.join("driver.sh").is_file());
+        assert!(share.join("smoke/nfs-client.sh").is_file());
+        assert!(share.join("out/sync").is_dir());
+        assert_eq!(fs::read(share.join("bin/rig")).unwrap(), b"\x7fELF");
+        assert_eq!(
+            fs::read_to_string(share.join("plan")).unwrap(),
+            suite.plan()
+        );
+    }
+
+    #[test]
+    fn judging_an_empty_run_fails_every_case() {
+        let dir = tempfile::tempdir().unwrap();
+        let suite = Suite::load(&vm_images_dir().join("suites/smoke.toml")).unwrap();
+        let mut run = KernelRun {
+            kernel: "k".into(),
+            release: "r".into(),
+            accel: "tcg".into(),
+            suite: "smoke".into(),
+            wall_ms: 0,
+            boot_ms: None,
+            cases: vec![],
+            artifacts: vec![],
+            error: None,
+        };
+        judge(&suite, dir.path(), &mut run).unwrap();
+        assert_eq!(run.cases.len(), suite.cases.len() + 2);
+        assert!(run.cases.iter().all(|c| c.verdict != Verdict::Pass));
+    }
+}

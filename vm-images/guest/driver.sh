@@ -1,0 +1,39 @@
+# Guest driver: runs the host-written plan (/rig/plan, one step per line, TAB-separated:
+#   <name> <timeout-seconds> <server-script|-> <client-script|->
+# ) in order on both guests, in lock step through marker files in /rig/out/sync:
+#   server: runs its script (which may call rig_ready early), then marks <name>.srv.ready,
+#           then waits for <name>.cli.done before the next step;
+#   client: waits for <name>.srv.ready, runs its script, marks <name>.cli.done.
+# Writes STEP lines to /rig/out/steps.<role> and dmesg to /rig/out/<role>.dmesg at the end.
+. /rig/lib.sh
+ROLE=$RIG_name
+mkdir -p "$RIG_SYNC"
+rig_log "driver start"
+TAB=$(printf '\t')
+run_script() { # <name> <timeout> <script>
+  t0=$(rig_now_ms)
+  RIG_CASE=$1 timeout -s KILL "$2" sh -c ". /rig/lib.sh; . /rig/$3" \
+    > "$RIG_OUT/$1.$ROLE.log" 2>&1 < /dev/null
+  rc=$?
+  echo "STEP case=$1 role=$ROLE rc=$rc ms=$(( $(rig_now_ms) - t0 ))" >> "$RIG_OUT/steps.$ROLE"
+}
+while IFS="$TAB" read -r name tmo srv cli; do
+  [ -n "$name" ] || continue
+  export RIG_CASE=$name
+  rig_log "step $name"
+  if [ "$ROLE" = srv ]; then
+    [ "$srv" != - ] && run_script "$name" "$tmo" "$srv"
+    touch "$RIG_SYNC/$name.srv.ready"
+    rig_wait_file "$RIG_SYNC/$name.cli.done" "$tmo" || rig_log "client did not finish $name"
+  else
+    if rig_wait_file "$RIG_SYNC/$name.srv.ready" "$tmo"; then
+      [ "$cli" != - ] && run_script "$name" "$tmo" "$cli"
+    else
+      rig_log "server not ready for $name"
+      echo "STEP case=$name role=$ROLE rc=server-not-ready ms=0" >> "$RIG_OUT/steps.$ROLE"
+    fi
+    touch "$RIG_SYNC/$name.cli.done"
+  fi
+done < /rig/plan
+dmesg > "$RIG_OUT/$ROLE.dmesg" 2>&1
+rig_log "driver end"
