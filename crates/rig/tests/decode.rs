@@ -232,7 +232,7 @@ fn ineligible_read_chunk_is_reported_not_fatal() {
     assert!(violations[0]["rule"]
         .as_str()
         .unwrap()
-        .starts_with("RFC 8267 §3"));
+        .starts_with("RFC 8267 §4"));
     assert_eq!(v["svcrdma"]["linux-2026"], "err-chunk");
 }
 

@@ -3,7 +3,7 @@
 //!
 //! Replies do not carry their procedure, so the caller passes a [`CallProc`] hint (the trace
 //! crate pairs calls and replies by xid). DDP-eligible items that travelled in chunks are
-//! recognised from the chunk lists and decoded as reduced (RFC 8166 §3.4.1, RFC 8267 §3).
+//! recognised from the chunk lists and decoded as reduced (RFC 8166 §3.4.1, RFC 8267 §4).
 
 use std::fmt;
 
@@ -21,17 +21,21 @@ use crate::xdr::{pad4, Reader};
 
 /// RFC 8166 §4.1.1: the transport header's XID must be the RPC message's XID.
 pub const RULE_XID_MATCH: &str = "RFC 8166 §4.1.1 (rdma_xid MUST equal the RPC message XID)";
-/// RFC 8267 §3 with RFC 8166 §3.4.5: a Read chunk at a non-zero position carries exactly the
+/// RFC 8267 §4 with RFC 8166 §3.4.5: a Read chunk at a non-zero position carries exactly the
 /// DDP-eligible argument, at that argument's XDR position in the unreduced stream.
 pub const RULE_READ_CHUNK_POSITION: &str =
-    "RFC 8166 §3.4.5, RFC 8267 §3 (Read chunk position must be the DDP-eligible item's XDR position)";
-/// RFC 8267 §3: only DDP-eligible items may be moved; an NFSv3 call has at most one.
+    "RFC 8166 §3.4.5, RFC 8267 §4 (Read chunk position must be the DDP-eligible item's XDR position)";
+/// RFC 8267 §4: only DDP-eligible items may be moved; an NFSv3 call has at most one.
 pub const RULE_NOT_DDP_ELIGIBLE: &str =
-    "RFC 8267 §3 (only a DDP-eligible argument may be conveyed in a Read chunk)";
+    "RFC 8267 §4 (only a DDP-eligible argument may be conveyed in a Read chunk)";
 
-/// RFC 8267 §3: a Write chunk may carry only a DDP-eligible result (READ data, READLINK path).
+/// RFC 8267 §4: a Write chunk may carry only a DDP-eligible result (READ data, READLINK path).
 pub const RULE_WRITE_NOT_DDP_ELIGIBLE: &str =
-    "RFC 8267 §3 (only a DDP-eligible result may be returned in a Write chunk)";
+    "RFC 8267 §4 (only a DDP-eligible result may be returned in a Write chunk)";
+
+/// RFC 8267 §5: the NFS auxiliary protocols (MOUNT, NLM, NSM, NFSACL) have no DDP-eligible items.
+pub const RULE_AUXILIARY_NOT_DDP_ELIGIBLE: &str =
+    "RFC 8267 §5 (no MOUNT or NFSACL data item is DDP-eligible)";
 
 /// Which layer of the message a decode error belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -306,7 +310,7 @@ fn decode_call(cp: CallProc, chunks: &ChunkLists, r: &mut Reader<'_>) -> UpperRe
                 .filter(|c| c.position != 0)
                 .collect();
             let item = ddp_eligible_argument(proc_);
-            // RFC 8267 §3: only a DDP-eligible argument may be moved, and an NFSv3 call has at
+            // RFC 8267 §4: only a DDP-eligible argument may be moved, and an NFSv3 call has at
             // most one. Extra or ineligible Read chunks do not stop decoding (the inline stream
             // is still well formed); they are reported as violations.
             let mut violations: Vec<Violation> = moved
@@ -352,18 +356,16 @@ fn decode_call(cp: CallProc, chunks: &ChunkLists, r: &mut Reader<'_>) -> UpperRe
         (MOUNT_PROGRAM, MOUNT_V3) => {
             let proc_ = Mount3Proc::decode_u32(cp.proc_)?;
             let args = Mount3Call::decode(proc_, r)?;
-            (
-                Upper::Mount3Call(args),
-                summary("MOUNT", MOUNT_V3, proc_.name(), true),
-            )
+            let mut s = summary("MOUNT", MOUNT_V3, proc_.name(), true);
+            s.violations = auxiliary_chunk_violations(chunks, true);
+            (Upper::Mount3Call(args), s)
         }
         (NFSACL_PROGRAM, NFSACL_V3) => {
             let proc_ = NfsaclProc::decode_u32(cp.proc_)?;
             let args = NfsaclCall::decode(proc_, r)?;
-            (
-                Upper::NfsaclCall(args),
-                summary("NFSACL", NFSACL_V3, proc_.name(), true),
-            )
+            let mut s = summary("NFSACL", NFSACL_V3, proc_.name(), true);
+            s.violations = auxiliary_chunk_violations(chunks, true);
+            (Upper::NfsaclCall(args), s)
         }
         _ => return Ok(None),
     };
@@ -422,6 +424,7 @@ fn decode_reply(cp: CallProc, chunks: &ChunkLists, r: &mut Reader<'_>) -> UpperR
             let proc_ = Mount3Proc::decode_u32(cp.proc_)?;
             let res = Mount3Reply::decode(proc_, r)?;
             let mut s = summary("MOUNT", MOUNT_V3, proc_.name(), false);
+            s.violations = auxiliary_chunk_violations(chunks, false);
             if let Mount3Reply::Mnt(m) = &res {
                 s.status = Some(match m {
                     crate::mount3::MntRes::Ok(_) => "MNT3_OK",
@@ -434,6 +437,7 @@ fn decode_reply(cp: CallProc, chunks: &ChunkLists, r: &mut Reader<'_>) -> UpperR
             let proc_ = NfsaclProc::decode_u32(cp.proc_)?;
             let res = NfsaclReply::decode(proc_, r)?;
             let mut s = summary("NFSACL", NFSACL_V3, proc_.name(), false);
+            s.violations = auxiliary_chunk_violations(chunks, false);
             s.status = match &res {
                 NfsaclReply::Null => None,
                 NfsaclReply::Getacl(g) => Some(g.status().name()),
@@ -445,6 +449,35 @@ fn decode_reply(cp: CallProc, chunks: &ChunkLists, r: &mut Reader<'_>) -> UpperR
     };
     r.finish("reply results")?;
     Ok(Some(decoded))
+}
+
+/// RFC 8267 §5: MOUNT and NFSACL have no DDP-eligible data item, so no Read chunk (other than
+/// Position Zero) in a call and no Write chunk carrying bytes in a reply.
+fn auxiliary_chunk_violations(chunks: &ChunkLists, call: bool) -> Vec<Violation> {
+    if call {
+        chunks
+            .read_chunks()
+            .into_iter()
+            .filter(|c| c.position != 0)
+            .map(|c| Violation {
+                rule: RULE_AUXILIARY_NOT_DDP_ELIGIBLE,
+                field: "read_list.position",
+                value: c.position.into(),
+            })
+            .collect()
+    } else {
+        chunks
+            .writes
+            .iter()
+            .map(|c| total_length(c))
+            .filter(|len| *len > 0)
+            .map(|len| Violation {
+                rule: RULE_AUXILIARY_NOT_DDP_ELIGIBLE,
+                field: "write_list",
+                value: len,
+            })
+            .collect()
+    }
 }
 
 /// The length of a reply's DDP-eligible item when it was moved to a chunk.

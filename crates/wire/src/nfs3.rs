@@ -315,7 +315,7 @@ impl Nfs3Proc {
     }
 }
 
-/// RFC 8267 §3: the DDP-eligible *argument* of an NFSv3 call, if any — the opaque file data of
+/// RFC 8267 §4: the DDP-eligible *argument* of an NFSv3 call, if any — the opaque file data of
 /// WRITE and the pathname of SYMLINK. Only these may be conveyed in a (non-position-zero) Read
 /// chunk; all other NFSv3 arguments are not DDP-eligible.
 pub fn ddp_eligible_argument(proc_: Nfs3Proc) -> Option<&'static str> {
@@ -326,7 +326,7 @@ pub fn ddp_eligible_argument(proc_: Nfs3Proc) -> Option<&'static str> {
     }
 }
 
-/// RFC 8267 §3: the DDP-eligible *result* of an NFSv3 reply, if any — the opaque file data of
+/// RFC 8267 §4: the DDP-eligible *result* of an NFSv3 reply, if any — the opaque file data of
 /// READ and the pathname of READLINK. Only these may be returned through a Write chunk. READDIR
 /// and READDIRPLUS entry lists are not DDP-eligible: a large directory listing is a Long reply
 /// sent through the Reply chunk (RFC 8166 §3.5.3), not a Write chunk.
@@ -683,7 +683,7 @@ xdr_struct! { pub struct AccessArgs { object: FileHandle, access: u32 } }
 xdr_struct! { pub struct ReadlinkArgs { symlink: FileHandle } }
 xdr_struct! { pub struct ReadArgs { file: FileHandle, offset: u64, count: u32 } }
 
-/// `WRITE3args` (RFC 1813 §3.3.7); `data` is DDP-eligible (RFC 8267 §3).
+/// `WRITE3args` (RFC 1813 §3.3.7); `data` is DDP-eligible (RFC 8267 §4).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct WriteArgs {
     pub file: FileHandle,
@@ -764,7 +764,7 @@ impl Xdr for CreateHow3 {
 xdr_struct! { pub struct CreateArgs { #[serde(rename = "where")] where_: DirOpArgs3, how: CreateHow3 } }
 xdr_struct! { pub struct MkdirArgs { #[serde(rename = "where")] where_: DirOpArgs3, attributes: Sattr3 } }
 
-/// `SYMLINK3args` (RFC 1813 §3.3.10); the pathname is DDP-eligible (RFC 8267 §3).
+/// `SYMLINK3args` (RFC 1813 §3.3.10); the pathname is DDP-eligible (RFC 8267 §4).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SymlinkArgs {
     #[serde(rename = "where")]
@@ -896,7 +896,7 @@ pub type LookupRes = NfsRes<LookupResOk, AttrResult>;
 xdr_struct! { pub struct AccessResOk { obj_attributes: PostOpAttr, access: u32 } }
 pub type AccessRes = NfsRes<AccessResOk, AttrResult>;
 
-/// `READLINK3resok` (RFC 1813 §3.3.5); the pathname is DDP-eligible (RFC 8267 §3).
+/// `READLINK3resok` (RFC 1813 §3.3.5); the pathname is DDP-eligible (RFC 8267 §4).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ReadlinkResOk {
     pub symlink_attributes: PostOpAttr,
@@ -929,7 +929,7 @@ impl Xdr for ReadlinkResOk {
 }
 pub type ReadlinkRes = NfsRes<ReadlinkResOk, AttrResult>;
 
-/// `READ3resok` (RFC 1813 §3.3.6); `data` is DDP-eligible (RFC 8267 §3).
+/// `READ3resok` (RFC 1813 §3.3.6); `data` is DDP-eligible (RFC 8267 §4).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ReadResOk {
     pub file_attributes: PostOpAttr,

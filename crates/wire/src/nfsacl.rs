@@ -1,7 +1,8 @@
 //! NFSACL (program 100227, version 3): the POSIX-ACL side protocol of Linux/Solaris NFSv3.
 //!
 //! There is no RFC; the layout follows Linux `fs/nfsd/nfs3acl.c` and `fs/nfs_common/nfsacl.c`:
-//! each ACL is `u32 count` then an XDR array of `(type, id, perm)` entries.
+//! each ACL is `u32 count` then an XDR array of `(type, id, perm)` entries. RFC 8267 §5 treats
+//! the program as a de facto standard carried on the NFS connection, with no DDP-eligible item.
 
 use serde::Serialize;
 

@@ -5,7 +5,8 @@ use std::path::PathBuf;
 
 use wire::message::{
     chunk_length_matches, decode_message, decode_message_with, CallProc, Layer, Upper,
-    RULE_NOT_DDP_ELIGIBLE, RULE_READ_CHUNK_POSITION, RULE_WRITE_NOT_DDP_ELIGIBLE,
+    RULE_AUXILIARY_NOT_DDP_ELIGIBLE, RULE_NOT_DDP_ELIGIBLE, RULE_READ_CHUNK_POSITION,
+    RULE_WRITE_NOT_DDP_ELIGIBLE,
 };
 use wire::nfs3::{
     DdpData, FileHandle, Nfs3Call, Nfs3Proc, Nfs3Reply, NfsRes, ReadArgs, StableHow, WriteArgs,
@@ -406,4 +407,29 @@ fn mutated_linux_messages_never_panic() {
     }
     // Both outcomes occur: the mutations reach the decoders rather than all being rejected early.
     assert!(outcomes[0] > 1000 && outcomes[1] > 1000, "{outcomes:?}");
+}
+
+#[test]
+fn reports_chunks_on_nfsacl_which_has_no_ddp_eligible_items() {
+    let mut w = Writer::new();
+    CallHeader::new(14, 100227, 3, 1).encode(&mut w);
+    FileHandle(vec![3; 8]).encode(&mut w);
+    w.u32(0xf); // GETACL mask
+    let chunks = ChunkLists {
+        reads: vec![ReadSegment {
+            position: 52,
+            target: Segment {
+                handle: 9,
+                length: 64,
+                offset: 0,
+            },
+        }],
+        ..ChunkLists::default()
+    };
+    let msg = decode_message(&rdma_msg(14, chunks, w.as_bytes())).unwrap();
+    let nfs = msg.nfs.unwrap();
+    assert_eq!((nfs.program, nfs.proc), ("NFSACL", "GETACL"));
+    assert_eq!(nfs.violations.len(), 1);
+    assert_eq!(nfs.violations[0].rule, RULE_AUXILIARY_NOT_DDP_ELIGIBLE);
+    assert_eq!(nfs.violations[0].value, 52);
 }
