@@ -37,9 +37,10 @@ fuzz seconds="60":
 fuzz-nightly seconds="600":
     RUSTC_BOOTSTRAP=1 scripts/fuzz.sh address {{seconds}} {{fuzz_targets}}
 
-# Benchmarks: decode throughput over the real messages of the fixture pcaps.
+# Benchmarks: codec throughput over the real messages of the fixture pcaps; trace decode vs tshark.
 bench:
     cargo bench -p rpcrdma-wire --bench decode
+    cargo bench -p rpcrdma-trace --bench decode
 
 # Review and accept changed insta snapshots (installs cargo-insta if missing).
 snapshots:
