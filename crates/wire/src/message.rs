@@ -248,8 +248,9 @@ pub fn decode_message_with(
         Ok(rpc) => rpc,
         Err(error) => return Err(fail(Layer::Rpc, error, &out, None)),
     };
-    // RFC 8166 §4.1.1: "The value of the rdma_xid field MUST be the same as the xid in the RPC
-    // message" — checked so a mismatch is reported rather than silently trusted.
+    // RFC 8166 §4.1.1: the transport header's XID MUST be the same as the XID in the RPC message.
+    // A receiver MAY key on the transport XID alone (svcrdma does, so it never notices a
+    // mismatch); a decoder for interop testing reports it.
     if rpc.xid() != out.rpcrdma.xid {
         let error = DecodeError::BadValue {
             field: "rpc_msg.xid",
