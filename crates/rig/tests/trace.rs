@@ -62,7 +62,8 @@ fn show_jsonl_has_one_object_per_message_with_the_contract_fields() {
     assert_eq!(read_reply["rpc"]["type"], "reply");
     assert_eq!(read_reply["rpc"]["prog"], 100003);
     assert_eq!(read_reply["rpc"]["proc"], 6);
-    assert_eq!(read_reply["nfs"]["proc"], "NFS3 READ");
+    assert_eq!(read_reply["nfs"]["program"], "NFS3");
+    assert_eq!(read_reply["nfs"]["proc"], "READ");
     assert_eq!(read_reply["nfs"]["status"], "NFS3_OK");
     assert_eq!(read_reply["call_frame"], 73);
     // Frame 97: a WRITE call whose data the server pulled by RDMA Read (position 108).
@@ -70,7 +71,7 @@ fn show_jsonl_has_one_object_per_message_with_the_contract_fields() {
     assert_eq!(write_call["dir"], "client");
     assert_eq!(write_call["reads"][0]["position"], 108);
     assert_eq!(write_call["reads"][0]["length"], 32768);
-    assert_eq!(write_call["nfs"]["proc"], "NFS3 WRITE");
+    assert_eq!(write_call["nfs"]["proc"], "WRITE");
     assert_eq!(write_call["chunk_bytes"], 32768);
 }
 

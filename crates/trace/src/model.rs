@@ -98,7 +98,9 @@ impl Message {
             parts.push(p.trim_start_matches("RDMA_").to_ascii_lowercase());
         }
         match (&self.nfs, &self.rpc) {
-            (Some(nfs), _) => parts.push(nfs.proc_.to_ascii_lowercase().replace(' ', "-")),
+            (Some(nfs), _) => {
+                parts.push(format!("{}-{}", nfs.program, nfs.proc_).to_ascii_lowercase())
+            }
             (None, Some(rpc)) => {
                 if let (Some(prog), Some(proc_)) = (rpc.prog, rpc.proc_) {
                     parts.push(format!("prog{prog}-proc{proc_}"));
@@ -119,6 +121,7 @@ pub struct RpcSummary {
     pub xid: u32,
     pub prog: Option<u32>,
     pub vers: Option<u32>,
+    #[serde(rename = "proc")]
     pub proc_: Option<u32>,
     /// For a reply: "SUCCESS", "PROG_UNAVAIL", "AUTH_ERROR(..)", ...
     pub status: Option<String>,
@@ -127,7 +130,10 @@ pub struct RpcSummary {
 /// The upper-layer (NFS, NFSACL, MOUNT) view of a message.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct NfsSummary {
-    /// Program family and procedure, e.g. "NFS3 READ", "NFSACL GETACL", "NFS4 COMPOUND".
+    /// Program and version: "NFS3", "NFS4", "NFSACL", "MOUNT3".
+    pub program: &'static str,
+    /// Procedure name, e.g. "READ", "GETACL", "COMPOUND".
+    #[serde(rename = "proc")]
     pub proc_: String,
     /// For replies: the status name ("NFS3_OK", "NFS3ERR_NOENT").
     pub status: Option<String>,

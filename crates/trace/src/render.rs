@@ -216,7 +216,7 @@ fn message_text(m: &Message, conn: usize, style: Style, sym: &mut Symbols) -> St
     }
     match (&m.nfs, &m.rpc) {
         (Some(nfs), Some(rpc)) => {
-            let _ = write!(out, " {} {}", nfs.proc_, rpc.kind);
+            let _ = write!(out, " {} {} {}", nfs.program, nfs.proc_, rpc.kind);
             if let Some(d) = &nfs.detail {
                 let _ = write!(out, " {d}");
             }
@@ -334,7 +334,7 @@ pub fn jsonl(trace: &Trace) -> String {
         let nfs = m
             .nfs
             .as_ref()
-            .map(|n| json!({"proc": n.proc_, "status": n.status, "detail": n.detail}))
+            .map(|n| json!({"program": n.program, "proc": n.proc_, "status": n.status, "detail": n.detail}))
             .unwrap_or(Value::Null);
         let obj = json!({
             "frame": e.frame,

@@ -510,6 +510,19 @@ impl Builder<'_> {
             }
             Body::Done | Body::Error(_) => None,
         };
+        // The shared one-Send decoder (wire::message) must accept the payload as captured too:
+        // it checks the reduced-stream rules (Read chunk position = the DDP-eligible item's XDR
+        // position, RFC 8166 §3.4.5 / RFC 8267 §3) that our rebuild from chunk data does not.
+        let hint = if is_call {
+            None
+        } else {
+            self.conns[conn]
+                .calls
+                .get(&header.xid)
+                .and_then(|c| c.key)
+                .map(|k| wire::message::CallProc::new(k.prog, k.vers, k.proc_))
+        };
+        let shared = wire::message::decode_message_with(payload, hint).err();
         if let Some(stream) = result {
             match stream {
                 Ok(stream) => {
@@ -518,6 +531,9 @@ impl Builder<'_> {
                 }
                 Err(e) => m.error = Some(e),
             }
+        }
+        if let (None, Some(e)) = (&m.error, shared) {
+            m.error = Some(format!("wire::message: {e}"));
         }
         m.header = Some(header);
         m

@@ -173,8 +173,9 @@ fn proc_name(key: CallKey) -> String {
 }
 
 fn name_only(key: CallKey) -> Option<NfsSummary> {
-    family(key).map(|f| NfsSummary {
-        proc_: format!("{f} {}", proc_name(key)),
+    family(key).map(|program| NfsSummary {
+        program,
+        proc_: proc_name(key),
         status: None,
         detail: None,
     })
@@ -226,7 +227,8 @@ fn decode_call_args(
         _ => {}
     }
     Ok(Some(NfsSummary {
-        proc_: format!("{fam} {}", proc_name(key)),
+        program: fam,
+        proc_: proc_name(key),
         status: None,
         detail,
     }))
@@ -290,7 +292,8 @@ fn decode_reply_results(
         _ => {}
     }
     Ok(Some(NfsSummary {
-        proc_: format!("{fam} {}", proc_name(key)),
+        program: fam,
+        proc_: proc_name(key),
         status,
         detail,
     }))
