@@ -1,13 +1,16 @@
 //! NFSACL (program 100227, version 3): the POSIX-ACL side protocol of Linux/Solaris NFSv3.
 //!
-//! There is no RFC; the layout follows Linux `fs/nfsd/nfs3acl.c` and `fs/nfs_common/nfsacl.c`:
-//! each ACL is `u32 count` then an XDR array of `(type, id, perm)` entries. RFC 8267 §5 treats
-//! the program as a de facto standard carried on the NFS connection, with no DDP-eligible item.
+//! There is no RFC; the layout follows draft-ietf-nfsv4-nfs-acl (from Solaris `nfs_acl.x`) and
+//! Linux `fs/nfsd/nfs3acl.c`: a `secattr` is `mask`, then for the access and the default ACL an
+//! entry count and an array of `aclent { type, id, perm }`. RFC 8267 §5 treats the program as a
+//! de facto standard carried on the NFS connection, with no DDP-eligible item.
 
 use serde::Serialize;
 
 use crate::error::{DecodeError, Result};
-use crate::nfs3::{xdr_enum, xdr_struct, FileHandle, NfsRes, PostOpAttr};
+#[cfg(doc)]
+use crate::nfs3::Nfsstat3;
+use crate::nfs3::{xdr_enum, xdr_struct, FileHandle, NfsRes, PostOpAttr, Void};
 use crate::xdr::{Reader, Writer, Xdr};
 
 /// NFSACL version decoded here (the NFSv3 companion).
@@ -26,11 +29,13 @@ xdr_enum! {
         Null = 0 => "NULL",
         Getacl = 1 => "GETACL",
         Setacl = 2 => "SETACL",
+        Getxattrdir = 3 => "GETXATTRDIR",
     }
 }
 
 xdr_struct! {
-    /// One POSIX ACL entry as NFSACL encodes it.
+    /// One `aclent`: `tag` is the draft's `type` bit mask (NA_USER_OBJ ...), `perm` an
+    /// `unsigned short` carried in a 32-bit XDR word.
     pub struct AclEntry { tag: u32, id: u32, perm: u32 }
 }
 
@@ -66,8 +71,14 @@ xdr_struct! { pub struct SetaclArgs { fh: FileHandle, mask: u32, acl: Acl, defau
 xdr_struct! { pub struct GetaclResOk { attr: PostOpAttr, mask: u32, acl: Acl, default_acl: Acl } }
 xdr_struct! { pub struct AclAttr { attr: PostOpAttr } }
 
+xdr_struct! { pub struct GetxattrdirArgs { fh: FileHandle, create: bool } }
+xdr_struct! { pub struct GetxattrdirResOk { fh: FileHandle, attr: PostOpAttr } }
+
+/// Results carry `aclstat3`, whose values are a subset of `nfsstat3` (decoded as [`Nfsstat3`]
+/// so that an out-of-subset status is still shown rather than refused).
 pub type GetaclRes = NfsRes<GetaclResOk, AclAttr>;
 pub type SetaclRes = NfsRes<AclAttr, AclAttr>;
+pub type GetxattrdirRes = NfsRes<GetxattrdirResOk, Void>;
 
 /// The arguments of one NFSACL v3 call.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -76,6 +87,7 @@ pub enum NfsaclCall {
     Null,
     Getacl(GetaclArgs),
     Setacl(SetaclArgs),
+    Getxattrdir(GetxattrdirArgs),
 }
 
 impl NfsaclCall {
@@ -84,6 +96,7 @@ impl NfsaclCall {
             NfsaclProc::Null => NfsaclCall::Null,
             NfsaclProc::Getacl => NfsaclCall::Getacl(GetaclArgs::decode(r)?),
             NfsaclProc::Setacl => NfsaclCall::Setacl(SetaclArgs::decode(r)?),
+            NfsaclProc::Getxattrdir => NfsaclCall::Getxattrdir(GetxattrdirArgs::decode(r)?),
         })
     }
 
@@ -92,6 +105,7 @@ impl NfsaclCall {
             NfsaclCall::Null => {}
             NfsaclCall::Getacl(a) => a.encode(w),
             NfsaclCall::Setacl(a) => a.encode(w),
+            NfsaclCall::Getxattrdir(a) => a.encode(w),
         }
     }
 }
@@ -103,6 +117,7 @@ pub enum NfsaclReply {
     Null,
     Getacl(GetaclRes),
     Setacl(SetaclRes),
+    Getxattrdir(GetxattrdirRes),
 }
 
 impl NfsaclReply {
@@ -111,6 +126,7 @@ impl NfsaclReply {
             NfsaclProc::Null => NfsaclReply::Null,
             NfsaclProc::Getacl => NfsaclReply::Getacl(GetaclRes::decode(r)?),
             NfsaclProc::Setacl => NfsaclReply::Setacl(SetaclRes::decode(r)?),
+            NfsaclProc::Getxattrdir => NfsaclReply::Getxattrdir(GetxattrdirRes::decode(r)?),
         })
     }
 
@@ -119,6 +135,7 @@ impl NfsaclReply {
             NfsaclReply::Null => {}
             NfsaclReply::Getacl(r) => r.encode(w),
             NfsaclReply::Setacl(r) => r.encode(w),
+            NfsaclReply::Getxattrdir(r) => r.encode(w),
         }
     }
 }
