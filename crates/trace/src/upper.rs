@@ -274,6 +274,8 @@ fn decode_reply_results(
                 NfsaclReply::Null => None,
                 NfsaclReply::Getacl(res) => Some(res.status().name().to_string()),
                 NfsaclReply::Setacl(res) => Some(res.status().name().to_string()),
+                // Other (Linux-specific) procedures: named, status not summarised.
+                _ => None,
             };
             finish(&r, "nfsacl reply")?;
         }
