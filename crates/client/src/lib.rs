@@ -7,6 +7,8 @@
 //! own per-(XID, procedure) counter, replies from the requester's record.
 #![forbid(unsafe_code)]
 
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod harness;
 pub mod scenarios;
 pub mod trace;

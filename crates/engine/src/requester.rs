@@ -305,6 +305,23 @@ impl Requester {
         Ok(id)
     }
 
+    /// Post a Send carrying arbitrary bytes, valid or not (fuzzing and negative tests). It is not
+    /// a transmission: no credit is taken and no reply is expected.
+    pub fn send_raw(&mut self, payload: Vec<u8>) {
+        if !self.connected {
+            return;
+        }
+        self.trace.push(format!("cli send raw {}B", payload.len()));
+        let wr_id = self.wr();
+        self.work
+            .push_back(WorkRequest::PostSend { wr_id, payload });
+    }
+
+    /// Bytes currently registered for chunks.
+    pub fn registered_bytes(&self) -> usize {
+        self.memory.registered_bytes()
+    }
+
     fn release(&mut self, transmission: &Transmission) {
         for handle in &transmission.read_handles {
             self.memory.invalidate(*handle);

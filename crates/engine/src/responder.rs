@@ -111,6 +111,7 @@ pub struct Responder {
     connected: bool,
     recv_seq: u64,
     post_seq: u64,
+    acked: u64,
     next_wr: WrId,
     next_token: CallToken,
     receives_posted: usize,
@@ -132,6 +133,7 @@ impl Responder {
             connected: false,
             recv_seq: 0,
             post_seq: 0,
+            acked: 0,
             next_wr: 1,
             next_token: 1,
             receives_posted: 0,
@@ -162,6 +164,16 @@ impl Responder {
     /// Calls received (or being pulled) and not yet answered or dropped.
     pub fn unanswered(&self) -> usize {
         self.routes.len() + self.pulls.len()
+    }
+
+    /// Positions assigned so far (the last reply's position).
+    pub fn positions_posted(&self) -> u64 {
+        self.post_seq
+    }
+
+    /// The highest position a Send completion has published on this connection.
+    pub fn acked_position(&self) -> u64 {
+        self.acked
     }
 
     /// Receives currently posted.
@@ -577,6 +589,8 @@ impl Endpoint for Responder {
             Event::RecvCompleted { payload, .. } => self.on_receive(payload),
             Event::SendCompleted { wr_id } => {
                 if let Some(position) = self.send_positions.remove(&wr_id) {
+                    // Completions arrive in posting order, so this only ever rises.
+                    self.acked = self.acked.max(position);
                     self.trace.push(format!("srv acked pos={position}"));
                     self.outputs.push_back(ResponderOutput::Acked {
                         connection: self.connection,
