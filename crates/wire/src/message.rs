@@ -443,7 +443,6 @@ fn decode_reply(cp: CallProc, chunks: &ChunkLists, r: &mut Reader<'_>) -> UpperR
                 NfsaclReply::Null => None,
                 NfsaclReply::Getacl(g) => Some(g.status().name()),
                 NfsaclReply::Setacl(g) => Some(g.status().name()),
-                NfsaclReply::Getxattrdir(g) => Some(g.status().name()),
             };
             (Upper::NfsaclReply(res), s)
         }

@@ -3,14 +3,15 @@
 //! There is no RFC; the layout follows draft-ietf-nfsv4-nfs-acl (from Solaris `nfs_acl.x`) and
 //! Linux `fs/nfsd/nfs3acl.c`: a `secattr` is `mask`, then for the access and the default ACL an
 //! entry count and an array of `aclent { type, id, perm }`. RFC 8267 §5 treats the program as a
-//! de facto standard carried on the NFS connection, with no DDP-eligible item.
+//! de facto standard carried on the NFS connection, with no DDP-eligible item. The draft's
+//! GETXATTRDIR (procedure 3) is not implemented by Linux and not decoded here.
 
 use serde::Serialize;
 
 use crate::error::{DecodeError, Result};
 #[cfg(doc)]
 use crate::nfs3::Nfsstat3;
-use crate::nfs3::{xdr_enum, xdr_struct, FileHandle, NfsRes, PostOpAttr, Void};
+use crate::nfs3::{xdr_enum, xdr_struct, FileHandle, NfsRes, PostOpAttr};
 use crate::xdr::{Reader, Writer, Xdr};
 
 /// NFSACL version decoded here (the NFSv3 companion).
@@ -29,7 +30,6 @@ xdr_enum! {
         Null = 0 => "NULL",
         Getacl = 1 => "GETACL",
         Setacl = 2 => "SETACL",
-        Getxattrdir = 3 => "GETXATTRDIR",
     }
 }
 
@@ -71,14 +71,10 @@ xdr_struct! { pub struct SetaclArgs { fh: FileHandle, mask: u32, acl: Acl, defau
 xdr_struct! { pub struct GetaclResOk { attr: PostOpAttr, mask: u32, acl: Acl, default_acl: Acl } }
 xdr_struct! { pub struct AclAttr { attr: PostOpAttr } }
 
-xdr_struct! { pub struct GetxattrdirArgs { fh: FileHandle, create: bool } }
-xdr_struct! { pub struct GetxattrdirResOk { fh: FileHandle, attr: PostOpAttr } }
-
 /// Results carry `aclstat3`, whose values are a subset of `nfsstat3` (decoded as [`Nfsstat3`]
 /// so that an out-of-subset status is still shown rather than refused).
 pub type GetaclRes = NfsRes<GetaclResOk, AclAttr>;
 pub type SetaclRes = NfsRes<AclAttr, AclAttr>;
-pub type GetxattrdirRes = NfsRes<GetxattrdirResOk, Void>;
 
 /// The arguments of one NFSACL v3 call.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -87,7 +83,6 @@ pub enum NfsaclCall {
     Null,
     Getacl(GetaclArgs),
     Setacl(SetaclArgs),
-    Getxattrdir(GetxattrdirArgs),
 }
 
 impl NfsaclCall {
@@ -96,7 +91,6 @@ impl NfsaclCall {
             NfsaclProc::Null => NfsaclCall::Null,
             NfsaclProc::Getacl => NfsaclCall::Getacl(GetaclArgs::decode(r)?),
             NfsaclProc::Setacl => NfsaclCall::Setacl(SetaclArgs::decode(r)?),
-            NfsaclProc::Getxattrdir => NfsaclCall::Getxattrdir(GetxattrdirArgs::decode(r)?),
         })
     }
 
@@ -105,7 +99,6 @@ impl NfsaclCall {
             NfsaclCall::Null => {}
             NfsaclCall::Getacl(a) => a.encode(w),
             NfsaclCall::Setacl(a) => a.encode(w),
-            NfsaclCall::Getxattrdir(a) => a.encode(w),
         }
     }
 }
@@ -117,7 +110,6 @@ pub enum NfsaclReply {
     Null,
     Getacl(GetaclRes),
     Setacl(SetaclRes),
-    Getxattrdir(GetxattrdirRes),
 }
 
 impl NfsaclReply {
@@ -126,7 +118,6 @@ impl NfsaclReply {
             NfsaclProc::Null => NfsaclReply::Null,
             NfsaclProc::Getacl => NfsaclReply::Getacl(GetaclRes::decode(r)?),
             NfsaclProc::Setacl => NfsaclReply::Setacl(SetaclRes::decode(r)?),
-            NfsaclProc::Getxattrdir => NfsaclReply::Getxattrdir(GetxattrdirRes::decode(r)?),
         })
     }
 
@@ -135,7 +126,6 @@ impl NfsaclReply {
             NfsaclReply::Null => {}
             NfsaclReply::Getacl(r) => r.encode(w),
             NfsaclReply::Setacl(r) => r.encode(w),
-            NfsaclReply::Getxattrdir(r) => r.encode(w),
         }
     }
 }
