@@ -15,6 +15,7 @@ pub mod ib;
 pub mod icrc;
 pub mod link;
 pub mod model;
+pub mod nfs4;
 pub mod reassembly;
 pub mod render;
 pub mod session;

@@ -222,7 +222,8 @@ fn decode_call_args(
             finish(&r, "mount3 call")?;
         }
         (wire::rpc::NFS_PROGRAM, 4) if key.proc_ == 1 => {
-            detail = Some(nfs4_compound_call_ops(body)?);
+            let ops = crate::nfs4::call_ops(body).map_err(|e| format!("nfs4 call: {e}"))?;
+            detail = Some(ops.summary());
         }
         _ => {}
     }
@@ -271,10 +272,9 @@ fn decode_reply_results(
             let reply =
                 NfsaclReply::decode(proc_, &mut r).map_err(|e| format!("nfsacl reply: {e}"))?;
             status = match &reply {
-                NfsaclReply::Null => None,
                 NfsaclReply::Getacl(res) => Some(res.status().name().to_string()),
                 NfsaclReply::Setacl(res) => Some(res.status().name().to_string()),
-                // Other (Linux-specific) procedures: named, status not summarised.
+                // NULL, and any other (Linux-specific) procedure: no status summarised.
                 _ => None,
             };
             finish(&r, "nfsacl reply")?;
@@ -287,9 +287,9 @@ fn decode_reply_results(
             finish(&r, "mount3 reply")?;
         }
         (wire::rpc::NFS_PROGRAM, 4) if key.proc_ == 1 => {
-            let mut r = Reader::new(body);
-            let s = r.u32("COMPOUND4res.status").map_err(|e| e.to_string())?;
-            status = Some(nfs4_status_name(s));
+            let ops = crate::nfs4::reply_ops(body).map_err(|e| format!("nfs4 reply: {e}"))?;
+            status = ops.status.map(crate::nfs4::status_name);
+            detail = Some(ops.summary());
         }
         _ => {}
     }
@@ -336,100 +336,6 @@ fn nfs3_reply_detail(reply: &Nfs3Reply) -> Option<String> {
             Some(format!("count={} {}", ok.count, ok.committed.name()))
         }
         _ => None,
-    }
-}
-
-/// NFSv4 COMPOUND arguments (RFC 8881 §16.2): we name the operations but decode no arguments,
-/// so only the first operation is known for certain; the count comes from the array header.
-fn nfs4_compound_call_ops(body: &[u8]) -> Result<String, String> {
-    let mut r = Reader::new(body);
-    r.opaque_var(1024, "COMPOUND4args.tag")
-        .map_err(|e| e.to_string())?;
-    let minor = r
-        .u32("COMPOUND4args.minorversion")
-        .map_err(|e| e.to_string())?;
-    let count = r.u32("COMPOUND4args.argarray").map_err(|e| e.to_string())?;
-    let first = if count > 0 {
-        let op = r.u32("nfs_argop4.argop").map_err(|e| e.to_string())?;
-        nfs4_op_name(op).to_string()
-    } else {
-        "-".into()
-    };
-    Ok(format!("minor={minor} ops={count} first={first}"))
-}
-
-fn nfs4_op_name(op: u32) -> &'static str {
-    const NAMES: [&str; 59] = [
-        "",
-        "",
-        "",
-        "ACCESS",
-        "CLOSE",
-        "COMMIT",
-        "CREATE",
-        "DELEGPURGE",
-        "DELEGRETURN",
-        "GETATTR",
-        "GETFH",
-        "LINK",
-        "LOCK",
-        "LOCKT",
-        "LOCKU",
-        "LOOKUP",
-        "LOOKUPP",
-        "NVERIFY",
-        "OPEN",
-        "OPENATTR",
-        "OPEN_CONFIRM",
-        "OPEN_DOWNGRADE",
-        "PUTFH",
-        "PUTPUBFH",
-        "PUTROOTFH",
-        "READ",
-        "READDIR",
-        "READLINK",
-        "REMOVE",
-        "RENAME",
-        "RENEW",
-        "RESTOREFH",
-        "SAVEFH",
-        "SECINFO",
-        "SETATTR",
-        "SETCLIENTID",
-        "SETCLIENTID_CONFIRM",
-        "VERIFY",
-        "WRITE",
-        "RELEASE_LOCKOWNER",
-        "BACKCHANNEL_CTL",
-        "BIND_CONN_TO_SESSION",
-        "EXCHANGE_ID",
-        "CREATE_SESSION",
-        "DESTROY_SESSION",
-        "FREE_STATEID",
-        "GET_DIR_DELEGATION",
-        "GETDEVICEINFO",
-        "GETDEVICELIST",
-        "LAYOUTCOMMIT",
-        "LAYOUTGET",
-        "LAYOUTRETURN",
-        "SECINFO_NO_NAME",
-        "SEQUENCE",
-        "SET_SSV",
-        "TEST_STATEID",
-        "WANT_DELEGATION",
-        "DESTROY_CLIENTID",
-        "RECLAIM_COMPLETE",
-    ];
-    match NAMES.get(op as usize) {
-        Some(name) if !name.is_empty() => name,
-        _ => "OP_UNKNOWN",
-    }
-}
-
-fn nfs4_status_name(status: u32) -> String {
-    match status {
-        0 => "NFS4_OK".into(),
-        other => format!("NFS4ERR({other})"),
     }
 }
 
