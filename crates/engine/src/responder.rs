@@ -12,6 +12,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::ops::Range;
 
 use wire::rpcrdma::{Body, ChunkLists, ErrorBody, Header, Proc, Segment, RPCRDMA_VERSION};
+use wire::svcrdma::{classify, Outcome, Profile};
 use wire::xdr::pad4;
 use wire::Xdr;
 
@@ -107,6 +108,7 @@ struct Pull {
 #[derive(Debug)]
 pub struct Responder {
     config: ConnectionConfig,
+    profile: Profile,
     connection: u64,
     connected: bool,
     recv_seq: u64,
@@ -129,6 +131,7 @@ impl Responder {
     pub fn new(config: ConnectionConfig) -> Self {
         Responder {
             config,
+            profile: Profile::Linux2026,
             connection: 0,
             connected: false,
             recv_seq: 0,
@@ -207,6 +210,11 @@ impl Responder {
         }
     }
 
+    /// Judge incoming headers as this kernel profile's svcrdma does (default: mainline 2026).
+    pub fn set_profile(&mut self, profile: Profile) {
+        self.profile = profile;
+    }
+
     fn reject(&mut self, xid: Option<u32>, reason: &'static str, error: Option<ErrorBody>) {
         self.trace.push(format!(
             "srv reject xid={} {reason}",
@@ -248,31 +256,57 @@ impl Responder {
         }
         let xid = (payload.len() >= 4)
             .then(|| u32::from_be_bytes([payload[0], payload[1], payload[2], payload[3]]));
-        // svcrdma rule 2: fewer than the four fixed words is answered ERR_CHUNK.
-        if payload.len() < 16 {
-            self.reject(xid, "short header", Some(ErrorBody::Chunk));
-            return;
-        }
-        let vers = u32::from_be_bytes([payload[4], payload[5], payload[6], payload[7]]);
-        // RFC 8166 §4.1.2 / §5.3: a version this responder does not speak is answered ERR_VERS
-        // with the range it does (svcrdma rule 3: low = high = 1).
-        if vers != RPCRDMA_VERSION {
-            self.reject(
-                xid,
-                "version mismatch",
-                Some(ErrorBody::Vers {
+        // First the svcrdma rule model (anchors §2): what Linux would answer, and why.
+        let verdict = classify(&payload, self.profile);
+        match verdict.outcome {
+            Outcome::Accept => {}
+            Outcome::ErrVers => {
+                // RFC 8166 §4.5.1: a version this responder does not speak is answered ERR_VERS
+                // with the range it does (svcrdma: low = high = 1).
+                let vers = ErrorBody::Vers {
                     low: RPCRDMA_VERSION,
                     high: RPCRDMA_VERSION,
-                }),
-            );
-            return;
+                };
+                self.reject(xid, verdict.rule.name(), Some(vers));
+                return;
+            }
+            // RFC 8166 §4.5.2: a header the responder cannot parse is answered ERR_CHUNK.
+            Outcome::ErrChunk => {
+                self.reject(xid, verdict.rule.name(), Some(ErrorBody::Chunk));
+                return;
+            }
+            Outcome::ErrChunkThenClose => {
+                self.reject(xid, verdict.rule.name(), Some(ErrorBody::Chunk));
+                self.work.push_back(WorkRequest::Disconnect);
+                return;
+            }
+            // svcrdma rule 5: RDMA_DONE and RDMA_ERROR are dropped silently.
+            Outcome::Drop => {
+                self.reject(xid, verdict.rule.name(), None);
+                return;
+            }
+            Outcome::Disconnect => {
+                self.reject(xid, verdict.rule.name(), None);
+                self.work.push_back(WorkRequest::Disconnect);
+                return;
+            }
         }
+        // Then the strict codec: what the kernel accepts but RFC 8166 forbids is still refused,
+        // mapped to a wire outcome the way svcrdma would answer it.
         let (header, consumed) = match Header::decode_prefix(&payload) {
             Ok(h) => h,
             Err(e) => {
-                // svcrdma rule 9: any header decode failure is ERR_CHUNK; the connection stays.
-                self.trace.push(format!("srv bad header: {}", e.rule()));
-                self.reject(xid, "malformed header", Some(ErrorBody::Chunk));
+                let outcome = Outcome::from(&e);
+                self.trace.push(format!("srv strict decode: {}", e.rule()));
+                let error = match outcome {
+                    Outcome::ErrVers => Some(ErrorBody::Vers {
+                        low: RPCRDMA_VERSION,
+                        high: RPCRDMA_VERSION,
+                    }),
+                    Outcome::Drop => None,
+                    _ => Some(ErrorBody::Chunk),
+                };
+                self.reject(xid, "malformed header", error);
                 return;
             }
         };

@@ -3,7 +3,9 @@
 //! Volatile values are printed as `xid=0x…` and `h=0x…` so that a later pass can replace them
 //! with stable symbols (see `client::trace::normalise`).
 
-use wire::rpc::{program_name, ReplyBody, RpcMessage};
+use wire::mount3::Mount3Proc;
+use wire::nfs3::Nfs3Proc;
+use wire::rpc::{program_name, ReplyBody, RpcMessage, MOUNT_PROGRAM, NFS_PROGRAM};
 use wire::rpcrdma::{Body, ChunkLists, ErrorBody, Header};
 
 fn describe_chunks(chunks: &ChunkLists) -> String {
@@ -51,13 +53,20 @@ pub fn describe_header(header: &Header) -> String {
 /// `call NFS v3 proc 12` / `reply SUCCESS`, or `rpc ?` when the bytes are not an RPC header.
 pub fn describe_rpc(message: &[u8]) -> String {
     match RpcMessage::decode_prefix(message) {
-        Ok((RpcMessage::Call(call), _)) => format!(
-            "| call {} v{} proc {} ({}B)",
-            program_name(call.prog).unwrap_or("?"),
-            call.vers,
-            call.proc_,
-            message.len()
-        ),
+        Ok((RpcMessage::Call(call), _)) => {
+            let procedure = match (call.prog, call.vers) {
+                (NFS_PROGRAM, 3) => Nfs3Proc::from_u32(call.proc_).map(Nfs3Proc::name),
+                (MOUNT_PROGRAM, 3) => Mount3Proc::from_u32(call.proc_).map(Mount3Proc::name),
+                _ => None,
+            };
+            format!(
+                "| call {} v{} {} ({}B)",
+                program_name(call.prog).unwrap_or("?"),
+                call.vers,
+                procedure.map_or_else(|| format!("proc {}", call.proc_), str::to_string),
+                message.len()
+            )
+        }
         Ok((RpcMessage::Reply(reply), _)) => match reply.body {
             ReplyBody::Accepted { stat, .. } => {
                 format!("| reply {} ({}B)", stat.name(), message.len())
