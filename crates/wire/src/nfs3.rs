@@ -498,6 +498,7 @@ xdr_struct! {
 
 xdr_struct! {
     /// `nfstime3` (RFC 1813 §2.5).
+    #[derive(Copy, Hash)]
     pub struct Nfstime3 { seconds: u32, nseconds: u32 }
 }
 
@@ -571,13 +572,6 @@ impl Xdr for SetTime {
                 t.encode(w);
             }
         }
-    }
-}
-
-impl Copy for Nfstime3 {}
-impl std::hash::Hash for Nfstime3 {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        (self.seconds, self.nseconds).hash(state);
     }
 }
 
