@@ -15,7 +15,7 @@ use crate::xdr::{Reader, Writer, Xdr};
 
 /// NFS version this module implements.
 pub const NFS_V3: u32 = 3;
-/// RFC 1813 §2.4 / §2.5: `opaque data<NFS3_FHSIZE>`, NFS3_FHSIZE = 64.
+/// RFC 1813 §2.4 (sizes) and §2.6 (nfs_fh3): `opaque data<NFS3_FHSIZE>`, NFS3_FHSIZE = 64.
 pub const NFS3_FHSIZE: u32 = 64;
 /// Decoder limit for `filename3` (RFC 1813 §2.5 leaves it unbounded; Linux uses 255).
 pub const MAX_FILENAME: u32 = 1024;
@@ -244,10 +244,10 @@ fn serialize_hex<S: Serializer>(bytes: &[u8], s: S) -> std::result::Result<S::Ok
 }
 
 bounded_bytes!(
-    /// `nfs_fh3` (RFC 1813 §2.5): at most NFS3_FHSIZE = 64 bytes; serialised as hex.
+    /// `nfs_fh3` (RFC 1813 §2.6): at most NFS3_FHSIZE = 64 bytes; serialised as hex.
     FileHandle,
     NFS3_FHSIZE,
-    "RFC 1813 §2.5 (nfs_fh3 data<NFS3_FHSIZE=64>)",
+    "RFC 1813 §2.6 (nfs_fh3 data<NFS3_FHSIZE=64>)",
     serialize_hex
 );
 bounded_bytes!(
@@ -427,8 +427,8 @@ impl Serialize for DdpData {
 }
 
 xdr_enum! {
-    /// `nfsstat3` (RFC 1813 §2.6).
-    pub enum Nfsstat3 ("RFC 1813 §2.6 (nfsstat3)") {
+    /// `nfsstat3` (RFC 1813 §2.5).
+    pub enum Nfsstat3 ("RFC 1813 §2.5 (nfsstat3)") {
         Ok = 0 => "NFS3_OK",
         Perm = 1 => "NFS3ERR_PERM",
         Noent = 2 => "NFS3ERR_NOENT",
@@ -492,18 +492,18 @@ pub const ACCESS3_DELETE: u32 = 0x0010;
 pub const ACCESS3_EXECUTE: u32 = 0x0020;
 
 xdr_struct! {
-    /// `specdata3` (RFC 1813 §2.5).
+    /// `specdata3` (RFC 1813 §2.6).
     pub struct Specdata3 { specdata1: u32, specdata2: u32 }
 }
 
 xdr_struct! {
-    /// `nfstime3` (RFC 1813 §2.5).
+    /// `nfstime3` (RFC 1813 §2.6).
     #[derive(Copy, Hash)]
     pub struct Nfstime3 { seconds: u32, nseconds: u32 }
 }
 
 xdr_struct! {
-    /// `fattr3` (RFC 1813 §2.5).
+    /// `fattr3` (RFC 1813 §2.6).
     pub struct Fattr3 {
         ftype: Ftype3,
         mode: u32,
