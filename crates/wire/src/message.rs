@@ -259,19 +259,25 @@ pub fn decode_message_with(
         };
         return Err(fail(Layer::Rpc, error, &out, Some(rpc)));
     }
-    let chunks = out.rpcrdma.chunks().cloned().unwrap_or_default();
+    let no_chunks = ChunkLists::default();
+    let chunks = out.rpcrdma.chunks().unwrap_or(&no_chunks);
     let result = match &rpc {
         RpcMessage::Call(call) => decode_call(
             CallProc::new(call.prog, call.vers, call.proc_),
-            &chunks,
+            chunks,
             &mut r,
         ),
         RpcMessage::Reply(reply) if reply.is_success() => match call_proc {
-            Some(cp) => decode_reply(cp, &chunks, &mut r),
+            Some(cp) => decode_reply(cp, chunks, &mut r),
             None => Ok(None),
         },
-        // A rejected or non-SUCCESS reply carries nothing after its header.
-        RpcMessage::Reply(_) => r.finish("rpc reply").map(|()| None),
+        // A rejected or non-SUCCESS reply carries nothing after its header (RFC 5531 §9).
+        RpcMessage::Reply(_) => {
+            if let Err(error) = r.finish("rpc reply") {
+                return Err(fail(Layer::Rpc, error, &out, Some(rpc)));
+            }
+            Ok(None)
+        }
     };
     match result {
         Ok(Some((upper, summary))) => {

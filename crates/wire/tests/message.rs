@@ -433,3 +433,27 @@ fn reports_chunks_on_nfsacl_which_has_no_ddp_eligible_items() {
     assert_eq!(nfs.violations[0].rule, RULE_AUXILIARY_NOT_DDP_ELIGIBLE);
     assert_eq!(nfs.violations[0].value, 52);
 }
+
+#[test]
+fn rejects_bytes_after_a_denied_reply_at_the_rpc_layer() {
+    let mut w = Writer::new();
+    ReplyHeader {
+        xid: 15,
+        body: wire::rpc::ReplyBody::Denied(wire::rpc::RejectedReply::RpcMismatch {
+            low: 2,
+            high: 2,
+        }),
+    }
+    .encode(&mut w);
+    let clean = rdma_msg(15, ChunkLists::default(), w.as_bytes());
+    let msg = decode_message(&clean).unwrap();
+    assert!(msg.nfs.is_none());
+    assert_eq!(msg.to_bytes(), clean);
+    w.u32(0);
+    let err = decode_message(&rdma_msg(15, ChunkLists::default(), w.as_bytes())).unwrap_err();
+    assert_eq!(err.layer, Layer::Rpc);
+    assert!(matches!(
+        err.error,
+        DecodeError::TrailingBytes { count: 4, .. }
+    ));
+}
