@@ -216,32 +216,54 @@ impl Responder {
     }
 
     fn reject(&mut self, xid: Option<u32>, reason: &'static str, error: Option<ErrorBody>) {
+        self.reject_receive(self.recv_seq, xid, reason, error);
+    }
+
+    fn reject_receive(
+        &mut self,
+        recv_seq: u64,
+        xid: Option<u32>,
+        reason: &'static str,
+        error: Option<ErrorBody>,
+    ) {
         self.trace.push(format!(
             "srv reject xid={} {reason}",
             xid.map_or("?".to_string(), |x| format!("{x:#x}"))
         ));
         if let (Some(error), Some(xid)) = (error, xid) {
-            let header = Header {
-                xid,
-                vers: RPCRDMA_VERSION,
-                credits: self.config.credits,
-                body: Body::Error(error),
-            };
-            self.trace
-                .push(format!("srv send {}", describe_header(&header)));
-            let wr_id = self.wr();
-            // RDMA_ERROR carries no position: it answers no RPC (as in the series).
-            self.work.push_back(WorkRequest::PostSend {
-                wr_id,
-                payload: header.to_bytes(),
-            });
+            self.post_error(xid, error);
         }
         self.outputs.push_back(ResponderOutput::Rejected {
             connection: self.connection,
-            recv_seq: self.recv_seq,
+            recv_seq,
             xid,
             reason,
         });
+    }
+
+    /// Post RDMA_ERROR. It carries no position: it answers no RPC (as in the series).
+    fn post_error(&mut self, xid: u32, error: ErrorBody) {
+        let header = Header {
+            xid,
+            vers: RPCRDMA_VERSION,
+            credits: self.config.credits,
+            body: Body::Error(error),
+        };
+        self.trace
+            .push(format!("srv send {}", describe_header(&header)));
+        let wr_id = self.wr();
+        self.work.push_back(WorkRequest::PostSend {
+            wr_id,
+            payload: header.to_bytes(),
+        });
+    }
+
+    /// The reply to an already delivered call cannot be conveyed (svcrdma rule 10: -E2BIG →
+    /// ERR_CHUNK). The call was delivered, so this is not a rejected Receive.
+    fn reply_failed(&mut self, xid: u32, reason: &'static str) {
+        self.trace
+            .push(format!("srv reply xid={xid:#x} failed: {reason}"));
+        self.post_error(xid, ErrorBody::Chunk);
     }
 
     fn on_receive(&mut self, payload: Vec<u8>) {
@@ -330,7 +352,7 @@ impl Responder {
                 return;
             }
         };
-        if let Err(reason) = check_chunks(&chunks, proc_, inline.len()) {
+        if let Err(reason) = check_chunks(&chunks, proc_) {
             self.reject(Some(header.xid), reason, Some(ErrorBody::Chunk));
             return;
         }
@@ -406,13 +428,29 @@ impl Responder {
                 .or_default()
                 .extend(data.unwrap_or_default());
         }
+        // RFC 8166 §3.4.4: positions are offsets in the *unreduced* stream, so each one includes
+        // the (padded) lengths of the chunks before it; map them back to inline offsets.
         let mut message = Vec::new();
         let mut cursor = 0usize;
+        let mut inserted = 0usize;
         for (position, mut data) in by_position {
-            let position = position as usize;
-            message.extend_from_slice(&pull.inline[cursor..position]);
-            cursor = position;
+            let inline_at = (position as usize).checked_sub(inserted);
+            let Some(inline_at) = inline_at.filter(|&at| at >= cursor && at <= pull.inline.len())
+            else {
+                // Overlapping chunks or a position past the inline body (svcrdma's
+                // pcl_check_read_chunk_positions): ERR_CHUNK, nothing reaches the upper layer.
+                self.reject_receive(
+                    pull.recv_seq,
+                    Some(pull.xid),
+                    "read chunk position out of place",
+                    Some(ErrorBody::Chunk),
+                );
+                return;
+            };
+            message.extend_from_slice(&pull.inline[cursor..inline_at]);
+            cursor = inline_at;
             data.resize(pad4(data.len()), 0);
+            inserted += data.len();
             message.extend_from_slice(&data);
         }
         message.extend_from_slice(&pull.inline[cursor..]);
@@ -465,11 +503,7 @@ impl Responder {
             let capacity: u64 = first.iter().map(|s| u64::from(s.length)).sum();
             if !in_bounds || (range.end - range.start) as u64 > capacity {
                 // svcrdma rule 10: reply construction -E2BIG → ERR_CHUNK.
-                self.reject(
-                    Some(route.xid),
-                    "write chunk too small",
-                    Some(ErrorBody::Chunk),
-                );
+                self.reply_failed(route.xid, "write chunk too small");
                 return Ok(None);
             }
             let data: Vec<u8> = message[range.clone()].to_vec();
@@ -490,11 +524,7 @@ impl Responder {
             // (RFC 8166 §3.5.4, RDMA_NOMSG) — the chunk of *this* transmission.
             let capacity: u64 = reply_chunk.iter().map(|s| u64::from(s.length)).sum();
             if message.len() as u64 > capacity {
-                self.reject(
-                    Some(route.xid),
-                    "reply chunk too small",
-                    Some(ErrorBody::Chunk),
-                );
+                self.reply_failed(route.xid, "reply chunk too small");
                 return Ok(None);
             }
             chunks.reply = Some(self.push_into(reply_chunk, &message));
@@ -504,10 +534,9 @@ impl Responder {
             body = Body::Msg(chunks);
         } else {
             // RFC 8166 §3.3.2: the reply Send may not exceed the requester's inline threshold.
-            self.reject(
-                Some(route.xid),
+            self.reply_failed(
+                route.xid,
                 "reply exceeds inline threshold and no reply chunk",
-                Some(ErrorBody::Chunk),
             );
             return Ok(None);
         }
@@ -574,17 +603,14 @@ impl Responder {
 }
 
 /// svcrdma's chunk-list checks (anchors §2 rules 6-8) beyond what the decoder enforces.
-fn check_chunks(chunks: &ChunkLists, proc_: Proc, inline_len: usize) -> Result<(), &'static str> {
+fn check_chunks(chunks: &ChunkLists, proc_: Proc) -> Result<(), &'static str> {
     let mut total: u64 = 0;
     let mut has_position_zero = false;
     for read in &chunks.reads {
-        // RFC 8166 §3.4.5: a non-zero position is an XDR position, so 4-aligned, and lies within
-        // the inline stream it is inserted into.
+        // RFC 8166 §3.4.5: a non-zero position is an XDR position, so 4-aligned. (Whether it
+        // falls inside the inline body is checked when the chunks are spliced back.)
         if read.position % 4 != 0 {
             return Err("misaligned read position");
-        }
-        if read.position as usize > inline_len {
-            return Err("read position beyond inline body");
         }
         has_position_zero |= read.position == 0;
         total = total.saturating_add(read.target.length.into());

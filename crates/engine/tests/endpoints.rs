@@ -384,3 +384,95 @@ fn rfc8797_negotiation_limits_sends_to_the_peer_receive_size() {
     assert_eq!(agreed.inline_recv, 2048);
     assert_eq!(local.private_data().recv_size(), 4096);
 }
+
+fn pull_with_reads(
+    reads: Vec<(u32, Vec<u8>)>,
+    inline: &[u8],
+    profile: wire::svcrdma::Profile,
+) -> (Vec<ResponderOutput>, Vec<Header>) {
+    use engine::verbs::MemoryTable;
+    use wire::rpcrdma::{ChunkLists, ReadSegment, Segment};
+    let mut peer = MemoryTable::new(0x100);
+    let mut chunks = ChunkLists::default();
+    for (position, data) in reads {
+        let length = data.len() as u32;
+        let handle = peer.register(data, Access::RemoteRead);
+        chunks.reads.push(ReadSegment {
+            position,
+            target: Segment {
+                handle,
+                length,
+                offset: 0,
+            },
+        });
+    }
+    let mut payload = Header {
+        xid: 0x77,
+        vers: 1,
+        credits: 8,
+        body: Body::Msg(chunks),
+    }
+    .to_bytes();
+    payload.extend_from_slice(inline);
+    let mut resp = responder();
+    resp.set_profile(profile);
+    drain(&mut resp);
+    resp.handle_event(Event::RecvCompleted { wr_id: 0, payload });
+    let first = drain(&mut resp);
+    let mut errors = sends(&first);
+    for w in first {
+        if let WorkRequest::RdmaRead {
+            wr_id,
+            handle,
+            offset,
+            length,
+        } = w
+        {
+            let data = peer.remote_read(handle, offset, length).unwrap();
+            resp.handle_event(Event::ReadCompleted { wr_id, data });
+        }
+    }
+    errors.extend(sends(&drain(&mut resp)));
+    (outputs(&mut resp), errors)
+}
+
+#[test]
+fn read_chunks_are_spliced_at_unreduced_positions_with_padding() {
+    // Unreduced stream: AAAA | c1 (4) | BBBB | c2 (3 + 1 pad) | CCCC. Positions count the chunks
+    // before them (RFC 8166 §3.4.4): c1 at 4, c2 at 4 + 4 + 4 = 12.
+    let (outs, errors) = pull_with_reads(
+        vec![(4, b"1111".to_vec()), (12, b"222".to_vec())],
+        b"AAAABBBBCCCC",
+        wire::svcrdma::Profile::Linux2026,
+    );
+    assert!(errors.is_empty(), "{errors:?}");
+    let message = outs
+        .iter()
+        .find_map(|o| match o {
+            ResponderOutput::Call(c) => Some(c.message.clone()),
+            _ => None,
+        })
+        .expect("the call is delivered");
+    assert_eq!(message, b"AAAA1111BBBB222\0CCCC".to_vec());
+}
+
+#[test]
+fn rejects_overlapping_or_out_of_body_read_positions() {
+    // Linux 6.1 lets these through to the Read stage; our splice still refuses them, and the
+    // 2026 profile refuses them at decode time.
+    for profile in wire::svcrdma::Profile::ALL {
+        // The second chunk's position falls inside the first chunk.
+        let (outs, errors) = pull_with_reads(
+            vec![(4, b"11111111".to_vec()), (8, b"2222".to_vec())],
+            b"AAAABBBB",
+            profile,
+        );
+        assert!(!outs.iter().any(|o| matches!(o, ResponderOutput::Call(_))));
+        assert_eq!(errors.len(), 1, "{profile:?}");
+        assert_eq!(errors[0].body, Body::Error(ErrorBody::Chunk));
+        // A position beyond the inline body.
+        let (outs, errors) = pull_with_reads(vec![(64, b"1111".to_vec())], b"AAAA", profile);
+        assert!(!outs.iter().any(|o| matches!(o, ResponderOutput::Call(_))));
+        assert_eq!(errors.len(), 1, "{profile:?}");
+    }
+}
