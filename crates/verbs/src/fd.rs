@@ -1,0 +1,71 @@
+//! Waiting on a file descriptor with a deadline (poll(2)), so no verbs wait can hang forever.
+
+use std::os::fd::RawFd;
+use std::time::{Duration, Instant};
+
+use crate::error::{Result, VerbsError};
+
+/// Block until `fd` is readable or `timeout` passes. EINTR restarts with the remaining time, so the
+/// loop is bounded by the deadline.
+pub(crate) fn wait_readable(fd: RawFd, timeout: Duration, what: &'static str) -> Result<()> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let remaining = deadline.saturating_duration_since(Instant::now());
+        if remaining.is_zero() {
+            return Err(VerbsError::Timeout {
+                what,
+                after: timeout,
+            });
+        }
+        // Round up so a sub-millisecond remainder still waits instead of spinning.
+        let millis = remaining
+            .as_millis()
+            .saturating_add(1)
+            .min(i32::MAX as u128) as i32;
+        let mut pollfd = libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: `pollfd` is a valid, exclusively borrowed array of one element for the call.
+        let ready = unsafe { libc::poll(&mut pollfd, 1, millis) };
+        if ready > 0 {
+            return Ok(());
+        }
+        if ready < 0 {
+            let error = std::io::Error::last_os_error();
+            if error.kind() != std::io::ErrorKind::Interrupted {
+                return Err(VerbsError::from_errno(
+                    "poll",
+                    error.raw_os_error().unwrap_or(0),
+                ));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+    use std::os::fd::AsRawFd;
+    use std::os::unix::net::UnixStream;
+
+    #[test]
+    fn readable_fd_returns_at_once_and_idle_fd_times_out() {
+        let (mut writer, reader) = UnixStream::pair().unwrap();
+        let idle = wait_readable(reader.as_raw_fd(), Duration::from_millis(20), "test event");
+        assert_eq!(
+            idle,
+            Err(VerbsError::Timeout {
+                what: "test event",
+                after: Duration::from_millis(20)
+            })
+        );
+        writer.write_all(b"x").unwrap();
+        assert_eq!(
+            wait_readable(reader.as_raw_fd(), Duration::from_secs(5), "test event"),
+            Ok(())
+        );
+    }
+}

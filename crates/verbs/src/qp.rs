@@ -1,0 +1,189 @@
+//! Queue pair sizing from RPC-over-RDMA credits, and posting work requests to a connection's RC QP.
+//!
+//! `ibv_post_send` / `ibv_post_recv` are static inline functions in verbs.h; like the header, we call
+//! the provider's `post_send` / `post_recv` through `qp->context->ops`.
+
+use crate::cm::CmId;
+use crate::error::{Result, VerbsError};
+use crate::mem::Sge;
+use crate::sys;
+use crate::wr::{RecvWr, SendOp, SendWr};
+
+/// Most credits a connection is sized for (Linux svcrdma's default is 64, xprtrdma's 128).
+pub const MAX_CREDITS: u32 = 4096;
+/// Most RDMA Reads/Writes one RPC may need on the Send Queue (chunk segments).
+pub const MAX_RDMA_OPS_PER_RPC: u32 = 64;
+
+/// Send and Receive Queue depths.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QpCaps {
+    pub max_send_wr: u32,
+    pub max_recv_wr: u32,
+}
+
+impl QpCaps {
+    /// Depths for `credits` outstanding RPCs, each needing one Send plus up to `rdma_ops_per_rpc`
+    /// RDMA Reads/Writes.
+    ///
+    /// RFC 8166 §3.3.1: a receiver must post at least as many Receives as the credits it grants, so
+    /// the Receive Queue holds `credits`; the Send Queue holds every operation of `credits` RPCs.
+    pub fn for_credits(credits: u32, rdma_ops_per_rpc: u32) -> Result<QpCaps> {
+        if credits == 0 || credits > MAX_CREDITS {
+            return Err(VerbsError::OverLimit {
+                what: "credits (1 ..= MAX_CREDITS)",
+                value: u64::from(credits),
+                limit: u64::from(MAX_CREDITS),
+            });
+        }
+        if rdma_ops_per_rpc > MAX_RDMA_OPS_PER_RPC {
+            return Err(VerbsError::OverLimit {
+                what: "RDMA operations per RPC",
+                value: u64::from(rdma_ops_per_rpc),
+                limit: u64::from(MAX_RDMA_OPS_PER_RPC),
+            });
+        }
+        // Both factors are bounded above, so the product fits in u32 (4096 × 65).
+        Ok(QpCaps {
+            max_send_wr: credits * (1 + rdma_ops_per_rpc),
+            max_recv_wr: credits,
+        })
+    }
+
+    /// Completion queue entries for one CQ shared by both queues.
+    pub fn cq_entries(&self) -> u32 {
+        self.max_send_wr + self.max_recv_wr
+    }
+
+    pub(crate) fn init_attr(
+        &self,
+        send_cq: *mut sys::ibv_cq,
+        recv_cq: *mut sys::ibv_cq,
+    ) -> sys::ibv_qp_init_attr {
+        sys::ibv_qp_init_attr {
+            send_cq,
+            recv_cq,
+            cap: sys::ibv_qp_cap {
+                max_send_wr: self.max_send_wr,
+                max_recv_wr: self.max_recv_wr,
+                max_send_sge: 1,
+                max_recv_sge: 1,
+                max_inline_data: 0,
+            },
+            qp_type: sys::IBV_QPT_RC,
+            // Only requests posted with `signaled` produce completions.
+            sq_sig_all: 0,
+            ..Default::default()
+        }
+    }
+}
+
+impl CmId {
+    /// Post one Send Queue work request on this connection's QP. The MR behind `sge` is retained
+    /// until the QP is destroyed, so the HCA never touches freed memory.
+    pub fn post_send(&self, wr_id: u64, op: SendOp, sge: &Sge, signaled: bool) -> Result<()> {
+        let qp = self.qp_ptr()?;
+        let wr = SendWr {
+            wr_id,
+            op,
+            local: sge.local,
+            signaled,
+        };
+        let mut raw_sge = sys::ibv_sge::default();
+        let mut raw = wr.to_raw(&mut raw_sge);
+        let mut bad: *mut sys::ibv_send_wr = std::ptr::null_mut();
+        // SAFETY: live QP (owned by `self`); its context is the live device context.
+        let post_send = unsafe { (*(*qp).context).ops.post_send }
+            .ok_or(VerbsError::InvalidState("provider has no post_send"))?;
+        self.retain(&sge.mr);
+        // SAFETY: ibv_post_send's body. `raw` and `raw_sge` live on this frame until the call
+        // returns (the provider copies them into the Send Queue); the MR is retained above.
+        let rc = unsafe { post_send(qp, &mut raw, &mut bad) };
+        if rc != 0 {
+            return Err(VerbsError::from_errno(op_verb(op), rc));
+        }
+        Ok(())
+    }
+
+    /// Post one Receive on this connection's QP (same retention rule as [`CmId::post_send`]).
+    pub fn post_recv(&self, wr_id: u64, sge: &Sge) -> Result<()> {
+        let qp = self.qp_ptr()?;
+        let wr = RecvWr {
+            wr_id,
+            local: sge.local,
+        };
+        let mut raw_sge = sys::ibv_sge::default();
+        let mut raw = wr.to_raw(&mut raw_sge);
+        let mut bad: *mut sys::ibv_recv_wr = std::ptr::null_mut();
+        // SAFETY: live QP; its context is the live device context.
+        let post_recv = unsafe { (*(*qp).context).ops.post_recv }
+            .ok_or(VerbsError::InvalidState("provider has no post_recv"))?;
+        self.retain(&sge.mr);
+        // SAFETY: ibv_post_recv's body; request and SGE outlive the call, the MR is retained.
+        let rc = unsafe { post_recv(qp, &mut raw, &mut bad) };
+        if rc != 0 {
+            return Err(VerbsError::from_errno("ibv_post_recv", rc));
+        }
+        Ok(())
+    }
+}
+
+/// The verb named in a post error, so "RDMA Read failed" is distinguishable from "Send failed".
+fn op_verb(op: SendOp) -> &'static str {
+    match op {
+        SendOp::Send => "ibv_post_send(IBV_WR_SEND)",
+        SendOp::SendWithInvalidate { .. } => "ibv_post_send(IBV_WR_SEND_WITH_INV)",
+        SendOp::RdmaWrite { .. } => "ibv_post_send(IBV_WR_RDMA_WRITE)",
+        SendOp::RdmaRead { .. } => "ibv_post_send(IBV_WR_RDMA_READ)",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn caps_scale_with_credits_and_rdma_ops() {
+        let caps = QpCaps::for_credits(32, 2).unwrap();
+        assert_eq!(
+            caps,
+            QpCaps {
+                max_send_wr: 96,
+                max_recv_wr: 32
+            }
+        );
+        assert_eq!(caps.cq_entries(), 128);
+        let largest = QpCaps::for_credits(MAX_CREDITS, MAX_RDMA_OPS_PER_RPC).unwrap();
+        assert_eq!(largest.max_send_wr, 4096 * 65);
+    }
+
+    #[test]
+    fn caps_reject_zero_and_excessive_credits() {
+        assert!(QpCaps::for_credits(0, 1).is_err());
+        assert!(QpCaps::for_credits(MAX_CREDITS + 1, 1).is_err());
+        assert!(QpCaps::for_credits(8, MAX_RDMA_OPS_PER_RPC + 1).is_err());
+    }
+
+    #[test]
+    fn init_attr_is_an_rc_qp_with_one_sge_and_selective_signaling() {
+        let caps = QpCaps::for_credits(4, 1).unwrap();
+        let attr = caps.init_attr(std::ptr::null_mut(), std::ptr::null_mut());
+        assert_eq!(attr.qp_type, sys::IBV_QPT_RC);
+        assert_eq!(attr.sq_sig_all, 0);
+        assert_eq!((attr.cap.max_send_wr, attr.cap.max_recv_wr), (8, 4));
+        assert_eq!((attr.cap.max_send_sge, attr.cap.max_recv_sge), (1, 1));
+        assert!(attr.srq.is_null());
+    }
+
+    #[test]
+    fn post_errors_name_the_operation() {
+        let error = VerbsError::from_errno(
+            op_verb(SendOp::RdmaRead {
+                remote: crate::wr::RemoteRegion { addr: 0, rkey: 0 },
+            }),
+            libc::ENOMEM,
+        );
+        assert!(error
+            .to_string()
+            .starts_with("ibv_post_send(IBV_WR_RDMA_READ): Cannot allocate memory"));
+    }
+}
