@@ -124,6 +124,9 @@ struct Builder<'d> {
     /// (sender address, sender's local communication ID) → connection, for CM events.
     comm_ids: HashMap<(IpAddr, u32), usize>,
     index: DataIndex,
+    /// Connection and role of each delivery, fixed in pass 1 when the flow was current: QP
+    /// numbers are reused by later connections, so a flow's final mapping is not enough.
+    assigned: Vec<(Option<usize>, Option<Role>)>,
     events: Vec<Event>,
 }
 
@@ -136,28 +139,38 @@ pub fn build(deliveries: &[Delivery]) -> Trace {
         cm_requests: HashMap::new(),
         comm_ids: HashMap::new(),
         index: DataIndex::default(),
+        assigned: Vec::with_capacity(deliveries.len()),
         events: Vec::new(),
     };
     // Pass 1: connections (CM first, then traffic) and the data index.
     for (i, d) in deliveries.iter().enumerate() {
-        match d {
+        let assigned = match d {
             Delivery::Cm {
                 src, dst, message, ..
-            } => b.cm(*src, *dst, message),
+            } => {
+                b.cm(*src, *dst, message);
+                (None, None)
+            }
             Delivery::Send { flow, payload, .. } => {
-                b.connection_for(*flow, guess_send_role(payload));
+                let (conn, role) = b.connection_for(*flow, guess_send_role(payload));
+                (Some(conn), role)
             }
             Delivery::Write { flow, reth, .. } | Delivery::Read { flow, reth, .. } => {
                 // Only the server moves data in RPC-over-RDMA (RFC 8166 §3.4.1).
-                let (conn, _) = b.connection_for(*flow, Some(Role::Server));
+                let (conn, role) = b.connection_for(*flow, Some(Role::Server));
                 b.index
                     .by_handle
                     .entry((conn, reth.rkey))
                     .or_default()
                     .push(i);
+                (Some(conn), role)
             }
-            Delivery::Event { .. } => {}
-        }
+            Delivery::Event { flow, .. } => match flow.and_then(|f| b.flow_conn.get(&f)) {
+                Some((c, r)) => (Some(*c), Some(*r)),
+                None => (None, None),
+            },
+        };
+        b.assigned.push(assigned);
     }
     // Pass 2: events.
     for (i, d) in deliveries.iter().enumerate() {
@@ -354,21 +367,12 @@ impl Builder<'_> {
                     },
                 );
             }
-            Delivery::Event { at, flow, event } => {
-                let (conn, dir) = match flow.and_then(|f| self.flow_conn.get(&f)) {
-                    Some((c, r)) => (Some(*c), Some(*r)),
-                    None => (None, None),
-                };
+            Delivery::Event { at, event, .. } => {
+                let (conn, dir) = self.assigned[index];
                 self.push(*at, conn, dir, EventBody::Transport(event.clone()));
             }
-            Delivery::Write {
-                at,
-                flow,
-                reth,
-                data,
-                ..
-            } => {
-                let (conn, dir) = self.lookup(*flow);
+            Delivery::Write { at, reth, data, .. } => {
+                let (conn, dir) = self.assigned[index];
                 self.push(
                     *at,
                     conn,
@@ -380,13 +384,8 @@ impl Builder<'_> {
                     },
                 );
             }
-            Delivery::Read {
-                at,
-                flow,
-                reth,
-                data,
-            } => {
-                let (conn, dir) = self.lookup(*flow);
+            Delivery::Read { at, reth, data, .. } => {
+                let (conn, dir) = self.assigned[index];
                 self.push(
                     *at,
                     conn,
@@ -398,10 +397,8 @@ impl Builder<'_> {
                     },
                 );
             }
-            Delivery::Send {
-                at, flow, payload, ..
-            } => {
-                let (conn, dir) = self.lookup(*flow);
+            Delivery::Send { at, payload, .. } => {
+                let (conn, dir) = self.assigned[index];
                 let Some(conn) = conn else {
                     return;
                 };
@@ -423,13 +420,6 @@ impl Builder<'_> {
                 let message = self.message(index, *at, conn, dir, payload);
                 self.push(*at, Some(conn), dir, EventBody::Message(Box::new(message)));
             }
-        }
-    }
-
-    fn lookup(&self, flow: FlowKey) -> (Option<usize>, Option<Role>) {
-        match self.flow_conn.get(&flow) {
-            Some((c, r)) => (Some(*c), Some(*r)),
-            None => (None, None),
         }
     }
 
@@ -741,18 +731,20 @@ impl Builder<'_> {
         let mut out = Vec::with_capacity(total as usize);
         for seg in segments {
             let mut buf = vec![0u8; seg.length as usize];
-            let mut covered = vec![false; seg.length as usize];
+            // Byte ranges of the segment filled so far (merged when checking coverage).
+            let mut filled: Vec<(usize, usize)> = Vec::new();
             let candidates = self
                 .index
                 .by_handle
                 .get(&(conn, seg.handle))
                 .map(Vec::as_slice)
                 .unwrap_or(&[]);
-            let ordered: Vec<usize> = match look {
-                Look::After => candidates.iter().copied().filter(|&i| i > index).collect(),
-                // Latest writes win: apply in capture order, newer overwrite older.
-                Look::Before => candidates.iter().copied().filter(|&i| i < index).collect(),
-            };
+            // READs after a Call pull its Read chunks; WRITEs before a Reply fill its Write and
+            // Reply chunks (applied in capture order, so newer writes overwrite older ones).
+            let ordered = candidates.iter().copied().filter(|&i| match look {
+                Look::After => i > index,
+                Look::Before => i < index,
+            });
             for i in ordered {
                 let (reth, data) = match (&self.deliveries[i], look) {
                     (Delivery::Read { reth, data, .. }, Look::After) => (reth, data),
@@ -771,13 +763,13 @@ impl Builder<'_> {
                 let dst = (start - seg.offset) as usize..(end - seg.offset) as usize;
                 let src = (start - reth.va) as usize..(end - reth.va) as usize;
                 buf[dst.clone()].copy_from_slice(&data[src]);
-                covered[dst].iter_mut().for_each(|c| *c = true);
-                if matches!(look, Look::After) && covered.iter().all(|c| *c) {
+                filled.push((dst.start, dst.end));
+                if matches!(look, Look::After) && covered(&mut filled) == buf.len() {
                     break;
                 }
             }
-            let have = covered.iter().filter(|c| **c).count();
-            if have != covered.len() {
+            let have = covered(&mut filled);
+            if have != buf.len() {
                 return Err(format!(
                     "chunk segment handle {:#x} offset {:#x}: {have} of {} bytes captured",
                     seg.handle, seg.offset, seg.length
@@ -787,6 +779,20 @@ impl Builder<'_> {
         }
         Ok(out)
     }
+}
+
+/// Bytes covered by a set of ranges (sorted and merged in place).
+fn covered(ranges: &mut Vec<(usize, usize)>) -> usize {
+    ranges.sort_unstable();
+    let mut merged: Vec<(usize, usize)> = Vec::with_capacity(ranges.len());
+    for &(start, end) in ranges.iter() {
+        match merged.last_mut() {
+            Some(last) if start <= last.1 => last.1 = last.1.max(end),
+            _ => merged.push((start, end)),
+        }
+    }
+    *ranges = merged;
+    ranges.iter().map(|(s, e)| e - s).sum()
 }
 
 #[derive(Debug, Clone, Copy)]

@@ -158,3 +158,39 @@ fn pcapng_gives_the_same_trace_as_pcap() {
     );
     assert_eq!(trace::render::jsonl(&b), trace::render::jsonl(&a));
 }
+
+#[test]
+fn without_the_cm_exchange_connections_and_roles_come_from_traffic() {
+    let bytes = fixture();
+    let all = frames(&bytes);
+    // Drop the CM MADs (UD sends to QP1): what a capture started after connect would hold.
+    let without_cm: Vec<_> = all
+        .iter()
+        .filter(|(_, d)| {
+            let p = trace::link::roce_packet(trace::capture::LinkType::Ethernet, d).unwrap();
+            trace::ib::decode(p.transport).unwrap().dest_qp != 1
+        })
+        .cloned()
+        .collect();
+    assert_eq!(all.len() - without_cm.len(), 8, "8 CM MADs in the capture");
+    let options = trace::Options::default();
+    let with = trace::trace_capture(&bytes, &options).unwrap();
+    let without = trace::trace_capture(&write_pcap(&without_cm), &options).unwrap();
+    assert!(with.connections.iter().all(|c| c.from_cm));
+    assert!(without.connections.iter().all(|c| !c.from_cm));
+    for (a, b) in with.connections.iter().zip(&without.connections) {
+        assert_eq!(
+            (a.client, a.server, a.client_qp, a.server_qp, a.rpcrdma),
+            (b.client, b.server, b.client_qp, b.server_qp, b.rpcrdma)
+        );
+    }
+    let expected: String = trace::render::text(&with, trace::render::Style::Normalised)
+        .lines()
+        .filter(|l| !l.contains(" CM_"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_eq!(
+        trace::render::text(&without, trace::render::Style::Normalised),
+        expected
+    );
+}
