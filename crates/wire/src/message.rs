@@ -348,13 +348,14 @@ fn decode_call(cp: CallProc, chunks: &ChunkLists, r: &mut Reader<'_>) -> UpperRe
                         value: chunk.position.into(),
                     });
                 }
+                let moved_length = args.ddp_data().map_or(0, DdpData::len);
                 s.ddp = Some(DdpSummary {
                     item,
-                    length: moved_len(&args),
+                    length: moved_length,
                     chunk: "read",
                     position: Some(chunk.position),
                     chunk_length: chunk.length(),
-                    chunk_length_matches: chunk_length_matches(moved_len(&args), chunk.length()),
+                    chunk_length_matches: chunk_length_matches(moved_length, chunk.length()),
                 });
             }
             s.violations = violations;
@@ -381,14 +382,6 @@ fn decode_call(cp: CallProc, chunks: &ChunkLists, r: &mut Reader<'_>) -> UpperRe
     Ok(Some(decoded))
 }
 
-fn moved_len(args: &Nfs3Call) -> u32 {
-    match args {
-        Nfs3Call::Write(w) => w.data.len(),
-        Nfs3Call::Symlink(s) => s.symlink_data.len(),
-        _ => 0,
-    }
-}
-
 /// Decode reply results; `r` is positioned just after a SUCCESS reply header.
 fn decode_reply(cp: CallProc, chunks: &ChunkLists, r: &mut Reader<'_>) -> UpperResult {
     let decoded = match (cp.prog, cp.vers) {
@@ -413,9 +406,11 @@ fn decode_reply(cp: CallProc, chunks: &ChunkLists, r: &mut Reader<'_>) -> UpperR
                 });
             }
             s.status = Some(res.status().name());
-            if let (Some(item), Some(chunk_length), Some(length)) =
-                (item, first_write, moved_result_len(&res))
-            {
+            if let (Some(item), Some(chunk_length), Some(length)) = (
+                item,
+                first_write,
+                res.ddp_data().filter(|d| d.is_moved()).map(DdpData::len),
+            ) {
                 s.ddp = Some(DdpSummary {
                     item,
                     length,
@@ -485,16 +480,6 @@ fn auxiliary_chunk_violations(chunks: &ChunkLists, call: bool) -> Vec<Violation>
             })
             .collect()
     }
-}
-
-/// The length of a reply's DDP-eligible item when it was moved to a chunk.
-fn moved_result_len(res: &Nfs3Reply) -> Option<u32> {
-    let data: &DdpData = match res {
-        Nfs3Reply::Read(crate::nfs3::NfsRes::Ok(ok)) => &ok.data,
-        Nfs3Reply::Readlink(crate::nfs3::NfsRes::Ok(ok)) => &ok.data,
-        _ => return None,
-    };
-    data.is_moved().then(|| data.len())
 }
 
 /// Whether `chunk_length` is a plausible length for a moved item of `length` bytes: exactly

@@ -1177,6 +1177,16 @@ impl Nfs3Call {
         })
     }
 
+    /// The DDP-eligible argument (WRITE data, SYMLINK path), if the procedure has one
+    /// (RFC 8267 §4): what a Requester may move to a Read chunk, or what a Responder finds there.
+    pub fn ddp_data(&self) -> Option<&DdpData> {
+        match self {
+            Nfs3Call::Write(a) => Some(&a.data),
+            Nfs3Call::Symlink(a) => Some(&a.symlink_data),
+            _ => None,
+        }
+    }
+
     /// The procedure these arguments belong to.
     pub fn proc_(&self) -> Nfs3Proc {
         match self {
@@ -1335,6 +1345,16 @@ impl Nfs3Reply {
             Nfs3Reply::Fsinfo(r) => r.status(),
             Nfs3Reply::Pathconf(r) => r.status(),
             Nfs3Reply::Commit(r) => r.status(),
+        }
+    }
+
+    /// The DDP-eligible result (READ data, READLINK path) of a successful reply, if the
+    /// procedure has one (RFC 8267 §4): what a Responder may return through a Write chunk.
+    pub fn ddp_data(&self) -> Option<&DdpData> {
+        match self {
+            Nfs3Reply::Read(NfsRes::Ok(ok)) => Some(&ok.data),
+            Nfs3Reply::Readlink(NfsRes::Ok(ok)) => Some(&ok.data),
+            _ => None,
         }
     }
 

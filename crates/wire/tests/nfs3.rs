@@ -474,6 +474,22 @@ fn ddp_eligibility_follows_rfc_8267() {
         .copied()
         .collect();
     assert_eq!(results, [Nfs3Proc::Readlink, Nfs3Proc::Read]);
+    // ddp_data() exposes exactly the eligible items of the typed values.
+    for call in all_calls() {
+        assert_eq!(
+            call.ddp_data().is_some(),
+            ddp_eligible_argument(call.proc_()).is_some(),
+            "{call:?}"
+        );
+    }
+    for reply in all_replies() {
+        let ok = reply.status() == Nfsstat3::Ok;
+        assert_eq!(
+            reply.ddp_data().is_some(),
+            ok && ddp_eligible_result(reply.proc_()).is_some(),
+            "{reply:?}"
+        );
+    }
 }
 
 #[test]
