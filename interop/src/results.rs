@@ -302,6 +302,7 @@ mod tests {
             timeout_secs: 60,
             equal: equal.iter().map(|s| s.to_string()).collect(),
             artifacts: vec![],
+            concurrent: false,
         }
     }
 

@@ -137,16 +137,23 @@ struct Guest {
     console: PathBuf,
 }
 
-fn qemu_command(
-    image: &KernelImage,
-    rootfs: &Path,
-    settings: &RunSettings,
-    accel: &str,
-    role: Role,
-    share: &Path,
-    console: &Path,
-    netdev: &str,
-) -> Command {
+/// What both guests of one run share.
+struct Launch<'a> {
+    image: &'a KernelImage,
+    rootfs: &'a Path,
+    settings: &'a RunSettings,
+    accel: &'a str,
+    share: &'a Path,
+}
+
+fn qemu_command(launch: &Launch<'_>, role: Role, console: &Path, netdev: &str) -> Command {
+    let Launch {
+        image,
+        rootfs,
+        settings,
+        accel,
+        share,
+    } = *launch;
     let (ip, mac) = match role {
         Role::Srv => (SERVER_IP, "52:54:00:99:00:01"),
         Role::Cli => (CLIENT_IP, "52:54:00:99:00:02"),
@@ -353,16 +360,14 @@ fn boot_and_wait(
     ] {
         let console = run_dir.join(format!("{}.console", role.as_str()));
         let _ = fs::remove_file(&console);
-        let command = qemu_command(
+        let launch = Launch {
             image,
             rootfs,
             settings,
             accel,
-            role,
-            &share,
-            &console,
-            &netdev(local, remote),
-        );
+            share: &share,
+        };
+        let command = qemu_command(&launch, role, &console, &netdev(local, remote));
         let child = GroupChild::spawn(&format!("qemu {} {}", image.name, role.as_str()), command)?;
         // The server's socket must exist before the client starts sending to it.
         if role == Role::Srv
@@ -452,7 +457,11 @@ fn supervise(
                 .unwrap_or_default();
             let steps = parse_step_lines(&text);
             for step in steps.iter().skip(reported[index]) {
-                let phase = if step.case == "setup" { Phase::Setup } else { Phase::Case };
+                let phase = if step.case == "setup" {
+                    Phase::Setup
+                } else {
+                    Phase::Case
+                };
                 progress.done(
                     phase,
                     kernel,

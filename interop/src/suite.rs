@@ -73,6 +73,9 @@ pub struct Case {
     /// Files in `out/` this case produces, listed in the report.
     #[serde(default)]
     pub artifacts: Vec<String>,
+    /// The client starts without waiting for the server's ready marker (independent setup).
+    #[serde(default)]
+    pub concurrent: bool,
 }
 
 impl Case {
@@ -180,7 +183,7 @@ impl Suite {
     }
 
     /// The plan the guest driver reads: one TAB-separated line per case,
-    /// `name timeout <suite>/<server-script>|- <suite>/<client-script>|-`.
+    /// `name timeout <suite>/<server-script>|- <suite>/<client-script>|- sync|concurrent`.
     pub fn plan(&self) -> String {
         let script = |s: Option<&str>| {
             s.map(|s| format!("{}/{s}", self.name))
@@ -190,11 +193,12 @@ impl Suite {
             .iter()
             .map(|case| {
                 format!(
-                    "{}\t{}\t{}\t{}\n",
+                    "{}\t{}\t{}\t{}\t{}\n",
                     case.name,
                     case.timeout_secs,
                     script(case.server.as_deref()),
-                    script(case.client.as_deref())
+                    script(case.client.as_deref()),
+                    if case.concurrent { "concurrent" } else { "sync" }
                 )
             })
             .collect()
@@ -226,6 +230,7 @@ name = "setup"
 server = "setup-server.sh"
 client = "setup-client.sh"
 timeout_secs = 30
+concurrent = true
 [[case]]
 name = "nfs3"
 client = "nfs3.sh"
@@ -249,7 +254,7 @@ equal = ["md5_written", "md5_read"]
         let suite = Suite::parse(SAMPLE).unwrap();
         assert_eq!(
             suite.plan(),
-            "setup\t30\tmini/setup-server.sh\tmini/setup-client.sh\nnfs3\t100\t-\tmini/nfs3.sh\n"
+            "setup\t30\tmini/setup-server.sh\tmini/setup-client.sh\tconcurrent\nnfs3\t100\t-\tmini/nfs3.sh\tsync\n"
         );
     }
 

@@ -1,9 +1,10 @@
 # Guest driver: runs the host-written plan (/rig/plan, one step per line, TAB-separated:
-#   <name> <timeout-seconds> <server-script|-> <client-script|->
+#   <name> <timeout-seconds> <server-script|-> <client-script|-> <sync|concurrent>
 # ) in order on both guests, in lock step through marker files in /rig/out/sync:
 #   server: runs its script (which may call rig_ready early), then marks <name>.srv.ready,
 #           then waits for <name>.cli.done before the next step;
-#   client: waits for <name>.srv.ready, runs its script, marks <name>.cli.done.
+#   client: waits for <name>.srv.ready (unless the step is concurrent), runs its script, marks
+#           <name>.cli.done.
 # Writes STEP lines to /rig/out/steps.<role> and dmesg to /rig/out/<role>.dmesg at the end.
 . /rig/lib.sh
 ROLE=$RIG_name
@@ -17,7 +18,7 @@ run_script() { # <name> <timeout> <script>
   rc=$?
   echo "STEP case=$1 role=$ROLE rc=$rc ms=$(( $(rig_now_ms) - t0 ))" >> "$RIG_OUT/steps.$ROLE"
 }
-while IFS="$TAB" read -r name tmo srv cli; do
+while IFS="$TAB" read -r name tmo srv cli mode; do
   [ -n "$name" ] || continue
   export RIG_CASE=$name
   rig_log "step $name"
@@ -26,7 +27,7 @@ while IFS="$TAB" read -r name tmo srv cli; do
     touch "$RIG_SYNC/$name.srv.ready"
     rig_wait_file "$RIG_SYNC/$name.cli.done" "$tmo" || rig_log "client did not finish $name"
   else
-    if rig_wait_file "$RIG_SYNC/$name.srv.ready" "$tmo"; then
+    if [ "$mode" = concurrent ] || rig_wait_file "$RIG_SYNC/$name.srv.ready" "$tmo"; then
       [ "$cli" != - ] && run_script "$name" "$tmo" "$cli"
     else
       rig_log "server not ready for $name"
