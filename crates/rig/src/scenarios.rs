@@ -38,6 +38,9 @@ pub struct Args {
     /// Also print each run's normalised trace (table format only).
     #[arg(long)]
     traces: bool,
+    /// List the scenarios and what each proves, then exit.
+    #[arg(long)]
+    list: bool,
 }
 
 pub fn run(args: Args) -> Result<u8> {
@@ -45,6 +48,15 @@ pub fn run(args: Args) -> Result<u8> {
         bail!(
             "--transport rdma is not implemented yet (needs the verbs driver); use --transport sim"
         );
+    }
+    if args.list {
+        for scenario in client::scenarios::catalogue() {
+            println!(
+                "{:<24} {:<7} {}",
+                scenario.name, scenario.procedure, scenario.proves
+            );
+        }
+        return Ok(0);
     }
     let runs = client::run_matrix(args.policy.as_deref(), args.scenario.as_deref(), args.seed)?;
     match args.format {

@@ -60,6 +60,15 @@ struct Parsed {
     procedure: String,
 }
 
+/// Why a call never reaches a procedure.
+#[derive(Debug)]
+enum ParseError {
+    /// The bytes are not an RPC call header.
+    NotACall,
+    /// An RPC call the server answers with an error accept status (RFC 5531 §9).
+    Refused(CallHeader, AcceptStat),
+}
+
 #[derive(Debug)]
 enum Job {
     Dispatch(IncomingCall),
@@ -197,21 +206,15 @@ impl Server {
         }
     }
 
-    fn parse(message: &[u8]) -> Result<Parsed, (CallHeader, AcceptStat)> {
-        let (rpc, consumed) = RpcMessage::decode_prefix(message).map_err(|_| {
-            (
-                CallHeader::new(0, 0, 0, 0),
-                AcceptStat::GarbageArgs, // unused: an undecodable header is dropped
-            )
-        })?;
-        let RpcMessage::Call(header) = rpc else {
-            return Err((CallHeader::new(0, 0, 0, 0), AcceptStat::GarbageArgs));
+    fn parse(message: &[u8]) -> Result<Parsed, ParseError> {
+        let Ok((RpcMessage::Call(header), consumed)) = RpcMessage::decode_prefix(message) else {
+            return Err(ParseError::NotACall);
         };
         let mut args = Reader::new(&message[consumed..]);
         let program = match header.prog {
             NFS_PROGRAM => {
                 if header.vers != NFS_V3 {
-                    return Err((
+                    return Err(ParseError::Refused(
                         header,
                         AcceptStat::ProgMismatch {
                             low: NFS_V3,
@@ -220,17 +223,17 @@ impl Server {
                     ));
                 }
                 let Some(proc_) = Nfs3Proc::from_u32(header.proc_) else {
-                    return Err((header, AcceptStat::ProcUnavail));
+                    return Err(ParseError::Refused(header, AcceptStat::ProcUnavail));
                 };
                 // The Read chunk was spliced back in, so DDP data is inline here.
                 match Nfs3Call::decode(proc_, &mut args) {
                     Ok(call) => Program::Nfs(call),
-                    Err(_) => return Err((header, AcceptStat::GarbageArgs)),
+                    Err(_) => return Err(ParseError::Refused(header, AcceptStat::GarbageArgs)),
                 }
             }
             MOUNT_PROGRAM => {
                 if header.vers != MOUNT_V3 {
-                    return Err((
+                    return Err(ParseError::Refused(
                         header,
                         AcceptStat::ProgMismatch {
                             low: MOUNT_V3,
@@ -239,14 +242,14 @@ impl Server {
                     ));
                 }
                 let Some(proc_) = Mount3Proc::from_u32(header.proc_) else {
-                    return Err((header, AcceptStat::ProcUnavail));
+                    return Err(ParseError::Refused(header, AcceptStat::ProcUnavail));
                 };
                 match Mount3Call::decode(proc_, &mut args) {
                     Ok(call) => Program::Mount(call),
-                    Err(_) => return Err((header, AcceptStat::GarbageArgs)),
+                    Err(_) => return Err(ParseError::Refused(header, AcceptStat::GarbageArgs)),
                 }
             }
-            _ => return Err((header, AcceptStat::ProgUnavail)),
+            _ => return Err(ParseError::Refused(header, AcceptStat::ProgUnavail)),
         };
         let procedure = match &program {
             Program::Nfs(c) => c.proc_().name().to_string(),
@@ -281,17 +284,18 @@ impl Server {
     fn dispatch(&mut self, call: IncomingCall) {
         let parsed = match Server::parse(&call.message) {
             Ok(parsed) => parsed,
-            Err((header, stat)) => {
+            Err(ParseError::NotACall) => {
+                // Not even an RPC call header: svc drops it.
                 self.drc.discarded(call.connection, call.recv_seq);
-                if header.prog == 0 && header.xid == 0 {
-                    // Not even an RPC call header: svc drops it.
-                    self.note(format!("srv rpc xid={:#x} undecodable: dropped", call.xid));
-                    self.responder.drop_call(call.token);
-                } else {
-                    self.note(format!("srv rpc xid={:#x} {}", call.xid, stat.name()));
-                    let message = Server::reply_header(header.xid, stat);
-                    self.post(call.token, OutgoingReply { message, ddp: None }, None);
-                }
+                self.note(format!("srv rpc xid={:#x} undecodable: dropped", call.xid));
+                self.responder.drop_call(call.token);
+                return;
+            }
+            Err(ParseError::Refused(header, stat)) => {
+                self.drc.discarded(call.connection, call.recv_seq);
+                self.note(format!("srv rpc xid={:#x} {}", call.xid, stat.name()));
+                let message = Server::reply_header(header.xid, stat);
+                self.post(call.token, OutgoingReply { message, ddp: None }, None);
                 return;
             }
         };
