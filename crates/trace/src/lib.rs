@@ -1,12 +1,23 @@
 //! RoCE captures to RPC-over-RDMA / ONC RPC / NFS traces: pcap and pcapng in, one event per
-//! RPC-over-RDMA message and per RDMA data movement out, rendered raw or normalised for snapshots.
+//! RPC-over-RDMA message, per RDMA data movement, per CM message and per transport anomaly out,
+//! rendered raw or normalised (for insta snapshots and `rig trace diff`), or as JSON lines.
 //!
-//! Layers, bottom up: [`capture`] (pcap/pcapng frames), [`link`] (Ethernet/VLAN/IP/UDP or RoCEv1
-//! GRH), [`ib`] (BTH and RC extended headers), [`icrc`], [`cm`] (connection management MADs),
-//! [`reassembly`] (per-QP PSN ordering, multi-packet operations, anomalies).
+//! Code map, bottom up:
+//! - [`capture`]: pcap/pcapng frames (borrowed, numbered as Wireshark does).
+//! - [`link`]: Ethernet/VLAN/IP/UDP 4791 (RoCEv2) or ethertype 0x8915 + GRH (RoCEv1).
+//! - [`ib`]: BTH and RC extended headers (RETH, AETH, ImmDt, IETH, DETH); [`icrc`] checks the ICRC.
+//! - [`cm`]: connection management MADs on QP1 (REQ/REP/RTU/DREQ/DREP/REJ).
+//! - [`reassembly`]: per-QP PSN ordering; multi-packet SEND, RDMA WRITE, RDMA READ responses;
+//!   duplicates, gaps, NAKs reported as events.
+//! - [`session`]: connections (from CM, else from traffic), roles, RPC-over-RDMA headers, chunk
+//!   data attached by handle and offset, Call/Reply pairing by xid, retransmissions.
+//! - [`upper`]: rebuild full RPC messages from chunks; RPC, NFSv3, NFSACL, MOUNT decode;
+//!   [`nfs4`] names NFSv4 COMPOUND operations.
+//! - [`model`] the trace types; [`render`] text/JSON lines and the normalised diff.
 //!
 //! Architecture Invariant: every byte of a capture is untrusted. Nothing here panics on any input,
 //! and every buffer is bounded by an explicit limit, not by a length read from the capture.
+//! Architecture Invariant: sans-IO — the library reads no files and no clock; callers pass bytes.
 #![forbid(unsafe_code)]
 
 pub mod capture;

@@ -194,3 +194,32 @@ fn without_the_cm_exchange_connections_and_roles_come_from_traffic() {
         expected
     );
 }
+
+#[test]
+fn reconnect_reusing_qp_numbers_keeps_each_connection_apart() {
+    // The capture twice, the second time with every PSN shifted: the same QP numbers, xids and
+    // handles on a new connection (as after a reconnect that reuses QPNs).
+    let first = frames(&fixture());
+    let span = first.last().unwrap().0 + std::time::Duration::from_secs(1);
+    let mut all = first.clone();
+    for (t, d) in &first {
+        let mut d = d.clone();
+        let p = trace::link::roce_packet(trace::capture::LinkType::Ethernet, &d).unwrap();
+        let psn_at = (p.transport.as_ptr() as usize - d.as_ptr() as usize) + 9;
+        d[psn_at] ^= 0x40;
+        all.push((*t + span, d));
+    }
+    let t = trace::trace_capture(&write_pcap(&all), &trace::Options::default()).unwrap();
+    assert_eq!(t.connections.len(), 4);
+    let messages: Vec<_> = t.messages().collect();
+    assert_eq!(messages.len(), 2 * 99);
+    let boundary = first.len() as u32;
+    for (e, m) in &messages {
+        assert_eq!(m.error, None, "frame {}", e.frame);
+        let second = e.frame > boundary;
+        assert_eq!(e.conn, Some(if second { 3 } else { 1 }), "frame {}", e.frame);
+        if let Some(call) = m.call_frame {
+            assert_eq!(call > boundary, second, "reply paired across connections");
+        }
+    }
+}
