@@ -217,7 +217,12 @@ fn reconnect_reusing_qp_numbers_keeps_each_connection_apart() {
     for (e, m) in &messages {
         assert_eq!(m.error, None, "frame {}", e.frame);
         let second = e.frame > boundary;
-        assert_eq!(e.conn, Some(if second { 3 } else { 1 }), "frame {}", e.frame);
+        assert_eq!(
+            e.conn,
+            Some(if second { 3 } else { 1 }),
+            "frame {}",
+            e.frame
+        );
         if let Some(call) = m.call_frame {
             assert_eq!(call > boundary, second, "reply paired across connections");
         }
