@@ -94,8 +94,8 @@ pub trait DrcPolicy {
     /// A polled Receive never reached [`DrcPolicy::lookup`] (transport error, malformed).
     fn discarded(&mut self, _connection: u64, _recv_seq: u64) {}
     fn lookup(&mut self, request: &DrcRequest) -> Decision;
-    /// The call of `entry` executed; `results` are the encoded procedure results. Returns the
-    /// entries parked on it, whose calls must now be answered with the same results.
+    /// The call of `entry` executed; `results` are the encoded procedure results. (Calls parked
+    /// on the entry are the server's to answer with the same results.)
     fn complete(&mut self, entry: EntryId, results: &[u8]);
     /// The reply for `entry` was posted with this position on `connection`.
     fn reply_posted(&mut self, _entry: EntryId, _connection: u64, _position: u64) {}
@@ -179,8 +179,13 @@ impl Store {
         }
         let key = Store::key(request, with_checksum);
         self.use_clock += 1;
-        if let Some(&id) = self.by_key.get(&key) {
-            let entry = self.entries.get_mut(&id).expect("index and entries agree");
+        if let Some(entry) = self
+            .by_key
+            .get(&key)
+            .copied()
+            .and_then(|id| self.entries.get_mut(&id).map(|e| (id, e)))
+        {
+            let (id, entry) = entry;
             entry.last_use = self.use_clock;
             return match &entry.state {
                 State::InProgress if park => {
