@@ -18,6 +18,9 @@ use std::time::Duration;
 use crate::cm::CmMessage;
 use crate::ib::{self, AckSyndrome, IbPacket, Opcode, Reth};
 
+/// Most gap ranges remembered per flow (older ones are forgotten first).
+const MAX_MISSING_RANGES: usize = 64;
+
 /// Bounds on what reassembly keeps in memory.
 #[derive(Debug, Clone)]
 pub struct Limits {
@@ -126,6 +129,8 @@ pub enum TransportEvent {
     Gap { expected: u32, got: u32 },
     /// A NAK or RNR NAK from the responder.
     Nak { psn: u32, syndrome: String },
+    /// A request filling a PSN earlier skipped by a gap: processed out of order.
+    LateFill { psn: u32, opcode: &'static str },
     /// A multi-packet operation that never completed (or was interrupted).
     Incomplete { what: &'static str, psn: u32 },
     /// A READ response (or middle/last packet) with no matching outstanding READ request.
@@ -166,6 +171,8 @@ struct OutstandingRead {
 
 #[derive(Debug, Default)]
 struct FlowState {
+    /// PSN ranges `[start, end)` skipped by gaps, oldest first (bounded).
+    missing: VecDeque<(u32, u32)>,
     /// PSN of the next new request; `None` until the first request or after an unsized READ.
     expected_psn: Option<u32>,
     send: Option<Partial>,
@@ -365,22 +372,47 @@ impl Reassembler {
         let Some(state) = self.flow(key, at) else {
             return;
         };
-        // Vol 1 §9.7.5.1 — a responder executes each PSN once; a
-        // request PSN below the expected one is a duplicate, above it a sequence error.
+        // IBTA Vol 1 §9.7.5.1: a responder executes each PSN once; a request PSN below the
+        // expected one is a duplicate, above it a sequence error. PSNs skipped by a gap are
+        // remembered: a packet that later fills one (the requester going back after a NAK, or
+        // a reordered capture) is processed, not dropped as a duplicate.
+        let mut resume_expected = None;
         if let Some(expected) = state.expected_psn {
             let distance = ib::psn_distance(p.psn, expected);
             if distance < 0 {
-                events.push(TransportEvent::Duplicate {
+                let fills = state.missing.iter().position(|&(start, end)| {
+                    ib::psn_distance(p.psn, start) >= 0 && ib::psn_distance(end, p.psn) > 0
+                });
+                let Some(hole) = fills else {
+                    events.push(TransportEvent::Duplicate {
+                        psn: p.psn,
+                        opcode: p.opcode.name(),
+                    });
+                    return self.flush(at, key, events, deliveries);
+                };
+                events.push(TransportEvent::LateFill {
                     psn: p.psn,
                     opcode: p.opcode.name(),
                 });
-                return self.flush(at, key, events, deliveries);
-            }
-            if distance > 0 {
+                let (start, end) = state.missing[hole];
+                state.missing.remove(hole);
+                if start != p.psn {
+                    state.missing.push_back((start, p.psn));
+                }
+                let after = ib::psn_add(p.psn, 1);
+                if after != end {
+                    state.missing.push_back((after, end));
+                }
+                resume_expected = Some(expected);
+            } else if distance > 0 {
                 events.push(TransportEvent::Gap {
                     expected,
                     got: p.psn,
                 });
+                if state.missing.len() >= MAX_MISSING_RANGES {
+                    state.missing.pop_front();
+                }
+                state.missing.push_back((expected, p.psn));
                 if let Some(s) = state.send.take() {
                     events.push(TransportEvent::Incomplete {
                         what: "send",
@@ -541,6 +573,10 @@ impl Reassembler {
             }
             // Atomics carry no data we reassemble; responses are not requests.
             _ => {}
+        }
+        if let Some(expected) = resume_expected {
+            // A late fill does not move the sequence: new requests continue after the newest.
+            state.expected_psn = Some(expected);
         }
         self.flush(at, key, events, deliveries);
     }
@@ -825,5 +861,44 @@ mod tests {
                 ..
             }
         ));
+    }
+
+    #[test]
+    fn go_back_n_retransmission_fills_the_gap_once() {
+        let mut r = Reassembler::default();
+        feed(&mut r, 1, C, S, &packet(0x04, 5, 10, &[], &[10; 4]));
+        // PSN 11 lost on the wire; the responder NAKs 12, the requester goes back to 11.
+        feed(&mut r, 2, C, S, &packet(0x04, 5, 12, &[], &[12; 4]));
+        feed(&mut r, 3, S, C, &packet(0x11, 3, 11, &[0x60, 0, 0, 1], &[]));
+        feed(&mut r, 4, C, S, &packet(0x04, 5, 11, &[], &[11; 4]));
+        feed(&mut r, 5, C, S, &packet(0x04, 5, 12, &[], &[12; 4]));
+        feed(&mut r, 6, C, S, &packet(0x04, 5, 13, &[], &[13; 4]));
+        let seen: Vec<String> = r
+            .drain()
+            .iter()
+            .map(|d| match d {
+                Delivery::Send { payload, .. } => format!("send {}", payload[0]),
+                Delivery::Event { event, .. } => transport_name(event),
+                other => format!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                "send 10",
+                "gap",
+                "send 12",
+                "nak",
+                "late_fill",
+                "send 11",
+                "duplicate",
+                "send 13"
+            ]
+        );
+    }
+
+    fn transport_name(e: &TransportEvent) -> String {
+        let v = serde_json::to_value(e).unwrap();
+        v["kind"].as_str().unwrap().to_string()
     }
 }

@@ -282,6 +282,8 @@ fn transport_text(t: &TransportEvent, raw: bool) -> String {
             format!("GAP missing={}", crate::ib::psn_distance(*got, *expected))
         }
         TransportEvent::Nak { syndrome, .. } => syndrome.clone(),
+        TransportEvent::LateFill { psn, opcode } if raw => format!("LATE_FILL {opcode} psn={psn}"),
+        TransportEvent::LateFill { opcode, .. } => format!("LATE_FILL {opcode}"),
         TransportEvent::Incomplete { what, .. } => format!("INCOMPLETE {what}"),
         TransportEvent::UnmatchedResponse { opcode, .. } => format!("UNMATCHED {opcode}"),
         TransportEvent::Orphan { opcode, .. } => format!("ORPHAN {opcode}"),
