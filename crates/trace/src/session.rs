@@ -604,9 +604,7 @@ impl Builder<'_> {
         if m.error.is_none() {
             m.error = decoded.error;
         }
-        if let Some(note) = &stream.note {
-            m.note = Some(note.clone());
-        }
+        m.note = stream.note.clone().or(decoded.note);
     }
 
     /// The Call's RPC message: inline stream with Read chunks reinserted, or the Position-Zero

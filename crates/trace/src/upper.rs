@@ -57,6 +57,8 @@ pub struct Decoded {
     pub rpc: Option<RpcSummary>,
     pub nfs: Option<NfsSummary>,
     pub error: Option<String>,
+    /// Not an error in the message, but a reason it could not be decoded further.
+    pub note: Option<String>,
 }
 
 /// The procedure of a Call, remembered to decode its Reply.
@@ -127,7 +129,8 @@ pub fn decode_rpc(
                 return out;
             }
             let Some(key) = call else {
-                out.error = Some("reply without a captured call: results not decoded".into());
+                // The capture started after the Call: nothing wrong with the Reply itself.
+                out.note = Some("Call not captured: results not decoded".into());
                 return out;
             };
             match decode_reply_results(key, body, reduced, moved) {

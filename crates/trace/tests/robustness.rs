@@ -228,3 +228,25 @@ fn reconnect_reusing_qp_numbers_keeps_each_connection_apart() {
         }
     }
 }
+
+#[test]
+fn capture_started_mid_connection_decodes_with_notes_not_errors() {
+    // Keep frames 70.. of the 6.1 capture: no CM exchange, and the Reply in frame 71 answers a
+    // Call (frame 69) that was not captured.
+    let late: Vec<_> = frames(&fixture()).into_iter().skip(69).collect();
+    let t = trace::trace_capture(&write_pcap(&late), &trace::Options::default()).unwrap();
+    let messages: Vec<_> = t.messages().collect();
+    assert!(messages.len() > 60);
+    for (e, m) in &messages {
+        assert_eq!(m.error, None, "frame {}", e.frame);
+    }
+    let (first, reply) = messages[0];
+    assert_eq!(first.frame, 2, "frame 71 of the original is frame 2 here");
+    assert_eq!(first.dir, Some(trace::Role::Server));
+    assert_eq!(
+        reply.note.as_deref(),
+        Some("Call not captured: results not decoded")
+    );
+    assert_eq!(reply.rpc.as_ref().unwrap().kind, "reply");
+    assert!(messages[1..].iter().all(|(_, m)| m.note.is_none()));
+}
