@@ -43,6 +43,16 @@ impl Default for ConnectionConfig {
     }
 }
 
+/// The configuration for a connection whose peer sent `peer_private_data` (undecodable private
+/// data counts as none: RFC 8797 §4 makes the extension optional).
+pub(crate) fn negotiated(
+    local: &ConnectionConfig,
+    peer_private_data: Option<&[u8]>,
+) -> ConnectionConfig {
+    let peer = peer_private_data.and_then(|b| wire::private_data::PrivateData::decode(b).ok());
+    local.negotiate(peer.as_ref())
+}
+
 impl ConnectionConfig {
     /// The RFC 8797 private data this side advertises: its Send and Receive sizes.
     pub fn private_data(&self) -> wire::private_data::PrivateData {

@@ -12,7 +12,7 @@ use wire::{DecodeError, Xdr};
 
 use crate::trace::{describe_header, describe_rpc};
 use crate::verbs::{Access, CompletionError, Endpoint, Event, MemoryTable, WorkRequest, WrId};
-use crate::ConnectionConfig;
+use crate::{negotiated, ConnectionConfig};
 
 /// Identifies one transmission of a call (a retransmit is a new transmission with the same XID).
 pub type TransmissionId = u64;
@@ -107,6 +107,8 @@ impl Transmission {
 /// Requester connection state machine.
 #[derive(Debug)]
 pub struct Requester {
+    /// What this side supports; `config` is what was agreed for the current connection.
+    local: ConnectionConfig,
     config: ConnectionConfig,
     connected: bool,
     /// RFC 8166 §3.3.3: a new connection starts with a grant of one.
@@ -127,6 +129,7 @@ pub struct Requester {
 impl Requester {
     pub fn new(config: ConnectionConfig) -> Self {
         Requester {
+            local: config,
             config,
             connected: false,
             credits_granted: 1,
@@ -464,7 +467,12 @@ impl Requester {
 impl Endpoint for Requester {
     fn handle_event(&mut self, event: Event) {
         match event {
-            Event::Connected => {
+            Event::Connected { peer_private_data } => {
+                self.config = negotiated(&self.local, peer_private_data.as_deref());
+                self.trace.push(format!(
+                    "cli connected inline send={} recv={}",
+                    self.config.inline_send, self.config.inline_recv
+                ));
                 self.connected = true;
                 // RFC 8166 §3.3.3: credits are per connection; a new one starts at one.
                 self.credits_granted = 1;
@@ -488,6 +496,10 @@ impl Endpoint for Requester {
 
     fn poll_work(&mut self) -> Option<WorkRequest> {
         self.work.pop_front()
+    }
+
+    fn private_data(&self) -> Option<Vec<u8>> {
+        Some(self.local.private_data().encode().to_vec())
     }
 
     fn memory(&mut self) -> &mut MemoryTable {

@@ -18,7 +18,7 @@ use wire::Xdr;
 
 use crate::trace::{describe_header, describe_rpc};
 use crate::verbs::{CompletionError, Endpoint, Event, MemoryTable, WorkRequest, WrId};
-use crate::ConnectionConfig;
+use crate::{negotiated, ConnectionConfig};
 
 /// Identifies one received call until it is answered or dropped.
 pub type CallToken = u64;
@@ -107,6 +107,8 @@ struct Pull {
 /// Responder connection state machine.
 #[derive(Debug)]
 pub struct Responder {
+    /// What this side supports; `config` is what was agreed for the current connection.
+    local: ConnectionConfig,
     config: ConnectionConfig,
     profile: Profile,
     connection: u64,
@@ -130,6 +132,7 @@ pub struct Responder {
 impl Responder {
     pub fn new(config: ConnectionConfig) -> Self {
         Responder {
+            local: config,
             config,
             profile: Profile::Linux2026,
             connection: 0,
@@ -637,7 +640,12 @@ fn check_chunks(chunks: &ChunkLists, proc_: Proc) -> Result<(), &'static str> {
 impl Endpoint for Responder {
     fn handle_event(&mut self, event: Event) {
         match event {
-            Event::Connected => {
+            Event::Connected { peer_private_data } => {
+                self.config = negotiated(&self.local, peer_private_data.as_deref());
+                self.trace.push(format!(
+                    "srv connected inline send={} recv={}",
+                    self.config.inline_send, self.config.inline_recv
+                ));
                 self.connection += 1;
                 self.connected = true;
                 self.recv_seq = 0;
@@ -673,6 +681,10 @@ impl Endpoint for Responder {
 
     fn poll_work(&mut self) -> Option<WorkRequest> {
         self.work.pop_front()
+    }
+
+    fn private_data(&self) -> Option<Vec<u8>> {
+        Some(self.local.private_data().encode().to_vec())
     }
 
     fn memory(&mut self) -> &mut MemoryTable {

@@ -56,8 +56,9 @@ pub enum CompletionError {
 /// What a driver reports to an endpoint.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Event {
-    /// The connection is established (the CM's ESTABLISHED event).
-    Connected,
+    /// The connection is established (the CM's ESTABLISHED event), with the private data the
+    /// peer sent in its CM REQ/REP, if any (RFC 8797).
+    Connected { peer_private_data: Option<Vec<u8>> },
     /// A Receive completed: a Send from the peer landed in this buffer.
     RecvCompleted { wr_id: WrId, payload: Vec<u8> },
     /// A Send completed: the peer's HCA acknowledged it, so it is in the peer's Receive buffer.
@@ -209,6 +210,10 @@ pub trait Endpoint {
     /// there was any.
     fn run_upper_layer(&mut self) -> bool {
         false
+    }
+    /// The CM private data this endpoint sends when connecting (RFC 8797), if any.
+    fn private_data(&self) -> Option<Vec<u8>> {
+        None
     }
     /// Whether [`Endpoint::run_upper_layer`] would do something.
     fn has_upper_layer_work(&self) -> bool {

@@ -13,7 +13,9 @@ use wire::Xdr;
 
 fn responder() -> Responder {
     let mut r = Responder::new(ConnectionConfig::default());
-    r.handle_event(Event::Connected);
+    r.handle_event(Event::Connected {
+        peer_private_data: None,
+    });
     r
 }
 
@@ -198,7 +200,9 @@ fn call(xid: u32, len: usize) -> OutgoingCall {
 #[test]
 fn long_call_goes_in_a_position_zero_read_chunk_and_long_reply_in_the_reply_chunk() {
     let mut req = Requester::new(ConnectionConfig::default());
-    req.handle_event(Event::Connected);
+    req.handle_event(Event::Connected {
+        peer_private_data: None,
+    });
     let mut resp = responder();
     drain(&mut resp);
     req.call(
@@ -228,7 +232,9 @@ fn long_call_goes_in_a_position_zero_read_chunk_and_long_reply_in_the_reply_chun
 #[test]
 fn requester_honours_the_credit_grant() {
     let mut req = Requester::new(ConnectionConfig::default());
-    req.handle_event(Event::Connected);
+    req.handle_event(Event::Connected {
+        peer_private_data: None,
+    });
     // RFC 8166 §3.3.3: one credit until the first reply.
     req.call(call(1, 40), true).unwrap();
     assert_eq!(
@@ -296,7 +302,9 @@ fn reply_positions_increase_and_send_completion_acks_them() {
 #[test]
 fn write_chunk_carries_ddp_data_and_is_removed_from_the_inline_reply() {
     let mut req = Requester::new(ConnectionConfig::default());
-    req.handle_event(Event::Connected);
+    req.handle_event(Event::Connected {
+        peer_private_data: None,
+    });
     req.call(
         OutgoingCall {
             write_chunk_capacity: Some(64),
@@ -475,4 +483,35 @@ fn rejects_overlapping_or_out_of_body_read_positions() {
         assert!(!outs.iter().any(|o| matches!(o, ResponderOutput::Call(_))));
         assert_eq!(errors.len(), 1, "{profile:?}");
     }
+}
+
+#[test]
+fn private_data_on_connect_raises_the_inline_threshold() {
+    let big = ConnectionConfig {
+        inline_send: 4096,
+        inline_recv: 4096,
+        credits: 8,
+    };
+    let posted_call = |peer: Option<Vec<u8>>| {
+        let mut req = Requester::new(big);
+        req.handle_event(Event::Connected {
+            peer_private_data: peer,
+        });
+        req.call(call(1, 3000), true).unwrap();
+        let payload = drain(&mut req)
+            .into_iter()
+            .find_map(|w| match w {
+                WorkRequest::PostSend { payload, .. } => Some(payload),
+                _ => None,
+            })
+            .expect("a Send");
+        Header::decode_prefix(&payload).unwrap().0.body
+    };
+    let responder_data = Responder::new(big).private_data();
+    // With the peer's RFC 8797 private data a 3000-byte call fits inline...
+    assert!(matches!(posted_call(responder_data), Body::Msg(_)));
+    // ...without it the RFC 8166 default of 1024 applies: Position-Zero Read chunk.
+    assert!(matches!(posted_call(None), Body::Nomsg(_)));
+    // Undecodable private data counts as none.
+    assert!(matches!(posted_call(Some(vec![1, 2, 3])), Body::Nomsg(_)));
 }

@@ -445,6 +445,10 @@ impl Endpoint for Server {
         self.responder.memory()
     }
 
+    fn private_data(&self) -> Option<Vec<u8>> {
+        self.responder.private_data()
+    }
+
     fn run_upper_layer(&mut self) -> bool {
         let Some(job) = self.queue.pop_front() else {
             return false;

@@ -197,8 +197,21 @@ impl<C: Endpoint, S: Endpoint> Sim<C, S> {
         self.connected = true;
         self.stats.connections += 1;
         self.note(format!("conn  established #{}", self.stats.connections));
-        self.deliver(Side::Server, Event::Connected);
-        self.deliver(Side::Client, Event::Connected);
+        // The CM carries each side's private data to the other (RFC 8797).
+        let from_client = self.client.private_data();
+        let from_server = self.server.private_data();
+        self.deliver(
+            Side::Server,
+            Event::Connected {
+                peer_private_data: from_client,
+            },
+        );
+        self.deliver(
+            Side::Client,
+            Event::Connected {
+                peer_private_data: from_server,
+            },
+        );
     }
 
     pub fn is_connected(&self) -> bool {
