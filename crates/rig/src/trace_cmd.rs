@@ -30,6 +30,7 @@ pub struct Args {
 enum Command {
     /// Print the trace of a capture.
     Show {
+        /// pcap or pcapng capture of RoCE traffic (Ethernet, Linux cooked or raw IP link type).
         file: PathBuf,
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
@@ -42,9 +43,19 @@ enum Command {
         no_icrc: bool,
     },
     /// Unified diff of two captures' normalised traces; exit 1 when they differ.
-    Diff { a: PathBuf, b: PathBuf },
+    Diff {
+        /// The baseline capture.
+        a: PathBuf,
+        /// The capture compared with it.
+        b: PathBuf,
+    },
     /// Write every RPC-over-RDMA Send payload to DIR/NNNN-<kind>.bin (NNNN = frame number).
-    Extract { file: PathBuf, dir: PathBuf },
+    Extract {
+        /// pcap or pcapng capture.
+        file: PathBuf,
+        /// Directory to write into (created if missing).
+        dir: PathBuf,
+    },
 }
 
 fn load(path: &Path, check_icrc: bool) -> anyhow::Result<Trace> {
