@@ -297,6 +297,14 @@ impl Fuzz {
             self.h.sim.client.max_receive_bytes_seen() <= engine::DEFAULT_INLINE_THRESHOLD,
             "a Receive held more than its buffer"
         );
+        // Memory on the server is bounded by the grant: at most twice the credits of calls
+        // received and unanswered per connection instance.
+        let connections = self.h.sim.stats().connections.max(1) as usize;
+        assert!(
+            responder.unanswered() <= 2 * credits * connections,
+            "server holds {} unanswered calls",
+            responder.unanswered()
+        );
         assert!(
             responder.acked_position() <= responder.positions_posted(),
             "a Send completion acknowledged a position never posted"

@@ -167,7 +167,7 @@ impl Responder {
         self.config.credits
     }
 
-    /// Calls received (or being pulled) and not yet answered or dropped.
+    /// Calls received (or being pulled) and not yet answered or dropped (at most twice the grant).
     pub fn unanswered(&self) -> usize {
         self.routes.len() + self.pulls.len()
     }
@@ -180,6 +180,16 @@ impl Responder {
     /// The highest position a Send completion has published on this connection.
     pub fn acked_position(&self) -> u64 {
         self.acked
+    }
+
+    /// Calls of the current connection not yet answered or dropped.
+    fn unanswered_here(&self) -> usize {
+        let routed = self
+            .routes
+            .values()
+            .filter(|r| r.connection == self.connection)
+            .count();
+        routed + self.pulls.len()
     }
 
     /// Receives currently posted.
@@ -202,8 +212,15 @@ impl Responder {
     }
 
     fn post_receives(&mut self) {
-        // RFC 8166 §3.3.1: the responder keeps at least as many Receives posted as it grants.
-        while self.receives_posted < self.config.credits as usize {
+        // RFC 8166 §3.3.1: the responder keeps as many Receives posted as it grants. Like svcrdma
+        // it reposts as soon as a Receive is consumed, but it stops once calls received and not
+        // yet answered reach twice the grant: a requester that ignores its credits then meets
+        // receiver-not-ready instead of growing the server's memory.
+        let limit = 2 * self.config.credits as usize;
+        while self.receives_posted < self.config.credits as usize
+            && self.receives_posted + self.unanswered_here() < limit
+            && self.connected
+        {
             let wr_id = self.wr();
             self.work.push_back(WorkRequest::PostRecv {
                 wr_id,
@@ -276,9 +293,12 @@ impl Responder {
             connection: self.connection,
             recv_seq: self.recv_seq,
         });
-        if self.connected {
-            self.post_receives();
-        }
+        self.judge_receive(payload);
+        // Repost once the Receive's fate (and the unanswered count) is known.
+        self.post_receives();
+    }
+
+    fn judge_receive(&mut self, payload: Vec<u8>) {
         let xid = (payload.len() >= 4)
             .then(|| u32::from_be_bytes([payload[0], payload[1], payload[2], payload[3]]));
         // First the svcrdma rule model (anchors §2): what Linux would answer, and why.
@@ -474,6 +494,7 @@ impl Responder {
             self.trace
                 .push(format!("srv drop xid={:#x} (no reply)", route.xid));
         }
+        self.post_receives();
     }
 
     /// Post the reply to the call `token`, through that call's own chunks. Returns the reply's
@@ -485,6 +506,8 @@ impl Responder {
         reply: OutgoingReply,
     ) -> Result<Option<u64>, ReplyError> {
         let route = self.routes.remove(&token).ok_or(ReplyError::UnknownToken)?;
+        // The call is answered (or fails below): its slot may take a new Receive.
+        self.post_receives();
         if !self.connected || route.connection != self.connection {
             self.trace.push(format!(
                 "srv reply xid={:#x} lost: connection gone",

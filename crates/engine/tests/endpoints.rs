@@ -515,3 +515,41 @@ fn private_data_on_connect_raises_the_inline_threshold() {
     // Undecodable private data counts as none.
     assert!(matches!(posted_call(Some(vec![1, 2, 3])), Body::Nomsg(_)));
 }
+
+#[test]
+fn receives_stop_at_twice_the_grant_of_unanswered_calls() {
+    let mut resp = responder();
+    drain(&mut resp);
+    let call_payload = |xid: u32| {
+        let mut p = Header {
+            xid,
+            vers: 1,
+            credits: 8,
+            body: Body::Msg(Default::default()),
+        }
+        .to_bytes();
+        p.extend_from_slice(&[0; 8]);
+        p
+    };
+    for xid in 0..16 {
+        resp.handle_event(Event::RecvCompleted {
+            wr_id: 0,
+            payload: call_payload(xid),
+        });
+    }
+    assert_eq!(resp.unanswered(), 16);
+    assert_eq!(
+        resp.receives_posted(),
+        0,
+        "a requester over its grant now meets RNR"
+    );
+    let token = outputs(&mut resp)
+        .into_iter()
+        .find_map(|o| match o {
+            ResponderOutput::Call(c) => Some(c.token),
+            _ => None,
+        })
+        .unwrap();
+    resp.drop_call(token);
+    assert_eq!(resp.receives_posted(), 1);
+}
