@@ -192,6 +192,19 @@ impl Cq {
         }
     }
 
+    /// For a driver with its own poll(2) loop, when the channel fd is readable: consume the pending
+    /// notification (if any, without blocking), re-arm, and return up to `max` completions. Without
+    /// consuming the notification the fd would stay readable and the loop would spin.
+    pub fn on_notification(&self, max: usize) -> Result<Vec<WorkCompletion>> {
+        if wait_readable(self.channel_fd(), Duration::ZERO, "a CQ notification").is_ok() {
+            self.read_and_ack_event()?;
+        }
+        self.request_notify(false)?;
+        let mut out = Vec::new();
+        self.poll(max, &mut out)?;
+        Ok(out)
+    }
+
     /// Consume one notification from the channel (readable per poll, so this does not block) and
     /// ack it at once, so `ibv_destroy_cq` never waits on unacked events.
     fn read_and_ack_event(&self) -> Result<()> {

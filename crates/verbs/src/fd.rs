@@ -5,23 +5,22 @@ use std::time::{Duration, Instant};
 
 use crate::error::{Result, VerbsError};
 
-/// Block until `fd` is readable or `timeout` passes. EINTR restarts with the remaining time, so the
-/// loop is bounded by the deadline.
+/// Block until `fd` is readable or `timeout` passes. The fd is always polled at least once, so a zero
+/// timeout means "is it readable now?". EINTR restarts with the remaining time, so the loop is
+/// bounded by the deadline.
 pub(crate) fn wait_readable(fd: RawFd, timeout: Duration, what: &'static str) -> Result<()> {
     let deadline = Instant::now() + timeout;
     loop {
         let remaining = deadline.saturating_duration_since(Instant::now());
-        if remaining.is_zero() {
-            return Err(VerbsError::Timeout {
-                what,
-                after: timeout,
-            });
-        }
-        // Round up so a sub-millisecond remainder still waits instead of spinning.
-        let millis = remaining
-            .as_millis()
-            .saturating_add(1)
-            .min(i32::MAX as u128) as i32;
+        // Round a non-zero remainder up so a sub-millisecond rest still sleeps instead of spinning.
+        let millis = if remaining.is_zero() {
+            0
+        } else {
+            remaining
+                .as_millis()
+                .saturating_add(1)
+                .min(i32::MAX as u128) as i32
+        };
         let mut pollfd = libc::pollfd {
             fd,
             events: libc::POLLIN,
@@ -40,6 +39,11 @@ pub(crate) fn wait_readable(fd: RawFd, timeout: Duration, what: &'static str) ->
                     error.raw_os_error().unwrap_or(0),
                 ));
             }
+        } else if remaining.is_zero() || Instant::now() >= deadline {
+            return Err(VerbsError::Timeout {
+                what,
+                after: timeout,
+            });
         }
     }
 }
@@ -62,7 +66,13 @@ mod tests {
                 after: Duration::from_millis(20)
             })
         );
+        assert!(wait_readable(reader.as_raw_fd(), Duration::ZERO, "test event").is_err());
         writer.write_all(b"x").unwrap();
+        // A zero timeout still reports an fd that is already readable.
+        assert_eq!(
+            wait_readable(reader.as_raw_fd(), Duration::ZERO, "test event"),
+            Ok(())
+        );
         assert_eq!(
             wait_readable(reader.as_raw_fd(), Duration::from_secs(5), "test event"),
             Ok(())
