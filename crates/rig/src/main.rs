@@ -3,6 +3,7 @@
 use clap::{Parser, Subcommand};
 
 mod decode;
+mod fuzz_wire;
 mod scenarios;
 mod trace_cmd;
 
@@ -22,6 +23,9 @@ enum Command {
     Trace(trace_cmd::Args),
     /// Run the retransmission scenarios against the DRC policies and print verdicts.
     Scenarios(scenarios::Args),
+    /// Send malformed RPC-over-RDMA calls to a target (differentially with --against).
+    #[command(name = "fuzz-wire")]
+    FuzzWire(fuzz_wire::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -30,6 +34,7 @@ fn main() -> std::process::ExitCode {
         Command::Decode(args) => decode::run(args),
         Command::Trace(args) => trace_cmd::run(args),
         Command::Scenarios(args) => scenarios::run(args),
+        Command::FuzzWire(args) => fuzz_wire::run(args),
     };
     match result {
         Ok(code) => std::process::ExitCode::from(code),

@@ -1,0 +1,199 @@
+//! `rig fuzz-wire`: send generated (or replayed) malformed RPC-over-RDMA calls to a target,
+//! optionally differentially against a second one, and report outcomes and divergences.
+
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use wirefuzz::case::Case;
+use wirefuzz::differential::{self, KnownDivergences, Report, RunOptions};
+use wirefuzz::executor::open_runner;
+use wirefuzz::generate::{generate, generate_family_case, Family};
+use wirefuzz::target::{Deadline, TargetSpec};
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Target: sim:linux-6.1, sim:linux-2026, sim:POLICY (classic, acked, acked-mark),
+    /// model:PROFILE, or ADDR:PORT (rdma; needs the verbs driver, inside the interop guests).
+    #[arg(long)]
+    target: String,
+    /// Second target for a differential run (same case stream, outcomes compared).
+    #[arg(long)]
+    against: Option<String>,
+    /// Case stream seed: case i of seed S is always the same bytes.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Number of cases to send.
+    #[arg(long, default_value_t = 1000)]
+    cases: u64,
+    /// Stop after this many seconds even if fewer cases were sent.
+    #[arg(long)]
+    time: Option<u64>,
+    /// Only generate cases of this mutation family (see --list-families).
+    #[arg(long)]
+    family: Option<String>,
+    /// Replay one case file instead of generating cases.
+    #[arg(long)]
+    replay: Option<PathBuf>,
+    /// Write the JSON report here.
+    #[arg(long)]
+    report: Option<PathBuf>,
+    /// Case log: every case is appended (one JSON line) before it is sent.
+    #[arg(long, default_value = "target/wire-fuzz/case-log.jsonl")]
+    log: PathBuf,
+    /// Where new divergences are saved (case file + outcomes).
+    #[arg(long, default_value = "target/wire-fuzz/divergences")]
+    save_divergences: PathBuf,
+    /// Known divergences (JSON), matched against what the run finds.
+    #[arg(long, default_value = "fixtures/wire-fuzz/known-divergences.json")]
+    known: PathBuf,
+    /// Per-event deadline for real targets, in milliseconds.
+    #[arg(long, default_value_t = 2000)]
+    timeout_ms: u64,
+    /// Write the generated case files to this directory instead of sending them.
+    #[arg(long)]
+    dump: Option<PathBuf>,
+    /// List the mutation families and exit.
+    #[arg(long)]
+    list_families: bool,
+}
+
+pub fn run(args: Args) -> Result<u8> {
+    if args.list_families {
+        for family in Family::ALL {
+            println!("{}", family.name());
+        }
+        return Ok(0);
+    }
+    let family = match &args.family {
+        Some(name) => Some(
+            Family::from_name(name)
+                .with_context(|| format!("unknown family {name:?} (see --list-families)"))?,
+        ),
+        None => None,
+    };
+    let replayed = match &args.replay {
+        Some(path) => Some(read_case(path)?),
+        None => None,
+    };
+    let seed = args.seed;
+    let next_case = move |i: u64| -> Option<Case> {
+        match (&replayed, family) {
+            (Some(case), _) => (i == 0).then(|| case.clone()),
+            (None, Some(family)) => Some(generate_family_case(family, seed, i)),
+            (None, None) => Some(generate(seed, i)),
+        }
+    };
+    if let Some(dir) = &args.dump {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        for i in 0..args.cases {
+            let Some(case) = next_case(i) else { break };
+            let path = dir.join(format!("{}-{:06}.json", case.family, case.index));
+            std::fs::write(&path, case.to_json() + "\n")
+                .with_context(|| format!("writing {}", path.display()))?;
+        }
+        return Ok(0);
+    }
+
+    let deadline = Deadline {
+        wall: Duration::from_millis(args.timeout_ms),
+        ..Deadline::default()
+    };
+    let spec_a = TargetSpec::parse(&args.target)?;
+    let spec_b = args.against.as_deref().map(TargetSpec::parse).transpose()?;
+    if let Some(parent) = args.log.parent() {
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("creating {}", parent.display()))?;
+    }
+    let log =
+        File::create(&args.log).with_context(|| format!("creating {}", args.log.display()))?;
+    let mut runner_a = open_runner(&spec_a, seed, deadline, Some(Box::new(BufWriter::new(log))))?;
+    let mut runner_b = spec_b
+        .as_ref()
+        .map(|spec| open_runner(spec, seed, deadline, None))
+        .transpose()?;
+    let known = read_known(&args.known)?;
+    let options = RunOptions {
+        seed,
+        cases: if args.replay.is_some() { 1 } else { args.cases },
+        time: args.time.map(Duration::from_secs),
+        save_dir: Some(args.save_divergences.clone()),
+    };
+    let report = differential::run(
+        &options,
+        next_case,
+        runner_a.as_mut(),
+        runner_b.as_deref_mut(),
+        &known,
+    )?;
+    print!("{}", summary(&report));
+    if let Some(path) = &args.report {
+        let json = serde_json::to_string_pretty(&report)?;
+        std::fs::write(path, json + "\n").with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(u8::from(report.unknown_divergences > 0))
+}
+
+fn read_case(path: &Path) -> Result<Case> {
+    let meta = std::fs::metadata(path).with_context(|| format!("reading {}", path.display()))?;
+    if meta.len() > wirefuzz::case::MAX_CASE_FILE_BYTES as u64 {
+        bail!("{}: larger than any case file", path.display());
+    }
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    Case::from_json(&text).with_context(|| path.display().to_string())
+}
+
+fn read_known(path: &Path) -> Result<KnownDivergences> {
+    if !path.exists() {
+        return Ok(KnownDivergences::default());
+    }
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    KnownDivergences::parse(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+}
+
+/// The human summary: cases and rate, outcome histogram per target, divergences.
+fn summary(report: &Report) -> String {
+    let mut out = String::new();
+    let mut line = |s: String| {
+        out.push_str(&s);
+        out.push('\n');
+    };
+    line(format!(
+        "seed {}: {} cases in {:.2}s ({:.0} cases/s)",
+        report.seed, report.cases_sent, report.elapsed_secs, report.cases_per_sec
+    ));
+    for target in &report.targets {
+        let histogram: Vec<String> = target
+            .outcomes
+            .iter()
+            .map(|(outcome, n)| format!("{outcome}={n}"))
+            .collect();
+        line(format!(
+            "{:<18} {}  liveness-failures={}",
+            target.target,
+            histogram.join(" "),
+            target.liveness_failures
+        ));
+    }
+    for d in &report.divergences {
+        line(format!(
+            "divergence {:<28} {}={} {}={} x{} (first: seed {} index {}) {}",
+            d.rule,
+            d.a_target,
+            d.a,
+            d.b_target,
+            d.b,
+            d.count,
+            d.first_seed,
+            d.first_index,
+            d.known
+                .as_deref()
+                .map_or("NEW".to_string(), |reason| format!("known: {reason}"))
+        ));
+    }
+    out
+}

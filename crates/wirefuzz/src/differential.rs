@@ -1,0 +1,293 @@
+//! Runs a case stream against one runner, or two side by side (differential): outcome
+//! histograms per target, and every divergence deduplicated by (target rule, outcome pair),
+//! saved with its case file and matched against the known-divergences file.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::case::{Case, Observed};
+use crate::executor::{CaseResult, CaseRunner};
+use crate::target::TargetError;
+
+/// Most entries read from a known-divergences file.
+const MAX_KNOWN: usize = 1024;
+/// Largest known-divergences file read.
+const MAX_KNOWN_FILE_BYTES: usize = 1 << 20;
+
+/// One documented divergence: targets (optional; exact names or a prefix ending in `*`), the
+/// case's target rule, the two outcomes, and why it is expected.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KnownDivergence {
+    #[serde(default)]
+    pub a_target: Option<String>,
+    #[serde(default)]
+    pub b_target: Option<String>,
+    /// Case family, if the reason only holds for one.
+    #[serde(default)]
+    pub family: Option<String>,
+    pub rule: String,
+    pub a: Observed,
+    pub b: Observed,
+    pub reason: String,
+}
+
+/// The known-divergences file (`fixtures/wire-fuzz/known-divergences.json`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KnownDivergences {
+    pub divergences: Vec<KnownDivergence>,
+}
+
+impl KnownDivergences {
+    pub fn parse(text: &str) -> Result<KnownDivergences, String> {
+        if text.len() > MAX_KNOWN_FILE_BYTES {
+            return Err("known-divergences file too large".into());
+        }
+        let known: KnownDivergences = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        if known.divergences.len() > MAX_KNOWN {
+            return Err(format!("more than {MAX_KNOWN} known divergences"));
+        }
+        Ok(known)
+    }
+
+    /// The reason a divergence is expected, if it is. Entries match in either direction
+    /// (`--target A --against B` or the other way round).
+    pub fn reason(&self, seen: &Seen<'_>) -> Option<&str> {
+        let matches =
+            |k: &KnownDivergence, a_target: &str, a: Observed, b_target: &str, b: Observed| {
+                k.rule == seen.rule
+                    && k.a == a
+                    && k.b == b
+                    && k.a_target
+                        .as_deref()
+                        .is_none_or(|t| target_matches(t, a_target))
+                    && k.b_target
+                        .as_deref()
+                        .is_none_or(|t| target_matches(t, b_target))
+                    && k.family.as_deref().is_none_or(|f| f == seen.family)
+            };
+        self.divergences
+            .iter()
+            .find(|k| {
+                matches(k, seen.a_target, seen.a, seen.b_target, seen.b)
+                    || matches(k, seen.b_target, seen.b, seen.a_target, seen.a)
+            })
+            .map(|k| k.reason.as_str())
+    }
+}
+
+/// `pattern` is a target name, or a prefix ending in `*` (`sim:*`).
+fn target_matches(pattern: &str, target: &str) -> bool {
+    match pattern.strip_suffix('*') {
+        Some(prefix) => target.starts_with(prefix),
+        None => pattern == target,
+    }
+}
+
+/// One observed divergence, as looked up in [`KnownDivergences::reason`].
+#[derive(Debug, Clone, Copy)]
+pub struct Seen<'a> {
+    pub a_target: &'a str,
+    pub a: Observed,
+    pub b_target: &'a str,
+    pub b: Observed,
+    pub family: &'a str,
+    pub rule: &'a str,
+}
+
+/// Outcome counts for one target.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct TargetStats {
+    pub target: String,
+    pub cases: u64,
+    pub outcomes: BTreeMap<Observed, u64>,
+    /// Outcome counts per family.
+    pub by_family: BTreeMap<String, BTreeMap<Observed, u64>>,
+    /// Cases after which the connection was up but the NULL probe went unanswered.
+    pub liveness_failures: u64,
+}
+
+impl TargetStats {
+    fn record(&mut self, result: &CaseResult) {
+        self.cases += 1;
+        *self.outcomes.entry(result.outcome).or_default() += 1;
+        *self
+            .by_family
+            .entry(result.family.clone())
+            .or_default()
+            .entry(result.outcome)
+            .or_default() += 1;
+        let went_down = matches!(
+            result.outcome,
+            Observed::Disconnect | Observed::ErrChunkThenClose | Observed::Hang
+        );
+        if !result.alive_after && !went_down {
+            self.liveness_failures += 1;
+        }
+    }
+}
+
+/// One deduplicated divergence.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Divergence {
+    pub rule: String,
+    pub family: String,
+    pub a_target: String,
+    pub a: Observed,
+    pub b_target: String,
+    pub b: Observed,
+    pub count: u64,
+    pub first_seed: u64,
+    pub first_index: u64,
+    /// Where the first case was saved (replay it with `rig fuzz-wire --replay`).
+    pub case_file: Option<String>,
+    /// Why it is expected, from the known-divergences file; `None` = new.
+    pub known: Option<String>,
+}
+
+/// What a run did.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Report {
+    pub seed: u64,
+    pub cases_sent: u64,
+    pub elapsed_secs: f64,
+    pub cases_per_sec: f64,
+    pub targets: Vec<TargetStats>,
+    pub divergences: Vec<Divergence>,
+    pub unknown_divergences: usize,
+}
+
+/// Run options.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    pub seed: u64,
+    /// Stop after this many cases.
+    pub cases: u64,
+    /// Stop once this much time has passed (checked between cases).
+    pub time: Option<Duration>,
+    /// Save each new divergence's case and outcomes here.
+    pub save_dir: Option<PathBuf>,
+}
+
+/// Run `cases` (called with 0, 1, 2, ... until it returns `None` or a limit is hit) against
+/// `a`, and against `b` too when given.
+pub fn run(
+    options: &RunOptions,
+    mut cases: impl FnMut(u64) -> Option<Case>,
+    a: &mut dyn CaseRunner,
+    mut b: Option<&mut (dyn CaseRunner + '_)>,
+    known: &KnownDivergences,
+) -> Result<Report, TargetError> {
+    let started = Instant::now();
+    let mut stats_a = TargetStats {
+        target: a.name(),
+        ..TargetStats::default()
+    };
+    let mut stats_b = b.as_ref().map(|b| TargetStats {
+        target: b.name(),
+        ..TargetStats::default()
+    });
+    let mut divergences: BTreeMap<(String, Observed, Observed), Divergence> = BTreeMap::new();
+    let mut sent = 0u64;
+    while sent < options.cases {
+        if options.time.is_some_and(|limit| started.elapsed() >= limit) {
+            break;
+        }
+        let Some(case) = cases(sent) else { break };
+        let result_a = a.run_case(&case)?;
+        stats_a.record(&result_a);
+        if let (Some(b), Some(stats_b)) = (b.as_deref_mut(), stats_b.as_mut()) {
+            let result_b = b.run_case(&case)?;
+            stats_b.record(&result_b);
+            if result_a.outcome != result_b.outcome {
+                let key = (case.target_rule.clone(), result_a.outcome, result_b.outcome);
+                if let Some(d) = divergences.get_mut(&key) {
+                    d.count += 1;
+                } else {
+                    let case_file = match &options.save_dir {
+                        Some(dir) => Some(save_divergence(
+                            dir,
+                            &case,
+                            &stats_a.target,
+                            result_a.outcome,
+                            &stats_b.target,
+                            result_b.outcome,
+                        )?),
+                        None => None,
+                    };
+                    let known = known
+                        .reason(&Seen {
+                            a_target: &stats_a.target,
+                            a: result_a.outcome,
+                            b_target: &stats_b.target,
+                            b: result_b.outcome,
+                            family: &case.family,
+                            rule: &case.target_rule,
+                        })
+                        .map(str::to_string);
+                    divergences.insert(
+                        key,
+                        Divergence {
+                            rule: case.target_rule.clone(),
+                            family: case.family.clone(),
+                            a_target: stats_a.target.clone(),
+                            a: result_a.outcome,
+                            b_target: stats_b.target.clone(),
+                            b: result_b.outcome,
+                            count: 1,
+                            first_seed: case.seed,
+                            first_index: case.index,
+                            case_file,
+                            known,
+                        },
+                    );
+                }
+            }
+        }
+        sent += 1;
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    let divergences: Vec<Divergence> = divergences.into_values().collect();
+    Ok(Report {
+        seed: options.seed,
+        cases_sent: sent,
+        elapsed_secs: elapsed,
+        cases_per_sec: if elapsed > 0.0 {
+            sent as f64 / elapsed
+        } else {
+            0.0
+        },
+        targets: std::iter::once(stats_a).chain(stats_b).collect(),
+        unknown_divergences: divergences.iter().filter(|d| d.known.is_none()).count(),
+        divergences,
+    })
+}
+
+/// Write `<rule>--<a>--<b>.case.json` (replayable) and `.outcomes.json`; returns the case path.
+fn save_divergence(
+    dir: &Path,
+    case: &Case,
+    a_target: &str,
+    a: Observed,
+    b_target: &str,
+    b: Observed,
+) -> Result<String, TargetError> {
+    let io = |e: std::io::Error| TargetError::Local(format!("saving divergence: {e}"));
+    std::fs::create_dir_all(dir).map_err(io)?;
+    let stem = format!("{}--{}--{}", case.target_rule, a.name(), b.name()).replace('+', "-then-");
+    let case_path = dir.join(format!("{stem}.case.json"));
+    std::fs::write(&case_path, case.to_json() + "\n").map_err(io)?;
+    let outcomes = serde_json::json!({
+        "rule": case.target_rule,
+        "family": case.family,
+        "seed": case.seed,
+        "index": case.index,
+        "a": { "target": a_target, "outcome": a },
+        "b": { "target": b_target, "outcome": b },
+    });
+    let text = serde_json::to_string_pretty(&outcomes).unwrap_or_default();
+    std::fs::write(dir.join(format!("{stem}.outcomes.json")), text + "\n").map_err(io)?;
+    Ok(case_path.display().to_string())
+}

@@ -1,0 +1,327 @@
+//! The executor: sends each case on a live connection, classifies what comes back, probes
+//! liveness with an NFS NULL after every case, reconnects after a disconnect, and appends every
+//! case to the case log *before* sending it, so a crash of the target reproduces from the log.
+
+use std::io::Write;
+
+use wire::raw::RawBuilder;
+use wire::rpc::{CallHeader, NFS_PROGRAM};
+use wire::rpcrdma::{Body, ErrorBody, Header};
+use wire::svcrdma::{self, Profile};
+use wire::Xdr;
+
+use crate::case::{Case, Observed};
+use crate::target::{Deadline, Target, TargetError, TargetEvent};
+
+/// Events one case may produce before the executor stops listening (bounds the wait loop).
+const MAX_EVENTS_PER_CASE: usize = 64;
+/// Liveness-probe XIDs: `PROBE_XID_BASE + n` (disjoint from [`crate::generate::XID_BASE`]).
+const PROBE_XID_BASE: u32 = 0x9000_0000;
+
+/// What one case did to one target.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CaseResult {
+    pub index: u64,
+    pub family: String,
+    pub target_rule: String,
+    pub outcome: Observed,
+    /// Whether a NULL call after the case was answered (`false` after a disconnect).
+    pub alive_after: bool,
+    /// Messages that answered neither the case nor a probe (late replies to earlier cases).
+    pub stray_messages: u32,
+}
+
+/// Something that turns a case into an outcome: a live target or a model.
+pub trait CaseRunner {
+    fn name(&self) -> String;
+    fn run_case(&mut self, case: &Case) -> Result<CaseResult, TargetError>;
+}
+
+/// The svcrdma rule model's prediction, as a runner (for `--against model:PROFILE`).
+#[derive(Debug, Clone, Copy)]
+pub struct ModelRunner {
+    pub profile: Profile,
+}
+
+impl CaseRunner for ModelRunner {
+    fn name(&self) -> String {
+        format!("model:{}", self.profile)
+    }
+
+    fn run_case(&mut self, case: &Case) -> Result<CaseResult, TargetError> {
+        let verdict = svcrdma::classify(&case.bytes, self.profile);
+        let outcome = Observed::from(verdict.outcome);
+        Ok(CaseResult {
+            index: case.index,
+            family: case.family.clone(),
+            target_rule: case.target_rule.clone(),
+            outcome,
+            alive_after: !matches!(
+                outcome,
+                Observed::Disconnect | Observed::ErrChunkThenClose | Observed::Hang
+            ),
+            stray_messages: 0,
+        })
+    }
+}
+
+/// How a liveness probe went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Probe {
+    Answered,
+    Disconnected,
+    Silent,
+}
+
+/// What the wait after a Send saw.
+#[derive(Debug, Default)]
+struct Collected {
+    answer: Option<Observed>,
+    disconnected: bool,
+    strays: u32,
+}
+
+/// Runs cases against one [`Target`].
+pub struct Executor<T: Target> {
+    target: T,
+    deadline: Deadline,
+    log: Option<Box<dyn Write>>,
+    /// Private data of the current connection; `None` before the first connect.
+    connected_with: Option<Option<Vec<u8>>>,
+    probes: u32,
+    reconnects: u64,
+}
+
+impl<T: Target> Executor<T> {
+    pub fn new(target: T, deadline: Deadline) -> Self {
+        Executor {
+            target,
+            deadline,
+            log: None,
+            connected_with: None,
+            probes: 0,
+            reconnects: 0,
+        }
+    }
+
+    /// Append every case (one JSON line) to `log`, flushed before the case is sent.
+    pub fn with_log(mut self, log: Box<dyn Write>) -> Self {
+        self.log = Some(log);
+        self
+    }
+
+    pub fn target(&self) -> &T {
+        &self.target
+    }
+
+    /// Connections made after the first one.
+    pub fn reconnects(&self) -> u64 {
+        self.reconnects
+    }
+
+    fn ensure_connected(&mut self, private_data: Option<&[u8]>) -> Result<(), TargetError> {
+        let wanted = private_data.map(<[u8]>::to_vec);
+        if self.target.is_connected() && self.connected_with.as_ref() == Some(&wanted) {
+            return Ok(());
+        }
+        if self.connected_with.is_some() {
+            self.reconnects += 1;
+        }
+        self.target.connect(private_data)?;
+        self.connected_with = Some(wanted);
+        Ok(())
+    }
+
+    fn log_case(&mut self, case: &Case) -> Result<(), TargetError> {
+        if let Some(log) = &mut self.log {
+            writeln!(log, "{}", case.to_json_line())
+                .and_then(|()| log.flush())
+                .map_err(|e| TargetError::Local(format!("case log: {e}")))?;
+        }
+        Ok(())
+    }
+
+    /// Listen until quiet or disconnected; the first message with `xid` is the answer. With
+    /// `any_error`, an RDMA_ERROR with any XID also counts (a header too short to carry an XID
+    /// is answered with whatever the responder found there).
+    fn collect(&mut self, xid: u32, any_error: bool) -> Collected {
+        let mut seen = Collected::default();
+        let settle = Deadline {
+            sim_steps: self.deadline.sim_steps,
+            wall: self.deadline.wall / 10,
+        };
+        for _ in 0..MAX_EVENTS_PER_CASE {
+            // After the answer, only wait briefly for a close that may follow it.
+            let deadline = if seen.answer.is_some() {
+                settle
+            } else {
+                self.deadline
+            };
+            match self.target.next_event(deadline) {
+                TargetEvent::Message(bytes) => match Header::decode_prefix(&bytes) {
+                    Ok((header, _)) if seen.answer.is_none() => {
+                        let is_error = matches!(header.body, Body::Error(_));
+                        if header.xid == xid || (any_error && is_error) {
+                            seen.answer = Some(answer_kind(&header.body));
+                        } else {
+                            seen.strays += 1;
+                        }
+                    }
+                    _ => seen.strays += 1,
+                },
+                TargetEvent::Disconnected => {
+                    seen.disconnected = true;
+                    break;
+                }
+                TargetEvent::Quiet => break,
+            }
+        }
+        seen
+    }
+
+    /// Send an NFS NULL and wait for its reply.
+    fn probe(&mut self) -> Probe {
+        if !self.target.is_connected() {
+            return Probe::Disconnected;
+        }
+        self.probes = self.probes.wrapping_add(1);
+        let xid = PROBE_XID_BASE.wrapping_add(self.probes);
+        let call = CallHeader::new(xid, NFS_PROGRAM, 3, 0).to_bytes();
+        let bytes = RawBuilder::new()
+            .fixed(xid, 1, 8, 0)
+            .empty_lists()
+            .raw(&call)
+            .bytes();
+        if self.target.post_send(&bytes).is_err() {
+            return Probe::Disconnected;
+        }
+        let seen = self.collect(xid, false);
+        match seen.answer {
+            Some(_) => Probe::Answered,
+            None if seen.disconnected => Probe::Disconnected,
+            None => Probe::Silent,
+        }
+    }
+}
+
+fn answer_kind(body: &Body) -> Observed {
+    match body {
+        Body::Error(ErrorBody::Vers { .. }) => Observed::ErrVers,
+        Body::Error(ErrorBody::Chunk) => Observed::ErrChunk,
+        _ => Observed::Reply,
+    }
+}
+
+impl<T: Target> CaseRunner for Executor<T> {
+    fn name(&self) -> String {
+        self.target.name()
+    }
+
+    fn run_case(&mut self, case: &Case) -> Result<CaseResult, TargetError> {
+        self.ensure_connected(case.private_data.as_deref())?;
+        let mut keys = Vec::with_capacity(case.regions.len());
+        for region in &case.regions {
+            keys.push(self.target.register(region)?);
+        }
+        let bytes = case.wire_bytes(&keys);
+        // Logged before the Send: if this case takes the target down, the log ends with it.
+        self.log_case(case)?;
+        let sent = self.target.post_send(&bytes);
+        let seen = match sent {
+            Ok(()) => self.collect(case.xid, case.bytes.len() < 4),
+            Err(e) => {
+                self.target.deregister_all();
+                return Err(e);
+            }
+        };
+        let strays = seen.strays;
+        let (outcome, alive_after) = match (seen.answer, seen.disconnected) {
+            (Some(Observed::ErrChunk), true) => (Observed::ErrChunkThenClose, false),
+            (Some(answer), true) => (answer, false),
+            (None, true) => (Observed::Disconnect, false),
+            (Some(answer), false) => (answer, self.probe() == Probe::Answered),
+            (None, false) => match self.probe() {
+                Probe::Answered => (Observed::Drop, true),
+                Probe::Disconnected => (Observed::Disconnect, false),
+                Probe::Silent => (Observed::Hang, false),
+            },
+        };
+        if outcome == Observed::Hang {
+            // A silent responder on a live connection: start the next case afresh.
+            self.target.disconnect();
+        }
+        self.target.deregister_all();
+        Ok(CaseResult {
+            index: case.index,
+            family: case.family.clone(),
+            target_rule: case.target_rule.clone(),
+            outcome,
+            alive_after,
+            stray_messages: strays,
+        })
+    }
+}
+
+/// Open a runner for a parsed target spec (`seed` drives a simulator's scheduler); live
+/// targets log every case to `log` before sending it.
+pub fn open_runner(
+    spec: &crate::target::TargetSpec,
+    seed: u64,
+    deadline: Deadline,
+    log: Option<Box<dyn Write>>,
+) -> Result<Box<dyn CaseRunner>, TargetError> {
+    use crate::target::TargetSpec;
+    fn live<T: Target + 'static>(
+        executor: Executor<T>,
+        log: Option<Box<dyn Write>>,
+    ) -> Box<dyn CaseRunner> {
+        match log {
+            Some(log) => Box::new(executor.with_log(log)),
+            None => Box::new(executor),
+        }
+    }
+    Ok(match spec {
+        TargetSpec::Sim(kind) => live(
+            Executor::new(
+                crate::sim_target::SimTarget::new(kind.clone(), seed)?,
+                deadline,
+            ),
+            log,
+        ),
+        TargetSpec::Model(profile) => Box::new(ModelRunner { profile: *profile }),
+        TargetSpec::Rdma(addr) => live(
+            Executor::new(crate::target::open_rdma(addr)?, deadline),
+            log,
+        ),
+    })
+}
+
+impl Target for Box<dyn Target> {
+    fn name(&self) -> String {
+        (**self).name()
+    }
+    fn connect(&mut self, private_data: Option<&[u8]>) -> Result<(), TargetError> {
+        (**self).connect(private_data)
+    }
+    fn is_connected(&self) -> bool {
+        (**self).is_connected()
+    }
+    fn register(
+        &mut self,
+        region: &crate::case::Region,
+    ) -> Result<crate::case::RegionKey, TargetError> {
+        (**self).register(region)
+    }
+    fn deregister_all(&mut self) {
+        (**self).deregister_all()
+    }
+    fn post_send(&mut self, bytes: &[u8]) -> Result<(), TargetError> {
+        (**self).post_send(bytes)
+    }
+    fn next_event(&mut self, deadline: Deadline) -> TargetEvent {
+        (**self).next_event(deadline)
+    }
+    fn disconnect(&mut self) {
+        (**self).disconnect()
+    }
+}

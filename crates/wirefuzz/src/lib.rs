@@ -1,0 +1,36 @@
+//! Over-the-wire fuzzing of RPC-over-RDMA version 1 (RFC 8166) responders (issue #7, host side).
+//!
+//! Code map:
+//! - [`rng`]: splitmix64 and the seeded byte stream every case is drawn from.
+//! - [`case`]: one fuzz case (bytes, regions it registers, handle/offset relocations, expected
+//!   outcome per svcrdma profile) and its JSON file format.
+//! - [`generate`]: `arbitrary`-driven structural mutations of valid NFSv3 calls, each family
+//!   aimed at one svcrdma rule; a case is a pure function of `(seed, index)`.
+//! - [`target`]: the [`target::Target`] trait a transport implements (connect with private
+//!   data, register, post a Send, wait for the next event, disconnect) and target specs.
+//! - [`sim_target`]: the simulated transport against our reference server or a bare responder.
+//! - [`executor`]: sends cases, classifies outcomes, probes liveness, reconnects, logs every
+//!   case before it is sent; [`executor::ModelRunner`] predicts instead of sending.
+//! - [`differential`]: one case stream against two runners, divergences deduplicated by
+//!   (rule, outcome pair) and checked against the known-divergences file.
+//! - [`minimise`]: delta debugging (ddmin) over a case sequence, generic over "still fails?".
+//! - [`kernel_watch`]: the console patterns a guest run stops on (design seam for the VM part).
+//!
+//! Architecture Invariant: case generation and classification read no clock and do no I/O;
+//! only [`executor::Executor`]'s log and a real target's driver touch the outside world.
+#![forbid(unsafe_code)]
+
+pub mod case;
+pub mod differential;
+pub mod executor;
+pub mod generate;
+pub mod kernel_watch;
+pub mod minimise;
+pub mod rng;
+pub mod sim_target;
+pub mod target;
+
+pub use case::{Case, Observed};
+pub use executor::{CaseResult, CaseRunner, Executor, ModelRunner};
+pub use generate::generate;
+pub use target::{Target, TargetError, TargetEvent, TargetSpec};

@@ -1,0 +1,340 @@
+//! [`Target`] over the deterministic simulated RC transport (`rpcrdma-sim`): our requester side
+//! is a raw peer that sends exactly the bytes it is given; the responder is either the engine's
+//! responder with a kernel profile and a trivial upper layer, or the reference NFSv3 server.
+//!
+//! "Quiet" here means the simulation ran out of enabled actions (or steps): the same case
+//! stream always produces the same outcomes, which is what makes replay and minimisation exact.
+
+use std::collections::VecDeque;
+
+use engine::verbs::{Access, Endpoint, Event, MemoryTable, WorkRequest, WrId};
+use engine::{ConnectionConfig, OutgoingReply, Responder, ResponderOutput};
+use server::Server;
+use sim::{Side, Sim, SimConfig};
+use wire::nfs3::{
+    CreateArgs, CreateHow3, DdpData, DirOpArgs3, FileHandle, Filename, Nfs3Call, Nfs3Reply, NfsRes,
+    Sattr3, StableHow, WriteArgs,
+};
+use wire::raw::RawBuilder;
+use wire::svcrdma::DEFAULT_MAX_REQ_SIZE;
+
+use crate::case::{Region, RegionAccess, RegionKey};
+use crate::generate::{FUZZ_FILE_BYTES, FUZZ_FILE_HANDLE, ROOT_FILE_HANDLE};
+use crate::target::{Deadline, SimServerKind, Target, TargetError, TargetEvent};
+
+/// Receives our side keeps posted, and their size (larger than any reply the responder sends).
+const PEER_RECEIVES: usize = 16;
+const PEER_RECEIVE_BYTES: usize = 64 * 1024;
+/// The address the reference server sees for us.
+const CLIENT_ADDR: u32 = 0x0a00_00fe;
+/// First handle our registrations get (distinct from the responder's 0x8000 range).
+const PEER_FIRST_HANDLE: u32 = 0x0001_0000;
+
+/// The responder's connection parameters before private data: Linux's 4 KiB Receives
+/// (`svcrdma_max_req_size`) in both directions, so the model's receive-overflow limit and the
+/// simulated Receive size agree; 8 credits.
+fn responder_config() -> ConnectionConfig {
+    ConnectionConfig {
+        inline_send: DEFAULT_MAX_REQ_SIZE,
+        inline_recv: DEFAULT_MAX_REQ_SIZE,
+        credits: 8,
+    }
+}
+
+/// The requester side: posts what it is told, registers regions, queues what arrives.
+#[derive(Debug)]
+pub struct RawPeer {
+    memory: MemoryTable,
+    registered: Vec<u32>,
+    work: VecDeque<WorkRequest>,
+    inbox: VecDeque<TargetEvent>,
+    next_wr: WrId,
+    /// Offered in the CM connect request; the simulator carries it to the responder, which
+    /// negotiates its inline thresholds from it (RFC 8797 §4).
+    private_data: Option<Vec<u8>>,
+}
+
+impl RawPeer {
+    fn new() -> RawPeer {
+        RawPeer {
+            memory: MemoryTable::new(PEER_FIRST_HANDLE),
+            registered: Vec::new(),
+            work: VecDeque::new(),
+            inbox: VecDeque::new(),
+            next_wr: 1,
+            private_data: None,
+        }
+    }
+
+    fn wr(&mut self) -> WrId {
+        self.next_wr += 1;
+        self.next_wr
+    }
+
+    fn post_receive(&mut self) {
+        let wr_id = self.wr();
+        self.work.push_back(WorkRequest::PostRecv {
+            wr_id,
+            capacity: PEER_RECEIVE_BYTES,
+        });
+    }
+}
+
+impl Endpoint for RawPeer {
+    fn handle_event(&mut self, event: Event) {
+        match event {
+            Event::Connected { .. } => (0..PEER_RECEIVES).for_each(|_| self.post_receive()),
+            Event::RecvCompleted { payload, .. } => {
+                self.inbox.push_back(TargetEvent::Message(payload));
+                self.post_receive();
+            }
+            Event::ConnectionLost => self.inbox.push_back(TargetEvent::Disconnected),
+            // Send/Read/Write completions and flushes carry nothing the executor classifies.
+            _ => {}
+        }
+    }
+
+    fn poll_work(&mut self) -> Option<WorkRequest> {
+        self.work.pop_front()
+    }
+
+    fn memory(&mut self) -> &mut MemoryTable {
+        &mut self.memory
+    }
+
+    fn private_data(&self) -> Option<Vec<u8>> {
+        self.private_data.clone()
+    }
+}
+
+/// The engine's responder with a trivial upper layer: every call that reaches it is answered
+/// with an empty RPC SUCCESS reply, so only transport behaviour is observed.
+#[derive(Debug)]
+pub struct BareResponder {
+    responder: Responder,
+}
+
+impl BareResponder {
+    fn answer_calls(&mut self) {
+        while let Some(output) = self.responder.poll_output() {
+            if let ResponderOutput::Call(call) = output {
+                // RFC 5531 §9: xid, REPLY, MSG_ACCEPTED, verifier AUTH_NONE, SUCCESS.
+                let message = RawBuilder::new().words(&[call.xid, 1, 0, 0, 0, 0]).bytes();
+                // A lost connection just means the reply is never sent; nothing to do.
+                let _ = self
+                    .responder
+                    .reply(call.token, OutgoingReply { message, ddp: None });
+            }
+        }
+    }
+}
+
+impl Endpoint for BareResponder {
+    fn handle_event(&mut self, event: Event) {
+        self.responder.handle_event(event);
+        self.answer_calls();
+    }
+
+    fn poll_work(&mut self) -> Option<WorkRequest> {
+        self.responder.poll_work()
+    }
+
+    fn memory(&mut self) -> &mut MemoryTable {
+        self.responder.memory()
+    }
+}
+
+/// The simulated responder.
+pub enum SimResponder {
+    Bare(Box<BareResponder>),
+    Server(Box<Server>),
+}
+
+impl Endpoint for SimResponder {
+    fn handle_event(&mut self, event: Event) {
+        match self {
+            SimResponder::Bare(r) => r.handle_event(event),
+            SimResponder::Server(s) => s.handle_event(event),
+        }
+    }
+
+    fn poll_work(&mut self) -> Option<WorkRequest> {
+        match self {
+            SimResponder::Bare(r) => r.poll_work(),
+            SimResponder::Server(s) => s.poll_work(),
+        }
+    }
+
+    fn memory(&mut self) -> &mut MemoryTable {
+        match self {
+            SimResponder::Bare(r) => r.memory(),
+            SimResponder::Server(s) => s.memory(),
+        }
+    }
+
+    fn run_upper_layer(&mut self) -> bool {
+        match self {
+            SimResponder::Bare(_) => false,
+            SimResponder::Server(s) => s.run_upper_layer(),
+        }
+    }
+
+    fn has_upper_layer_work(&self) -> bool {
+        match self {
+            SimResponder::Bare(_) => false,
+            SimResponder::Server(s) => s.has_upper_layer_work(),
+        }
+    }
+
+    fn private_data(&self) -> Option<Vec<u8>> {
+        match self {
+            SimResponder::Bare(r) => r.responder.private_data(),
+            SimResponder::Server(s) => s.private_data(),
+        }
+    }
+}
+
+/// Build the responder for `kind` with `config`; `None` for an unknown DRC policy.
+fn build_responder(kind: &SimServerKind, config: ConnectionConfig) -> Option<SimResponder> {
+    match kind {
+        SimServerKind::Responder(profile) => {
+            let mut responder = Responder::new(config);
+            responder.set_profile(*profile);
+            Some(SimResponder::Bare(Box::new(BareResponder { responder })))
+        }
+        SimServerKind::Server(policy) => {
+            let drc = server::drc::policy_by_name(policy, config.credits)?;
+            let mut server = Server::new(config, drc, CLIENT_ADDR);
+            provision_fuzz_file(&mut server);
+            Some(SimResponder::Server(Box::new(server)))
+        }
+    }
+}
+
+/// Create the file READ/WRITE cases address ([`FUZZ_FILE_HANDLE`]) with [`FUZZ_FILE_BYTES`].
+fn provision_fuzz_file(server: &mut Server) {
+    let root = FileHandle(ROOT_FILE_HANDLE.to_vec());
+    let created = server.fs_mut().nfs(&Nfs3Call::Create(CreateArgs {
+        where_: DirOpArgs3 {
+            dir: root,
+            name: Filename(b"wirefuzz".to_vec()),
+        },
+        how: CreateHow3::Unchecked(Sattr3::default()),
+    }));
+    let file = match created {
+        Nfs3Reply::Create(NfsRes::Ok(ok)) => ok.obj.unwrap_or_default(),
+        _ => FileHandle(FUZZ_FILE_HANDLE.to_vec()),
+    };
+    let data: Vec<u8> = (0..FUZZ_FILE_BYTES).map(|i| (i % 251) as u8).collect();
+    server.fs_mut().nfs(&Nfs3Call::Write(WriteArgs {
+        file,
+        offset: 0,
+        count: FUZZ_FILE_BYTES as u32,
+        stable: StableHow::FileSync,
+        data: DdpData::Inline(data),
+    }));
+}
+
+/// A [`Target`] over the simulator.
+pub struct SimTarget {
+    name: String,
+    sim: Sim<RawPeer, SimResponder>,
+}
+
+impl SimTarget {
+    /// A simulated responder of `kind`; `seed` drives the simulator's scheduler.
+    pub fn new(kind: SimServerKind, seed: u64) -> Result<SimTarget, TargetError> {
+        let name = match &kind {
+            SimServerKind::Responder(p) => format!("sim:{p}"),
+            SimServerKind::Server(policy) => format!("sim:{policy}"),
+        };
+        let responder = build_responder(&kind, responder_config())
+            .ok_or_else(|| TargetError::BadSpec(format!("{name}: unknown DRC policy")))?;
+        let sim = Sim::new(
+            RawPeer::new(),
+            responder,
+            SimConfig {
+                seed,
+                ..SimConfig::default()
+            },
+        );
+        Ok(SimTarget { name, sim })
+    }
+
+    /// The responder side (tests inspect the reference server's executions through it).
+    pub fn responder(&self) -> &SimResponder {
+        &self.sim.server
+    }
+
+    /// Connections established so far on the current simulator instance.
+    pub fn connections(&self) -> u64 {
+        self.sim.stats().connections
+    }
+}
+
+impl Target for SimTarget {
+    fn name(&self) -> String {
+        self.name.clone()
+    }
+
+    fn connect(&mut self, private_data: Option<&[u8]>) -> Result<(), TargetError> {
+        if self.sim.is_connected() {
+            self.sim.disconnect(Side::Client);
+        }
+        // The responder decodes it; RFC 8797 §4: data that does not decode (wrong Format
+        // Identifier or version, too short) is ignored and the RFC 8166 §3.3.2 defaults apply.
+        self.sim.client.private_data = private_data.map(<[u8]>::to_vec);
+        self.sim.client.inbox.clear();
+        self.sim.connect();
+        Ok(())
+    }
+
+    fn is_connected(&self) -> bool {
+        self.sim.is_connected()
+    }
+
+    fn register(&mut self, region: &Region) -> Result<RegionKey, TargetError> {
+        let access = match region.access {
+            RegionAccess::RemoteRead => Access::RemoteRead,
+            RegionAccess::RemoteWrite => Access::RemoteWrite,
+        };
+        let handle = self.sim.client.memory.register(region.contents(), access);
+        self.sim.client.registered.push(handle);
+        // The simulated HCA addresses regions from zero (like a zero-based MR).
+        Ok(RegionKey { handle, base: 0 })
+    }
+
+    fn deregister_all(&mut self) {
+        let peer = &mut self.sim.client;
+        for handle in std::mem::take(&mut peer.registered) {
+            peer.memory.invalidate(handle);
+        }
+    }
+
+    fn post_send(&mut self, bytes: &[u8]) -> Result<(), TargetError> {
+        let wr_id = self.sim.client.wr();
+        self.sim.client.work.push_back(WorkRequest::PostSend {
+            wr_id,
+            payload: bytes.to_vec(),
+        });
+        self.sim.flush_work(Side::Client);
+        Ok(())
+    }
+
+    fn next_event(&mut self, deadline: Deadline) -> TargetEvent {
+        if self.sim.client.inbox.is_empty() {
+            self.sim
+                .run_until(deadline.sim_steps, |s| !s.client.inbox.is_empty());
+        }
+        self.sim
+            .client
+            .inbox
+            .pop_front()
+            .unwrap_or(TargetEvent::Quiet)
+    }
+
+    fn disconnect(&mut self) {
+        self.sim.disconnect(Side::Client);
+        self.sim.client.inbox.clear();
+    }
+}

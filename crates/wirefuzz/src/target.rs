@@ -1,0 +1,205 @@
+//! The seam between the executor and a transport: the [`Target`] trait, and target specs as
+//! given on the command line (`sim:linux-2026`, `sim:classic`, `model:linux-6.1`, `ADDR:PORT`).
+//!
+//! A target is one requester-side RDMA connection to the responder under test. The simulated
+//! target ([`crate::sim_target`]) implements it on the host; the rdma target (rdma_cm over
+//! crates/verbs, run inside the interop guests) implements the same five operations later.
+
+use std::fmt;
+use std::time::Duration;
+
+use wire::svcrdma::Profile;
+
+use crate::case::{Region, RegionKey};
+
+/// What a target reports while the executor waits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TargetEvent {
+    /// A Send from the responder landed in one of our Receives.
+    Message(Vec<u8>),
+    /// The connection is gone (DISCONNECTED, or our QP went to error).
+    Disconnected,
+    /// Nothing arrived before the deadline (the simulator: nothing left to run).
+    Quiet,
+}
+
+/// How long the executor waits for one event. The simulator counts scheduler steps (so runs
+/// stay deterministic); a real target uses the wall-clock part.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Deadline {
+    pub sim_steps: u64,
+    pub wall: Duration,
+}
+
+impl Default for Deadline {
+    fn default() -> Self {
+        Deadline {
+            sim_steps: 20_000,
+            wall: Duration::from_secs(2),
+        }
+    }
+}
+
+/// A target failed in a way that stops the run (not an outcome of a case).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TargetError {
+    /// The target kind exists but cannot run here (e.g. rdma without the verbs driver).
+    Unavailable(String),
+    /// Connecting failed (rdma_cm REJECTED, unreachable, ...).
+    Connect(String),
+    /// Registration or posting failed locally.
+    Local(String),
+    /// The spec names no known target.
+    BadSpec(String),
+}
+
+impl fmt::Display for TargetError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TargetError::Unavailable(why) => write!(f, "target unavailable: {why}"),
+            TargetError::Connect(why) => write!(f, "connect failed: {why}"),
+            TargetError::Local(why) => write!(f, "local error: {why}"),
+            TargetError::BadSpec(why) => write!(f, "bad target spec: {why}"),
+        }
+    }
+}
+
+impl std::error::Error for TargetError {}
+
+/// One requester-side connection to a responder under test.
+pub trait Target {
+    /// Stable name for reports (the spec it was opened from).
+    fn name(&self) -> String;
+    /// (Re)connect, offering `private_data` in the CM connect request (RFC 8797 §4);
+    /// `None` sends none. Any previous connection is torn down first.
+    fn connect(&mut self, private_data: Option<&[u8]>) -> Result<(), TargetError>;
+    /// Whether the connection is up as far as this side knows.
+    fn is_connected(&self) -> bool;
+    /// Register `region` for remote access; returns its handle and wire base address.
+    fn register(&mut self, region: &Region) -> Result<RegionKey, TargetError>;
+    /// Deregister everything [`Target::register`] returned since the last call.
+    fn deregister_all(&mut self);
+    /// Post one Send of exactly `bytes` (no checks: the point is to send invalid headers).
+    fn post_send(&mut self, bytes: &[u8]) -> Result<(), TargetError>;
+    /// The next event, or [`TargetEvent::Quiet`] once `deadline` passes with none.
+    fn next_event(&mut self, deadline: Deadline) -> TargetEvent;
+    /// Tear the connection down from our side.
+    fn disconnect(&mut self);
+}
+
+/// What the simulated responder runs above the engine.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SimServerKind {
+    /// The engine's responder judging headers as `profile` does, answering every call that
+    /// reaches it with an empty RPC SUCCESS reply (transport behaviour only).
+    Responder(Profile),
+    /// Our reference NFSv3 server with this DRC policy (headers judged as linux-2026).
+    Server(String),
+}
+
+/// A parsed `--target` / `--against` value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TargetSpec {
+    /// `sim:linux-6.1`, `sim:linux-2026` or `sim:POLICY` (classic, acked, acked-mark).
+    Sim(SimServerKind),
+    /// `model:PROFILE`: no transport, the svcrdma rule model's prediction.
+    Model(Profile),
+    /// `ADDR:PORT`: a real RPC-over-RDMA listener reached with rdma_cm.
+    Rdma(String),
+}
+
+impl TargetSpec {
+    pub fn parse(spec: &str) -> Result<TargetSpec, TargetError> {
+        if let Some(rest) = spec.strip_prefix("sim:") {
+            if let Ok(profile) = rest.parse::<Profile>() {
+                return Ok(TargetSpec::Sim(SimServerKind::Responder(profile)));
+            }
+            if server::drc::POLICY_NAMES.contains(&rest) {
+                return Ok(TargetSpec::Sim(SimServerKind::Server(rest.to_string())));
+            }
+            return Err(TargetError::BadSpec(format!(
+                "{spec:?}: after sim: give a kernel profile (linux-6.1, linux-2026) or a DRC \
+                 policy ({})",
+                server::drc::POLICY_NAMES.join(", ")
+            )));
+        }
+        if let Some(rest) = spec.strip_prefix("model:") {
+            return rest
+                .parse::<Profile>()
+                .map(TargetSpec::Model)
+                .map_err(|e| TargetError::BadSpec(e.to_string()));
+        }
+        match spec.rsplit_once(':') {
+            Some((host, port)) if !host.is_empty() && port.parse::<u16>().is_ok() => {
+                Ok(TargetSpec::Rdma(spec.to_string()))
+            }
+            _ => Err(TargetError::BadSpec(format!(
+                "{spec:?}: expected sim:PROFILE, sim:POLICY, model:PROFILE or ADDR:PORT"
+            ))),
+        }
+    }
+
+    /// The spec as written.
+    pub fn name(&self) -> String {
+        match self {
+            TargetSpec::Sim(SimServerKind::Responder(p)) => format!("sim:{p}"),
+            TargetSpec::Sim(SimServerKind::Server(policy)) => format!("sim:{policy}"),
+            TargetSpec::Model(p) => format!("model:{p}"),
+            TargetSpec::Rdma(addr) => addr.clone(),
+        }
+    }
+}
+
+/// The rdma target's seam: until the verbs driver exists this refuses with a clear message.
+pub fn open_rdma(addr: &str) -> Result<Box<dyn Target>, TargetError> {
+    Err(TargetError::Unavailable(format!(
+        "rdma target {addr} needs the verbs driver (rdma_cm over crates/verbs); run it inside \
+         the interop guests (`just interop`), or use --target sim:linux-2026 on the host"
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_every_spec_kind() {
+        assert_eq!(
+            TargetSpec::parse("sim:linux-6.1"),
+            Ok(TargetSpec::Sim(SimServerKind::Responder(Profile::Linux6_1)))
+        );
+        assert_eq!(
+            TargetSpec::parse("sim:acked-mark"),
+            Ok(TargetSpec::Sim(SimServerKind::Server("acked-mark".into())))
+        );
+        assert_eq!(
+            TargetSpec::parse("model:linux-2026"),
+            Ok(TargetSpec::Model(Profile::Linux2026))
+        );
+        assert_eq!(
+            TargetSpec::parse("192.168.77.2:20049"),
+            Ok(TargetSpec::Rdma("192.168.77.2:20049".into()))
+        );
+        for bad in ["sim:lru", "model:linux-5.4", "nfsd", ":20049", "host:port"] {
+            assert!(
+                matches!(TargetSpec::parse(bad), Err(TargetError::BadSpec(_))),
+                "{bad}"
+            );
+        }
+        for spec in [
+            "sim:linux-2026",
+            "sim:classic",
+            "model:linux-6.1",
+            "10.0.0.1:1",
+        ] {
+            assert_eq!(TargetSpec::parse(spec).unwrap().name(), spec);
+        }
+    }
+
+    #[test]
+    fn rdma_target_says_what_it_needs() {
+        let err = open_rdma("10.0.0.2:20049").err().unwrap();
+        assert!(err.to_string().contains("needs the verbs driver"));
+        assert!(err.to_string().contains("interop guests"));
+    }
+}
