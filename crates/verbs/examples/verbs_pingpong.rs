@@ -11,7 +11,7 @@
 //! client `HELO` → server; server `REGN addr(8) rkey(4) len(4)` → client; client RDMA Read (expects
 //! the server's pattern), RDMA Write (its own pattern), RDMA Read again (expects its own pattern);
 //! client `DONE` → server; server checks its MR holds the client's pattern and answers `PASS`/`FAIL`;
-//! client disconnects.
+//! client RDMA Reads with a wrong rkey (expects IBV_WC_REM_ACCESS_ERR) and disconnects.
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -38,6 +38,7 @@ const WR_SEND: u64 = 1;
 const WR_READ: u64 = 2;
 const WR_WRITE: u64 = 3;
 const WR_READ_BACK: u64 = 4;
+const WR_BAD_READ: u64 = 5;
 const WR_RECV_BASE: u64 = 100;
 
 type AnyResult<T> = Result<T, Box<dyn std::error::Error>>;
@@ -212,7 +213,9 @@ struct Completions {
 }
 
 impl Completions {
-    fn await_success(
+    /// Wait for the completion of `wr_id`, whatever its status. A failed completion of another
+    /// request means the QP broke, which is an error.
+    fn await_completion(
         &mut self,
         cq: &Cq,
         wr_id: u64,
@@ -222,11 +225,7 @@ impl Completions {
         let deadline = Instant::now() + timeout;
         loop {
             if let Some(position) = self.pending.iter().position(|wc| wc.wr_id == wr_id) {
-                let wc = self.pending.remove(position);
-                if !wc.status.is_success() {
-                    return Err(format!("{what} completed in error: {wc}").into());
-                }
-                return Ok(wc);
+                return Ok(self.pending.remove(position));
             }
             // Bounded: each round either finds completions or runs out the remaining time.
             let remaining = deadline.saturating_duration_since(Instant::now());
@@ -238,12 +237,30 @@ impl Completions {
                 .into());
             }
             let polled = cq.wait(16, remaining)?;
-            // A flushed completion for another request means the QP is in error: report it.
-            if let Some(failed) = polled.iter().find(|wc| !wc.status.is_success()) {
-                return Err(format!("{what}: a completion failed while waiting: {failed}").into());
+            if let Some(failed) = polled
+                .iter()
+                .find(|wc| wc.wr_id != wr_id && !wc.status.is_success())
+            {
+                return Err(
+                    format!("{what}: another request failed while waiting: {failed}").into(),
+                );
             }
             self.pending.extend(polled);
         }
+    }
+
+    fn await_success(
+        &mut self,
+        cq: &Cq,
+        wr_id: u64,
+        what: &str,
+        timeout: Duration,
+    ) -> AnyResult<WorkCompletion> {
+        let wc = self.await_completion(cq, wr_id, what, timeout)?;
+        if !wc.status.is_success() {
+            return Err(format!("{what} completed in error: {wc}").into());
+        }
+        Ok(wc)
     }
 }
 
@@ -410,6 +427,27 @@ fn run_client(server: SocketAddr, options: &Options, report: &mut Report) -> Any
         "server saw the RDMA Write in its MR",
         verdict == b"PASS",
         &String::from_utf8_lossy(&verdict),
+    );
+
+    // Last, because it breaks the QP: an RDMA Read naming an rkey the server never issued must
+    // complete with a remote access error (the typed completion path), not hang or succeed.
+    let bogus = RemoteRegion {
+        rkey: remote.rkey ^ 0x00ff_ff00,
+        ..remote
+    };
+    connection
+        .id
+        .post_send(WR_BAD_READ, SendOp::RdmaRead { remote: bogus }, &sge, true)?;
+    let wc = connection.completions.await_completion(
+        &connection.cq,
+        WR_BAD_READ,
+        "RDMA Read with a bad rkey",
+        timeout,
+    )?;
+    report.check(
+        "RDMA Read with a bad rkey completes with IBV_WC_REM_ACCESS_ERR",
+        wc.status.name() == "IBV_WC_REM_ACCESS_ERR",
+        &wc.to_string(),
     );
 
     connection.id.disconnect()?;
