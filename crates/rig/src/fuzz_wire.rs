@@ -197,3 +197,114 @@ fn summary(report: &Report) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: Args,
+    }
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("rig-fuzz-wire-{}-{name}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    fn fixture(name: &str) -> String {
+        format!(
+            "{}/../../fixtures/wire-fuzz/{name}",
+            env!("CARGO_MANIFEST_DIR")
+        )
+    }
+
+    #[test]
+    fn replays_a_case_file_and_writes_the_report() {
+        let dir = scratch("replay");
+        let report = dir.join("report.json");
+        let log = dir.join("log.jsonl");
+        let case = fixture("cases/write-segcount-zero-000000.json");
+        let known = fixture("known-divergences.json");
+        let cli = Cli::parse_from([
+            "rig",
+            "--target",
+            "sim:linux-6.1",
+            "--against",
+            "model:linux-6.1",
+            "--replay",
+            &case,
+            "--known",
+            &known,
+            "--report",
+            report.to_str().unwrap(),
+            "--log",
+            log.to_str().unwrap(),
+            "--save-divergences",
+            dir.join("div").to_str().unwrap(),
+        ]);
+        assert_eq!(run(cli.args).unwrap(), 0, "the divergence is a known one");
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+        assert_eq!(json["cases_sent"], 1);
+        assert_eq!(json["targets"][0]["outcomes"]["err-chunk"], 1);
+        assert_eq!(json["targets"][1]["outcomes"]["reply"], 1);
+        assert_eq!(json["divergences"][0]["rule"], "write-segcount-zero");
+        assert!(json["divergences"][0]["known"].is_string());
+        // The case log holds the replayed case.
+        let logged = std::fs::read_to_string(&log).unwrap();
+        let replayed = Case::from_json(&std::fs::read_to_string(&case).unwrap()).unwrap();
+        assert_eq!(Case::from_json(logged.trim_end()).unwrap(), replayed);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn new_divergences_fail_the_run() {
+        let dir = scratch("new");
+        let cli = Cli::parse_from([
+            "rig",
+            "--target",
+            "model:linux-6.1",
+            "--against",
+            "model:linux-2026",
+            "--family",
+            "write-segcount-zero",
+            "--cases",
+            "5",
+            "--known",
+            dir.join("none.json").to_str().unwrap(),
+            "--log",
+            dir.join("log.jsonl").to_str().unwrap(),
+            "--save-divergences",
+            dir.join("div").to_str().unwrap(),
+        ]);
+        assert_eq!(run(cli.args).unwrap(), 1);
+        assert!(dir
+            .join("div/write-segcount-zero--reply--err-chunk.case.json")
+            .exists());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_rdma_target_needs_the_verbs_driver() {
+        let dir = scratch("rdma");
+        let cli = Cli::parse_from([
+            "rig",
+            "--target",
+            "10.0.2.15:20049",
+            "--log",
+            dir.join("log.jsonl").to_str().unwrap(),
+        ]);
+        let err = run(cli.args).unwrap_err().to_string();
+        assert!(err.contains("needs the verbs driver"), "{err}");
+        let cli = Cli::parse_from(["rig", "--target", "sim:lru"]);
+        assert!(run(cli.args)
+            .unwrap_err()
+            .to_string()
+            .contains("bad target spec"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
