@@ -2,7 +2,7 @@
 
 set shell := ["bash", "-euo", "pipefail", "-c"]
 
-fuzz_targets := "rpcrdma_header rpc_message nfs3 private_data svcrdma_classify"
+fuzz_targets := "rpcrdma_header rpc_message nfs3 private_data svcrdma_classify trace_capture engine_ops"
 
 # Show the recipes.
 default:

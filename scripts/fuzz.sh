@@ -17,11 +17,15 @@ for target in "$@"; do
     # Whole Send payloads, named by kind: hand-built ok/err fixtures and the captured kernel traffic.
     rpcrdma_header|svcrdma_classify)
       seeds+=(../fixtures/ok ../fixtures/err ../fixtures/pcap-messages/linux-6.1 ../fixtures/pcap-messages/linux-7.2);;
+    # Real captures (-max_len below keeps mutating 250 KB files affordable).
+    trace_capture) seeds+=(../fixtures/pcap);;
   esac
+  extra=()
+  [ "$target" = trace_capture ] && extra=(-max_len=16384)
   log=$(mktemp)
   # corpus/<target> grows and persists between runs (gitignored); seeds/ is committed and read-only.
   if ! cargo fuzz run --sanitizer "$sanitizer" "$target" "corpus/$target" "${seeds[@]}" -- \
-      -max_total_time="$seconds" -print_final_stats=1 -timeout=10 -rss_limit_mb=2048 >"$log" 2>&1; then
+      -max_total_time="$seconds" -print_final_stats=1 -timeout=10 -rss_limit_mb=2048 "${extra[@]}" >"$log" 2>&1; then
     tail -40 "$log"; echo "fuzz target $target FAILED (artifacts in fuzz/artifacts/$target)" >&2; exit 1
   fi
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
