@@ -2,6 +2,10 @@
 
 set shell := ["bash", "-euo", "pipefail", "-c"]
 
+# The VM harness (interop, images) and the verbs bindings (bindings) keep their recipes beside them.
+import 'justfile.interop'
+import 'justfile.verbs'
+
 fuzz_targets := "rpcrdma_header rpc_message nfs3 private_data svcrdma_classify trace_capture engine_ops"
 
 # Show the recipes.
