@@ -6,7 +6,7 @@ use std::io::Write;
 
 use wire::raw::RawBuilder;
 use wire::rpc::{CallHeader, NFS_PROGRAM};
-use wire::rpcrdma::{Body, ErrorBody, Header};
+use wire::rpcrdma::{ERR_CHUNK, ERR_VERS};
 use wire::svcrdma::{self, Profile};
 use wire::Xdr;
 
@@ -158,11 +158,11 @@ impl<T: Target> Executor<T> {
                 self.deadline
             };
             match self.target.next_event(deadline) {
-                TargetEvent::Message(bytes) => match Header::decode_prefix(&bytes) {
-                    Ok((header, _)) if seen.answer.is_none() => {
-                        let is_error = matches!(header.body, Body::Error(_));
-                        if header.xid == xid || (any_error && is_error) {
-                            seen.answer = Some(answer_kind(&header.body));
+                TargetEvent::Message(bytes) => match parse_answer(&bytes) {
+                    Some((answer_xid, kind)) if seen.answer.is_none() => {
+                        let is_error = matches!(kind, Observed::ErrVers | Observed::ErrChunk);
+                        if answer_xid == xid || (any_error && is_error) {
+                            seen.answer = Some(kind);
                         } else {
                             seen.strays += 1;
                         }
@@ -204,12 +204,27 @@ impl<T: Target> Executor<T> {
     }
 }
 
-fn answer_kind(body: &Body) -> Observed {
-    match body {
-        Body::Error(ErrorBody::Vers { .. }) => Observed::ErrVers,
-        Body::Error(ErrorBody::Chunk) => Observed::ErrChunk,
+/// The XID and kind of a responder's message, read leniently: Linux's RDMA_ERROR echoes the
+/// *received* version word (`svc_rdma_send_error_msg` copies the first two words of the
+/// Receive), so an ERR_VERS answer to version 2 carries vers = 2 and the strict codec would
+/// refuse it. `None` for fewer than the four fixed words or an unknown error code.
+fn parse_answer(bytes: &[u8]) -> Option<(u32, Observed)> {
+    let word = |i: usize| {
+        let b = bytes.get(i * 4..i * 4 + 4)?;
+        Some(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+    };
+    let xid = word(0)?;
+    let kind = match word(3)? {
+        // RFC 8166 §4.5: RDMA_ERROR's body starts with the error code.
+        4 => match word(4)? {
+            ERR_VERS => Observed::ErrVers,
+            ERR_CHUNK => Observed::ErrChunk,
+            _ => return None,
+        },
+        // RDMA_MSG / RDMA_NOMSG carry the reply; anything else is still an answer to the XID.
         _ => Observed::Reply,
-    }
+    };
+    Some((xid, kind))
 }
 
 impl<T: Target> CaseRunner for Executor<T> {
@@ -323,5 +338,163 @@ impl Target for Box<dyn Target> {
     }
     fn disconnect(&mut self) {
         (**self).disconnect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::VecDeque;
+
+    use wire::rpcrdma::{ERR_CHUNK, RPCRDMA_VERSION};
+
+    use super::*;
+    use crate::case::{Region, RegionKey};
+    use crate::generate::{generate_family_case, Family};
+
+    /// What the scripted responder does with each Send.
+    #[derive(Clone, Copy)]
+    enum Script {
+        /// Answer RDMA_ERROR / ERR_CHUNK, then drop the connection.
+        ErrorThenClose,
+        /// Never answer anything (probes included).
+        Silent,
+        /// Answer the case with a reply to an older XID only; answer probes.
+        StaleOnly,
+    }
+
+    struct ScriptedTarget {
+        script: Script,
+        connected: bool,
+        connects: u32,
+        events: VecDeque<TargetEvent>,
+    }
+
+    impl ScriptedTarget {
+        fn new(script: Script) -> Self {
+            ScriptedTarget {
+                script,
+                connected: false,
+                connects: 0,
+                events: VecDeque::new(),
+            }
+        }
+    }
+
+    fn error_chunk(xid: u32) -> Vec<u8> {
+        RawBuilder::new()
+            .fixed(xid, RPCRDMA_VERSION, 8, 4)
+            .word(ERR_CHUNK)
+            .bytes()
+    }
+
+    fn reply(xid: u32) -> Vec<u8> {
+        RawBuilder::new()
+            .fixed(xid, RPCRDMA_VERSION, 8, 0)
+            .empty_lists()
+            .words(&[xid, 1, 0, 0, 0, 0])
+            .bytes()
+    }
+
+    impl Target for ScriptedTarget {
+        fn name(&self) -> String {
+            "scripted".into()
+        }
+        fn connect(&mut self, _: Option<&[u8]>) -> Result<(), TargetError> {
+            self.connected = true;
+            self.connects += 1;
+            self.events.clear();
+            Ok(())
+        }
+        fn is_connected(&self) -> bool {
+            self.connected
+        }
+        fn register(&mut self, _: &Region) -> Result<RegionKey, TargetError> {
+            Ok(RegionKey { handle: 1, base: 0 })
+        }
+        fn deregister_all(&mut self) {}
+        fn post_send(&mut self, bytes: &[u8]) -> Result<(), TargetError> {
+            let xid = u32::from_be_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
+            let probe = xid >= PROBE_XID_BASE;
+            match (self.script, probe) {
+                (Script::ErrorThenClose, _) => {
+                    self.events
+                        .push_back(TargetEvent::Message(error_chunk(xid)));
+                    self.events.push_back(TargetEvent::Disconnected);
+                }
+                (Script::Silent, _) => {}
+                (Script::StaleOnly, false) => {
+                    self.events
+                        .push_back(TargetEvent::Message(reply(xid.wrapping_sub(1))));
+                }
+                (Script::StaleOnly, true) => {
+                    self.events.push_back(TargetEvent::Message(reply(xid)))
+                }
+            }
+            Ok(())
+        }
+        fn next_event(&mut self, _: Deadline) -> TargetEvent {
+            let event = self.events.pop_front().unwrap_or(TargetEvent::Quiet);
+            if event == TargetEvent::Disconnected {
+                self.connected = false;
+            }
+            event
+        }
+        fn disconnect(&mut self) {
+            self.connected = false;
+        }
+    }
+
+    fn run(script: Script, cases: u64) -> (Vec<CaseResult>, u32) {
+        let mut executor = Executor::new(ScriptedTarget::new(script), Deadline::default());
+        let results = (0..cases)
+            .map(|i| {
+                executor
+                    .run_case(&generate_family_case(Family::Valid, 3, i))
+                    .unwrap()
+            })
+            .collect();
+        (results, executor.target().connects)
+    }
+
+    #[test]
+    fn answers_are_read_leniently() {
+        // Linux echoes the received version: ERR_VERS to a version-2 call says vers = 2.
+        let err_vers = RawBuilder::new().fixed(7, 2, 8, 4).err_vers(1, 1).bytes();
+        assert_eq!(parse_answer(&err_vers), Some((7, Observed::ErrVers)));
+        assert_eq!(parse_answer(&error_chunk(9)), Some((9, Observed::ErrChunk)));
+        assert_eq!(parse_answer(&reply(3)), Some((3, Observed::Reply)));
+        let unknown_code = RawBuilder::new().fixed(7, 1, 8, 4).word(3).bytes();
+        assert_eq!(parse_answer(&unknown_code), None);
+        assert_eq!(parse_answer(&[0, 0, 0, 7, 0, 0, 0, 1]), None);
+    }
+
+    #[test]
+    fn err_chunk_followed_by_a_close_is_its_own_outcome() {
+        let (results, connects) = run(Script::ErrorThenClose, 3);
+        for result in &results {
+            assert_eq!(result.outcome, Observed::ErrChunkThenClose);
+            assert!(!result.alive_after);
+        }
+        assert_eq!(connects, 3, "reconnected before every case");
+    }
+
+    #[test]
+    fn silence_with_an_unanswered_probe_is_a_hang() {
+        let (results, connects) = run(Script::Silent, 2);
+        for result in &results {
+            assert_eq!(result.outcome, Observed::Hang);
+            assert!(!result.alive_after);
+        }
+        assert_eq!(connects, 2, "a hung connection is replaced");
+    }
+
+    #[test]
+    fn replies_to_other_xids_are_strays_not_answers() {
+        let (results, _) = run(Script::StaleOnly, 2);
+        for result in &results {
+            assert_eq!(result.outcome, Observed::Drop);
+            assert_eq!(result.stray_messages, 1);
+            assert!(result.alive_after);
+        }
     }
 }
