@@ -1,0 +1,32 @@
+# Case <op>-<size> (or `null`): the same workload against our server and kernel nfsd, back to
+# back over the same link, one RESULT line per target. `rig bench-rpc` prints one JSON object:
+# calls, seconds, calls_per_sec, latency_p50_us, latency_p99_us, mib_per_sec.
+. /rig/lib/rig-suite.sh
+case $RIG_CASE in
+  null) op=null; size=0 ;;
+  read-4k) op=read; size=4096 ;;
+  read-64k) op=read; size=65536 ;;
+  write-4k) op=write; size=4096 ;;
+  write-64k) op=write; size=65536 ;;
+  *) rig_result fail step=unknown-case; exit 1 ;;
+esac
+seconds=${BENCH_SECONDS:-5}
+verdict=pass
+for target in rig nfsd; do
+  if [ $target = rig ]; then port=20050; root="--mount-rdma"; else port=20049; root="--mount-tcp $RIG_SERVER_IP:$MOUNT_TCP_PORT"; fi
+  out=$RIG_OUT/$RIG_CASE.$target.bench.json
+  # shellcheck disable=SC2086 # $root is two words on purpose
+  "$RIG" bench-rpc --server "$RIG_SERVER_IP:$port" $root --export /export \
+    --op $op --size $size --seconds "$seconds" --format json > "$out" 2> /tmp/bench.err
+  rc=$?
+  cat /tmp/bench.err "$out"
+  if [ $rc != 0 ]; then
+    rig_result fail target=$target op=$op size=$size rc=$rc error=$(head -c 200 /tmp/bench.err | tr -s ' \n\t' '___')
+    verdict=fail
+    continue
+  fi
+  rig_result pass target=$target op=$op size=$size calls=$(json_field calls "$out") \
+    calls_per_sec=$(json_field calls_per_sec "$out") p50_us=$(json_field latency_p50_us "$out") \
+    p99_us=$(json_field latency_p99_us "$out") mib_per_sec=$(json_field mib_per_sec "$out")
+done
+[ $verdict = pass ]

@@ -1,0 +1,17 @@
+# Server: soft-RoCE; kernel nfsd on RDMA 20049 (+ rpc.mountd on TCP 20048) and our server
+# (`rig serve`, classic DRC) on RDMA 20050, side by side on the same rxe link.
+. /rig/lib/rig-suite.sh
+set -x
+rxe_up
+mkdir -p /proc/fs/nfsd /export /var/lib/nfs/v4recovery /run/rpcbind
+rig_check nfsd-fs mount -t nfsd nfsd /proc/fs/nfsd
+rig_check export-fs mount -t tmpfs -o size=96m tmpfs /export
+echo "/export $RIG_CLIENT_IP/32(rw,no_root_squash,insecure,async,no_subtree_check,fsid=1)" > /etc/exports
+rig_check rpcbind rpcbind -w
+rig_check exportfs exportfs -ra
+rig_check mountd rpc.mountd -p "$MOUNT_TCP_PORT"
+rig_check nfsd rpc.nfsd 8
+rig_check rdma-listener sh -c "echo 'rdma $NFS_RDMA_PORT' > /proc/fs/nfsd/portlist"
+NFS_RDMA_PORT=20050
+serve_start classic || { rig_result fail step=serve-start; exit 1; }
+rig_result pass nfsd_port=20049 rig_serve_port=20050 kernel=$(uname -r)

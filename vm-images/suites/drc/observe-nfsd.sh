@@ -1,0 +1,41 @@
+# Server side of case nfsd.<scenario>: snapshot the kernel's view before the client starts the
+# scenario (the driver starts the client only after rig_ready) and after it finished, and report
+# the deltas: duplicate reply cache (/proc/fs/nfsd/reply_cache_stats), the `rc` and `proc3` lines
+# of /proc/net/rpc/nfsd, and any new dmesg lines. The deltas go into the case's snapshot
+# (out/<case>.kernel.txt) next to the client's verdict.
+. /rig/lib/rig-suite.sh
+snap() { # <dir>
+  mkdir -p "$1"
+  cat /proc/fs/nfsd/reply_cache_stats > "$1/rcs"
+  cat /proc/net/rpc/nfsd > "$1/rpc"
+  dmesg > "$1/dmesg"
+}
+snap /tmp/before
+rig_ready
+rig_wait_client_done 120 || { rig_result fail step=client-not-done; exit 1; }
+# Replies still in flight when the client exits are counted once nfsd finishes them.
+sleep 1
+snap /tmp/after
+# reply_cache_stats: "name: value" lines; keep the counters (hits/misses/not cached/...).
+rcs_delta() {
+  awk -F: 'NR == FNR { before[$1] = $2 + 0; next }
+           { v = $2 + 0; d = v - before[$1]; key = $1; gsub(/ /, "_", key)
+             if (key ~ /hits|misses|not_cached|num_entries|payload/) printf "%s=%d\n", key, d }' \
+    /tmp/before/rcs /tmp/after/rcs
+}
+# /proc/net/rpc/nfsd "rc hits misses nocache" and "proc3 <n> null getattr ... commit".
+rpc_delta() {
+  awk 'NR == FNR { for (i = 2; i <= NF; i++) before[$1, i] = $i; next }
+       $1 == "rc" { printf "rc_hits=%d\nrc_misses=%d\nrc_nocache=%d\n", $2 - before["rc", 2], $3 - before["rc", 3], $4 - before["rc", 4] }
+       $1 == "rpc" { printf "rpc_calls=%d\nrpc_badcalls=%d\n", $2 - before["rpc", 2], $3 - before["rpc", 3] }
+       $1 == "proc3" {
+         split("null getattr setattr lookup access readlink read write create mkdir symlink mknod remove rmdir rename link readdir readdirplus fsstat fsinfo pathconf commit", names, " ")
+         for (i = 3; i <= NF && i - 2 <= 22; i++) { d = $i - before["proc3", i]; if (d) printf "proc3_%s=%d\n", names[i - 2], d }
+       }' /tmp/before/rpc /tmp/after/rpc
+}
+new_dmesg=$(( $(wc -l < /tmp/after/dmesg) - $(wc -l < /tmp/before/dmesg) ))
+[ "$new_dmesg" -lt 0 ] && new_dmesg=0
+{ rcs_delta; rpc_delta; } > "$RIG_OUT/$RIG_CASE.kernel.txt"
+echo "== deltas"; cat "$RIG_OUT/$RIG_CASE.kernel.txt"
+echo "== new dmesg lines ($new_dmesg)"; tail -n "$new_dmesg" /tmp/after/dmesg
+rig_result pass kernel=$(uname -r) dmesg_new=$new_dmesg $(tr '\n' ' ' < "$RIG_OUT/$RIG_CASE.kernel.txt")

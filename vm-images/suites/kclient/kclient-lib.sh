@@ -1,0 +1,14 @@
+# Kernel NFSv3 client over RDMA against `rig serve` (sourced by the kclient client scripts).
+MNT=/mnt/rig
+mount_rig() {
+  mkdir -p "$MNT"
+  rig_check mount mount -t nfs -o "vers=3,proto=rdma,port=$NFS_RDMA_PORT,mountport=$MOUNT_TCP_PORT,mountproto=tcp,nolock" \
+    "$RIG_SERVER_IP:/export" "$MNT"
+  grep " $MNT " /proc/mounts
+  grep " $MNT " /proc/mounts | grep -q 'proto=rdma' || { rig_result fail step=proto-not-rdma; exit 1; }
+}
+# rdma_connects: the xprt's connect count from /proc/self/mountstats ("xprt: rdma <port>
+# <bind> <connect_count> ...").
+rdma_connects() {
+  awk -v mnt="$MNT" '$1 == "device" { on = ($5 == mnt) } on && $1 == "xprt:" && $2 == "rdma" { print $4; exit }' /proc/self/mountstats
+}

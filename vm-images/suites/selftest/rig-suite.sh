@@ -1,0 +1,115 @@
+# Shared helpers of the selftest, drc, kclient and bench-interop suites (put into the share as
+# /rig/lib/rig-suite.sh by each suite's extra_files; sourced by their scripts after lib.sh).
+#   RIG            the rig binary built on the host (bookworm, same as the guests)
+#   rxe_up         soft-RoCE on eth0 (idempotent)
+#   capture_start / capture_stop   a per-case RoCEv2 capture into /rig/out/<case>.pcap
+#   run_scenario   one `rig scenarios --transport rdma` run → /rig/out/<case>.verdict.json + RESULT
+#   serve_start / serve_stop       `rig serve` in the background, its --stats JSON into /rig/out
+RIG=/rig/bin/rig
+NFS_RDMA_PORT=20049
+MOUNT_TCP_PORT=20048
+
+rxe_up() {
+  rdma link show 2>/dev/null | grep -q rxe0 && return 0
+  rig_check modprobe modprobe rdma_rxe
+  rig_check rxe rdma link add rxe0 type rxe netdev eth0
+  rdma link show
+}
+
+# capture_start: RoCEv2 (UDP 4791) on eth0 for this case; the host renders it with
+# `rig trace show --format text` into the case's snapshot.
+capture_start() {
+  tcpdump -i eth0 -s 0 -U -w "/tmp/$RIG_CASE.pcap" udp port 4791 2>"/tmp/$RIG_CASE.tcpdump.err" &
+  echo $! > /tmp/capture.pid
+  # tcpdump needs a moment to open the socket under TCG; without it the CM handshake is lost.
+  for i in 1 2 3 4 5 6 7 8 9 10; do grep -q listening "/tmp/$RIG_CASE.tcpdump.err" && break; sleep 0.2; done
+}
+
+capture_stop() {
+  pid=$(cat /tmp/capture.pid 2>/dev/null) || return 0
+  sleep 0.3  # let the last frames reach the capture buffer
+  kill -INT "$pid" 2>/dev/null
+  for i in 1 2 3 4 5 6 7 8 9 10; do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+  cp "/tmp/$RIG_CASE.pcap" "$RIG_OUT/$RIG_CASE.pcap" 2>/dev/null
+  rm -f /tmp/capture.pid
+}
+
+# json_field <key> <file>: the first scalar value of "key" in pretty-printed JSON (the guests
+# have no jq; `rig --format json` prints one key per line).
+json_field() {
+  sed -n "s/^ *\"$1\": *\"\{0,1\}\([^\",]*\)\"\{0,1\},\{0,1\}\$/\1/p" "$2" | head -1
+}
+
+# json_list <key> <file>: the string items of the list "key", comma-joined.
+json_list() {
+  awk -v key="\"$1\":" '
+    $1 == key { inlist = 1; next }
+    inlist && /^ *\]/ { exit }
+    inlist { gsub(/[ ",]/, ""); if ($0 != "") out = out (out == "" ? "" : ",") $0 }
+    END { print out }' "$2"
+}
+
+# run_scenario <label> <scenario> <rig scenarios args...>: run one scenario over RDMA with a
+# capture, keep the JSON verdict, and report what was observed. The guest verdict is `pass` when
+# the scenario ran to a verdict; whether that verdict is the expected one is the host's snapshot
+# comparison (fixtures/snapshots/interop/) and expected-differences.toml.
+run_scenario() {
+  label=$1; scenario=$2; shift 2
+  out="$RIG_OUT/$RIG_CASE.verdict.json"
+  capture_start
+  "$RIG" scenarios --transport rdma --server "$RIG_SERVER_IP:$NFS_RDMA_PORT" \
+    --scenario "$scenario" --format json --label "$label" "$@" > "$out" 2> "/tmp/$RIG_CASE.err"
+  rc=$?
+  capture_stop
+  cat "/tmp/$RIG_CASE.err"
+  cat "$out"
+  if [ "$rc" != 0 ] || ! grep -q "\"scenario\": *\"$scenario\"" "$out"; then
+    rig_result fail step=scenarios rc=$rc label=$label scenario=$scenario \
+      error=$(head -c 200 "/tmp/$RIG_CASE.err" | tr -s ' \n\t' '___')
+    exit 1
+  fi
+  rig_result pass label=$label scenario=$scenario \
+    procedure=$(json_field procedure "$out") \
+    transmissions=$(json_field transmissions "$out") \
+    executions=$(json_field executions "$out") \
+    replies=$(json_field replies "$out") \
+    replies_identical=$(json_field replies_identical "$out") \
+    statuses=$(json_list statuses "$out") \
+    credits_balanced=$(json_field credits_balanced "$out") \
+    connection=$(json_field connection "$out")
+}
+
+# serve_start <policy> [rig serve args...]: our server on $NFS_RDMA_PORT in its own session (it
+# must outlive this case's script), its stats in /rig/out/serve-<policy>.stats.json.
+serve_start() {
+  policy=$1; shift
+  serve_stop
+  setsid "$RIG" serve --listen "$RIG_SERVER_IP:$NFS_RDMA_PORT" --policy "$policy" \
+    --export /export --stats "$RIG_OUT/serve-$policy.stats.json" "$@" \
+    > "$RIG_OUT/serve-$policy.log" 2>&1 < /dev/null &
+  echo $! > /tmp/serve.pid
+  echo "$policy" > /tmp/serve.policy
+  # rdma_cm listeners are visible as cm_ids in LISTEN state; wait for ours (bounded).
+  for i in $(seq 50); do
+    kill -0 "$(cat /tmp/serve.pid)" 2>/dev/null || { cat "$RIG_OUT/serve-$policy.log"; return 1; }
+    rdma resource show cm_id 2>/dev/null | grep -q "LISTEN.*$NFS_RDMA_PORT\|$NFS_RDMA_PORT.*LISTEN" && return 0
+    sleep 0.2
+  done
+  # older iproute2 may not print the port: a live process after 10 s is the best evidence left.
+  kill -0 "$(cat /tmp/serve.pid)" 2>/dev/null
+}
+
+# serve_stop: SIGTERM makes `rig serve` write its --stats JSON and exit 0 (bounded wait).
+serve_stop() {
+  [ -f /tmp/serve.pid ] || return 0
+  pid=$(cat /tmp/serve.pid)
+  kill -TERM "$pid" 2>/dev/null
+  for i in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+  if kill -0 "$pid" 2>/dev/null; then
+    kill -KILL "$pid"
+    echo "rig serve ($pid) ignored SIGTERM for 10 s"
+    rm -f /tmp/serve.pid
+    return 1
+  fi
+  rm -f /tmp/serve.pid
+}
