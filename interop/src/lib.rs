@@ -11,6 +11,7 @@
 #![forbid(unsafe_code)]
 
 pub mod apt;
+pub mod bench;
 pub mod cache;
 pub mod host;
 pub mod images;
@@ -21,4 +22,5 @@ pub mod progress;
 pub mod report;
 pub mod results;
 pub mod runner;
+pub mod snapshots;
 pub mod suite;

@@ -198,7 +198,11 @@ impl Suite {
                     case.timeout_secs,
                     script(case.server.as_deref()),
                     script(case.client.as_deref()),
-                    if case.concurrent { "concurrent" } else { "sync" }
+                    if case.concurrent {
+                        "concurrent"
+                    } else {
+                        "sync"
+                    }
                 )
             })
             .collect()
