@@ -10,15 +10,20 @@
 //! Message flow (control messages are 4-byte tags, big-endian fields):
 //! client `HELO` → server; server `REGN addr(8) rkey(4) len(4)` → client; client RDMA Read (expects
 //! the server's pattern), RDMA Write (its own pattern), RDMA Read again (expects its own pattern);
-//! client `DONE` → server; server checks its MR holds the client's pattern and answers `PASS`/`FAIL`;
-//! client RDMA Reads with a wrong rkey (expects IBV_WC_REM_ACCESS_ERR) and disconnects.
+//! client `DONE` (as Send With Invalidate of the window's rkey) → server; server checks its MR holds
+//! the client's pattern and the invalidated rkey, and answers `PASS`/`FAIL`; client RDMA Reads
+//! with the revoked rkey (expects IBV_WC_REM_ACCESS_ERR) and disconnects.
+//!
+//! The server exposes a type 2 memory window bound over its MR, not the MR itself, so that the
+//! client's Send With Invalidate can revoke it.
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use verbs::sys::{IBV_ACCESS_REMOTE_READ, IBV_ACCESS_REMOTE_WRITE};
 use verbs::{
-    CmEventKind, CmId, CompletionChannel, ConnParams, Cq, EventChannel, Mr, Pd, QpCaps,
+    CmEventKind, CmId, CompletionChannel, ConnParams, Cq, EventChannel, ImmOrInv, Mr, Pd, QpCaps,
     RemoteRegion, SendOp, VerbsError, WorkCompletion,
 };
 use wire::private_data::PrivateData;
@@ -39,6 +44,7 @@ const WR_READ: u64 = 2;
 const WR_WRITE: u64 = 3;
 const WR_READ_BACK: u64 = 4;
 const WR_BAD_READ: u64 = 5;
+const WR_BIND: u64 = 6;
 const WR_RECV_BASE: u64 = 100;
 
 type AnyResult<T> = Result<T, Box<dyn std::error::Error>>;
@@ -163,6 +169,11 @@ impl Connection {
         let channel = CompletionChannel::new(context)?;
         let caps = QpCaps::for_credits(RECVS as u32, 2)?;
         let cq = Cq::new(context, caps.cq_entries(), &channel)?;
+        println!(
+            "device {}: wc_flags layout {:?}",
+            context.device_name(),
+            cq.flag_layout()
+        );
         id.create_qp(&pd, &cq, &cq, caps)?;
         let recv_mr = pd.register(MSG_LEN * RECVS)?;
         for index in 0..RECVS {
@@ -183,9 +194,14 @@ impl Connection {
     }
 
     fn send(&mut self, message: &[u8], timeout: Duration) -> AnyResult<()> {
+        self.send_as(SendOp::Send, message, timeout)
+    }
+
+    /// A Send or a Send With Invalidate carrying `message`.
+    fn send_as(&mut self, op: SendOp, message: &[u8], timeout: Duration) -> AnyResult<()> {
         self.send_mr.write(0, message)?;
         let sge = self.send_mr.sge(0, message.len())?;
-        self.id.post_send(WR_SEND, SendOp::Send, &sge, true)?;
+        self.id.post_send(WR_SEND, op, &sge, true)?;
         self.completions
             .await_success(&self.cq, WR_SEND, "Send", timeout)?;
         Ok(())
@@ -193,6 +209,14 @@ impl Connection {
 
     /// The `index`-th received message (Receives complete in posting order on an RC QP).
     fn receive(&mut self, index: usize, timeout: Duration) -> AnyResult<Vec<u8>> {
+        Ok(self.receive_with_completion(index, timeout)?.0)
+    }
+
+    fn receive_with_completion(
+        &mut self,
+        index: usize,
+        timeout: Duration,
+    ) -> AnyResult<(Vec<u8>, WorkCompletion)> {
         let wc = self.completions.await_success(
             &self.cq,
             WR_RECV_BASE + index as u64,
@@ -201,7 +225,7 @@ impl Connection {
         )?;
         // byte_len comes from the peer's Send; never read past our own buffer.
         let len = (wc.byte_len as usize).min(MSG_LEN);
-        Ok(self.recv_mr.to_vec(index * MSG_LEN, len)?)
+        Ok((self.recv_mr.to_vec(index * MSG_LEN, len)?, wc))
     }
 }
 
@@ -264,9 +288,15 @@ impl Completions {
     }
 }
 
-fn private_data_params(responder_resources: u8, initiator_depth: u8) -> ConnParams {
+/// RFC 8797 §4 private data; `accepts_invalidate` sets the W flag (we can receive Send With
+/// Invalidate).
+fn private_data_params(
+    responder_resources: u8,
+    initiator_depth: u8,
+    accepts_invalidate: bool,
+) -> ConnParams {
     ConnParams::rpcrdma(
-        PrivateData::new(INLINE_SIZE, INLINE_SIZE, false),
+        PrivateData::new(INLINE_SIZE, INLINE_SIZE, accepts_invalidate),
         responder_resources,
         initiator_depth,
     )
@@ -292,13 +322,17 @@ fn run_server(bind: SocketAddr, options: &Options, report: &mut Report) -> AnyRe
         .take()
         .ok_or("CONNECT_REQUEST without a new id")?;
     let (mut connection, pd) = Connection::set_up(id)?;
-    let region = pd.register(options.size)?;
+    // The client gets a type 2 memory window's rkey, not the MR's, so its Send With Invalidate can
+    // revoke remote access (what svcrdma relies on with FRWR-registered client memory).
+    let region = pd.register_bindable(options.size)?;
     region.write(0, &server_pattern(options.size))?;
+    let window = pd.alloc_window()?;
 
     // Answer the client's offer: it may read as deep as it asked for (up to our READ_DEPTH).
     let params = private_data_params(
         request.initiator_depth.min(READ_DEPTH),
         request.responder_resources.min(READ_DEPTH),
+        true,
     );
     connection.id.accept(&params)?;
     channel.expect_event(CmEventKind::Established, timeout)?;
@@ -307,7 +341,21 @@ fn run_server(bind: SocketAddr, options: &Options, report: &mut Report) -> AnyRe
     let hello = connection.receive(0, timeout)?;
     report.check("Receive HELO", hello == b"HELO", &format!("{hello:02x?}"));
 
-    let remote = region.remote(0)?;
+    let window_rkey = connection.id.post_bind_window(
+        WR_BIND,
+        &window,
+        &region.sge(0, options.size)?,
+        IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE,
+        true,
+    )?;
+    connection
+        .completions
+        .await_success(&connection.cq, WR_BIND, "memory window bind", timeout)?;
+    report.check("bind a type 2 memory window over the region", true, "");
+    let remote = RemoteRegion {
+        addr: region.addr(),
+        rkey: window_rkey,
+    };
     let mut message = b"REGN".to_vec();
     message.extend_from_slice(&remote.addr.to_be_bytes());
     message.extend_from_slice(&remote.rkey.to_be_bytes());
@@ -315,8 +363,13 @@ fn run_server(bind: SocketAddr, options: &Options, report: &mut Report) -> AnyRe
     connection.send(&message, timeout)?;
     report.check("Send REGN (address, rkey, length)", true, "");
 
-    let done = connection.receive(1, timeout)?;
+    let (done, done_wc) = connection.receive_with_completion(1, timeout)?;
     report.check("Receive DONE", done == b"DONE", &format!("{done:02x?}"));
+    report.check(
+        "DONE arrived as Send With Invalidate of the window's rkey",
+        done_wc.imm_or_inv == ImmOrInv::Invalidated(window_rkey),
+        &done_wc.to_string(),
+    );
     // The client's RDMA Write completed (acked by our HCA) before it sent DONE, and RC delivers in
     // order, so the bytes are in our MR now.
     let written = region.to_vec(0, options.size)?;
@@ -352,12 +405,20 @@ fn run_client(server: SocketAddr, options: &Options, report: &mut Report) -> Any
 
     connection
         .id
-        .connect(&private_data_params(READ_DEPTH, READ_DEPTH))?;
+        .connect(&private_data_params(READ_DEPTH, READ_DEPTH, false))?;
     let established = channel.expect_event(CmEventKind::Established, timeout)?;
+    let server_private = established.rpcrdma_private_data();
     report.check(
         "accept carries RFC 8797 private data",
-        established.rpcrdma_private_data().is_some(),
+        server_private.is_some(),
         &format!("{:02x?}", established.private_data),
+    );
+    // RFC 8797 §4: Send With Invalidate only to a peer that set the W flag.
+    let server_accepts_invalidate = server_private.is_some_and(|p| p.send_with_invalidate());
+    report.check(
+        "server advertises Send With Invalidate (W flag)",
+        server_accepts_invalidate,
+        "W flag clear",
     );
     println!(
         "connected: qp {:?}, server offers responder_resources {} initiator_depth {}",
@@ -421,7 +482,14 @@ fn run_client(server: SocketAddr, options: &Options, report: &mut Report) -> Any
         &first_difference(&back, &client_pattern(length)),
     );
 
-    connection.send(b"DONE", timeout)?;
+    let done_op = if server_accepts_invalidate {
+        SendOp::SendWithInvalidate {
+            invalidate_rkey: remote.rkey,
+        }
+    } else {
+        SendOp::Send
+    };
+    connection.send_as(done_op, b"DONE", timeout)?;
     let verdict = connection.receive(1, timeout)?;
     report.check(
         "server saw the RDMA Write in its MR",
@@ -429,23 +497,19 @@ fn run_client(server: SocketAddr, options: &Options, report: &mut Report) -> Any
         &String::from_utf8_lossy(&verdict),
     );
 
-    // Last, because it breaks the QP: an RDMA Read naming an rkey the server never issued must
-    // complete with a remote access error (the typed completion path), not hang or succeed.
-    let bogus = RemoteRegion {
-        rkey: remote.rkey ^ 0x00ff_ff00,
-        ..remote
-    };
+    // Last, because it breaks the QP: an RDMA Read with the rkey our Send With Invalidate revoked
+    // must complete with a remote access error (the typed completion path), not hang or succeed.
     connection
         .id
-        .post_send(WR_BAD_READ, SendOp::RdmaRead { remote: bogus }, &sge, true)?;
+        .post_send(WR_BAD_READ, SendOp::RdmaRead { remote }, &sge, true)?;
     let wc = connection.completions.await_completion(
         &connection.cq,
         WR_BAD_READ,
-        "RDMA Read with a bad rkey",
+        "RDMA Read with the invalidated rkey",
         timeout,
     )?;
     report.check(
-        "RDMA Read with a bad rkey completes with IBV_WC_REM_ACCESS_ERR",
+        "RDMA Read with the invalidated rkey completes with IBV_WC_REM_ACCESS_ERR",
         wc.status.name() == "IBV_WC_REM_ACCESS_ERR",
         &wc.to_string(),
     );

@@ -17,7 +17,7 @@ use crate::cq::{Cq, CqInner};
 use crate::device::Context;
 use crate::error::{Result, VerbsError};
 use crate::fd::wait_readable;
-use crate::mem::{Mr, Pd, PdInner};
+use crate::mem::{Mr, Mw, Pd, PdInner};
 use crate::qp::QpCaps;
 use crate::sys;
 
@@ -338,6 +338,8 @@ struct QpResources {
     /// Every MR ever posted on the QP (de-duplicated): a posted WR may still name it until the QP is
     /// destroyed, so it must stay registered and its buffer allocated until then.
     retained: RefCell<Vec<Mr>>,
+    /// Every memory window bound through the QP, for the same reason.
+    retained_windows: RefCell<Vec<Mw>>,
 }
 
 /// An rdma_cm communication identifier (one connection or one listener), owning its QP.
@@ -450,6 +452,7 @@ impl CmId {
             _send_cq: Rc::clone(&send_cq.inner),
             _recv_cq: Rc::clone(&recv_cq.inner),
             retained: RefCell::new(Vec::new()),
+            retained_windows: RefCell::new(Vec::new()),
         });
         Ok(())
     }
@@ -479,6 +482,15 @@ impl CmId {
             let mut retained = qp.retained.borrow_mut();
             if !retained.iter().any(|kept| kept.same_region(mr)) {
                 retained.push(mr.clone());
+            }
+        }
+    }
+
+    pub(crate) fn retain_window(&self, mw: &Mw) {
+        if let Some(qp) = &self.qp {
+            let mut retained = qp.retained_windows.borrow_mut();
+            if !retained.iter().any(|kept| kept.same_window(mw)) {
+                retained.push(mw.clone());
             }
         }
     }

@@ -12,8 +12,9 @@ use std::time::{Duration, Instant};
 use crate::device::Context;
 use crate::error::{Result, VerbsError};
 use crate::fd::wait_readable;
+pub use crate::fd::{wait_any_readable, MAX_WAIT_FDS};
 use crate::sys;
-use crate::wc::WorkCompletion;
+use crate::wc::{WcFlagLayout, WorkCompletion};
 
 /// Largest CQ this crate creates (credits × operations per RPC stays far below it).
 pub const MAX_CQE: u32 = 1 << 16;
@@ -60,6 +61,7 @@ impl CompletionChannel {
 pub(crate) struct CqInner {
     pub(crate) raw: NonNull<sys::ibv_cq>,
     channel: Rc<CompChannelInner>,
+    flag_layout: WcFlagLayout,
 }
 
 impl Drop for CqInner {
@@ -103,6 +105,7 @@ impl Cq {
             inner: Rc::new(CqInner {
                 raw,
                 channel: Rc::clone(&channel.inner),
+                flag_layout: context.wc_flag_layout(),
             }),
         })
     }
@@ -135,13 +138,23 @@ impl Cq {
                 });
             }
             let polled = (polled as usize).min(want);
-            out.extend(batch[..polled].iter().map(WorkCompletion::from_raw));
+            let layout = self.inner.flag_layout;
+            out.extend(
+                batch[..polled]
+                    .iter()
+                    .map(|raw| WorkCompletion::from_raw_with(raw, layout)),
+            );
             total += polled;
             if polled < want {
                 break;
             }
         }
         Ok(total)
+    }
+
+    /// How this CQ decodes `wc_flags` (chosen from the device at creation).
+    pub fn flag_layout(&self) -> WcFlagLayout {
+        self.inner.flag_layout
     }
 
     /// Arm the CQ: the next completion (or next solicited one) makes the channel fd readable.

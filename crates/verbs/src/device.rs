@@ -6,6 +6,10 @@ use std::ptr::NonNull;
 
 use crate::error::{Result, VerbsError};
 use crate::sys;
+use crate::wc::WcFlagLayout;
+
+/// `RXE_VENDOR_ID` (drivers/infiniband/sw/rxe/rxe_param.h; 0 before Linux 4.x's change to 0xFFFFFF).
+pub const RXE_VENDOR_ID: u32 = 0xff_ffff;
 
 /// At most this many devices are listed (the C count is not trusted to be small).
 pub const MAX_DEVICES: usize = 64;
@@ -31,6 +35,33 @@ impl Context {
             let name = sys::ibv_get_device_name((*self.raw.as_ptr()).device);
             c_string(name)
         }
+    }
+
+    /// `ibv_query_device` on this context.
+    pub fn query(&self) -> Result<sys::ibv_device_attr> {
+        let mut attr = sys::ibv_device_attr::default();
+        // SAFETY: live context (see the type's doc), valid out-pointer.
+        let rc = unsafe { sys::ibv_query_device(self.raw.as_ptr(), &mut attr) };
+        if rc != 0 {
+            return Err(VerbsError::from_errno("ibv_query_device", rc));
+        }
+        Ok(attr)
+    }
+
+    /// How this device's completions lay out `wc_flags` (see [`WcFlagLayout`]).
+    pub fn wc_flag_layout(&self) -> WcFlagLayout {
+        let vendor_id = self.query().map(|attr| attr.vendor_id).ok();
+        wc_flag_layout_for(vendor_id, &self.device_name())
+    }
+}
+
+/// rxe passes the kernel's completion flags through; recognise it by its vendor id, or by the
+/// `rxe` name prefix for kernels that report another vendor id.
+pub fn wc_flag_layout_for(vendor_id: Option<u32>, device_name: &str) -> WcFlagLayout {
+    if vendor_id == Some(RXE_VENDOR_ID) || device_name.starts_with("rxe") {
+        WcFlagLayout::KernelIbWc
+    } else {
+        WcFlagLayout::Verbs
     }
 }
 
@@ -297,6 +328,23 @@ mod tests {
                 "{error}"
             ),
         }
+    }
+
+    #[test]
+    fn rxe_is_recognised_by_vendor_id_or_name() {
+        assert_eq!(
+            wc_flag_layout_for(Some(RXE_VENDOR_ID), "roce0"),
+            WcFlagLayout::KernelIbWc
+        );
+        assert_eq!(
+            wc_flag_layout_for(Some(0), "rxe0"),
+            WcFlagLayout::KernelIbWc
+        );
+        assert_eq!(
+            wc_flag_layout_for(Some(0x02c9), "mlx5_0"),
+            WcFlagLayout::Verbs
+        );
+        assert_eq!(wc_flag_layout_for(None, "siw0"), WcFlagLayout::Verbs);
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Protection domains and memory regions that own their buffers, so memory the HCA may touch is
 //! never freed while registered.
 
+use std::cell::Cell;
 use std::ptr::NonNull;
 use std::rc::Rc;
 
@@ -49,6 +50,41 @@ impl Pd {
 
     /// Allocate a zeroed buffer of `len` bytes and register it with [`MR_ACCESS`].
     pub fn register(&self, len: usize) -> Result<Mr> {
+        self.register_with_access(len, MR_ACCESS)
+    }
+
+    /// Like [`Pd::register`], plus the right to bind memory windows over it ([`Mw`]): the peer then
+    /// gets a window's rkey, which a Send With Invalidate can revoke, instead of the MR's.
+    pub fn register_bindable(&self, len: usize) -> Result<Mr> {
+        self.register_with_access(len, MR_ACCESS | sys::IBV_ACCESS_MW_BIND)
+    }
+
+    /// A type 2 memory window (bound with [`crate::CmId::post_bind_window`], invalidated by the peer's
+    /// Send With Invalidate or by a local invalidate). `ibv_alloc_mw` is a static inline in verbs.h:
+    /// like the header, we call the provider's `alloc_mw` through the context's ops table.
+    pub fn alloc_window(&self) -> Result<Mw> {
+        // SAFETY: a live PD's `context` is its live device context.
+        let alloc_mw = unsafe { (*(*self.inner.raw.as_ptr()).context).ops.alloc_mw }.ok_or(
+            VerbsError::Os {
+                verb: "ibv_alloc_mw",
+                errno: libc::EOPNOTSUPP,
+            },
+        )?;
+        // SAFETY: ibv_alloc_mw's body on a live PD; NULL is handled.
+        let raw = unsafe { alloc_mw(self.inner.raw.as_ptr(), sys::IBV_MW_TYPE_2) };
+        let raw = NonNull::new(raw).ok_or_else(|| VerbsError::last_os_error("ibv_alloc_mw"))?;
+        // SAFETY: just allocated; `rkey` is the unbound window's initial key.
+        let rkey = unsafe { raw.as_ref().rkey };
+        Ok(Mw {
+            inner: Rc::new(MwInner {
+                raw,
+                rkey: Cell::new(rkey),
+                _pd: Rc::clone(&self.inner),
+            }),
+        })
+    }
+
+    fn register_with_access(&self, len: usize, access: u32) -> Result<Mr> {
         if len == 0 || len > MAX_MR_LEN {
             return Err(VerbsError::OverLimit {
                 what: "memory region length (1 ..= MAX_MR_LEN)",
@@ -65,7 +101,7 @@ impl Pd {
                 self.inner.raw.as_ptr(),
                 buf.as_ptr().cast(),
                 len,
-                MR_ACCESS as i32,
+                access as i32,
             )
         };
         let Some(raw) = NonNull::new(raw) else {
@@ -150,6 +186,10 @@ impl Mr {
         Rc::ptr_eq(&self.inner, &other.inner)
     }
 
+    pub(crate) fn raw_ptr(&self) -> *mut sys::ibv_mr {
+        self.inner.raw.as_ptr()
+    }
+
     /// Copy `out.len()` bytes starting at `offset` out of the region. Call after the completion
     /// that delivered the data (Receive, RDMA Read) or the peer's signal that its RDMA Write is done.
     pub fn read(&self, offset: usize, out: &mut [u8]) -> Result<()> {
@@ -213,6 +253,51 @@ impl Mr {
             addr: self.addr() + offset as u64,
             rkey: self.rkey(),
         })
+    }
+}
+
+pub(crate) struct MwInner {
+    raw: NonNull<sys::ibv_mw>,
+    /// The key of the latest bind we posted (the C struct's `rkey` is the allocation-time key).
+    rkey: Cell<u32>,
+    _pd: Rc<PdInner>,
+}
+
+impl Drop for MwInner {
+    fn drop(&mut self) {
+        // SAFETY: a live window's `context` is its live device context.
+        let dealloc_mw = unsafe { (*self.raw.as_ptr()).context.as_ref() }
+            .and_then(|context| context.ops.dealloc_mw);
+        if let Some(dealloc_mw) = dealloc_mw {
+            // SAFETY: ibv_dealloc_mw's body; allocated by alloc_mw, freed once; any QP that bound it
+            // retains it, so it is destroyed already.
+            unsafe { dealloc_mw(self.raw.as_ptr()) };
+        }
+    }
+}
+
+/// A type 2 memory window: a revocable remote view of part of an [`Mr`]. Cheap to clone (shared).
+#[derive(Clone)]
+pub struct Mw {
+    pub(crate) inner: Rc<MwInner>,
+}
+
+impl Mw {
+    /// The rkey a peer uses for this window (valid once the bind posted with it completes).
+    pub fn rkey(&self) -> u32 {
+        self.inner.rkey.get()
+    }
+
+    pub(crate) fn set_rkey(&self, rkey: u32) {
+        self.inner.rkey.set(rkey);
+    }
+
+    pub(crate) fn raw_ptr(&self) -> *mut sys::ibv_mw {
+        self.inner.raw.as_ptr()
+    }
+
+    pub(crate) fn same_window(&self, other: &Mw) -> bool {
+        Rc::ptr_eq(&self.inner, &other.inner)
     }
 }
 

@@ -5,9 +5,9 @@
 
 use crate::cm::CmId;
 use crate::error::{Result, VerbsError};
-use crate::mem::Sge;
+use crate::mem::{Mw, Sge};
 use crate::sys;
-use crate::wr::{RecvWr, SendOp, SendWr};
+use crate::wr::{inc_rkey, BindWindowWr, RecvWr, SendOp, SendWr};
 
 /// Most credits a connection is sized for (Linux svcrdma's default is 64, xprtrdma's 128).
 pub const MAX_CREDITS: u32 = 4096;
@@ -102,6 +102,45 @@ impl CmId {
             return Err(VerbsError::from_errno(op_verb(op), rc));
         }
         Ok(())
+    }
+
+    /// Bind memory window `mw` over `region` (a bounds-checked slice of an MR from
+    /// [`crate::Pd::register_bindable`]) with the given remote rights (`IBV_ACCESS_REMOTE_READ` /
+    /// `_WRITE`), under a fresh rkey which is returned; the peer may use it once this completes.
+    pub fn post_bind_window(
+        &self,
+        wr_id: u64,
+        mw: &Mw,
+        region: &Sge,
+        access: u32,
+        signaled: bool,
+    ) -> Result<u32> {
+        let qp = self.qp_ptr()?;
+        let mr = &region.mr;
+        let new_rkey = inc_rkey(mw.rkey());
+        let wr = BindWindowWr {
+            wr_id,
+            new_rkey,
+            addr: region.local.addr,
+            length: u64::from(region.local.length),
+            access,
+            signaled,
+        };
+        let mut raw = wr.to_raw(mw.raw_ptr(), mr.raw_ptr());
+        let mut bad: *mut sys::ibv_send_wr = std::ptr::null_mut();
+        // SAFETY: live QP; its context is the live device context.
+        let post_send = unsafe { (*(*qp).context).ops.post_send }
+            .ok_or(VerbsError::InvalidState("provider has no post_send"))?;
+        self.retain(mr);
+        self.retain_window(mw);
+        // SAFETY: ibv_post_send's body; `raw` outlives the call; the MR and window it names are
+        // retained by this QP until it is destroyed.
+        let rc = unsafe { post_send(qp, &mut raw, &mut bad) };
+        if rc != 0 {
+            return Err(VerbsError::from_errno("ibv_post_send(IBV_WR_BIND_MW)", rc));
+        }
+        mw.set_rkey(new_rkey);
+        Ok(new_rkey)
     }
 
     /// Post one Receive on this connection's QP (same retention rule as [`CmId::post_send`]).

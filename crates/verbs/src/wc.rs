@@ -86,6 +86,32 @@ impl fmt::Display for WcOpcode {
     }
 }
 
+/// The bit layout of a completion's `wc_flags`.
+///
+/// libibverbs defines `IBV_WC_IP_CSUM_OK = 1 << 2` and `IBV_WC_WITH_INV = 1 << 3`; the kernel's
+/// `enum ib_wc_flags` has them the other way round (`IB_WC_WITH_INVALIDATE = 1 << 2`). Providers
+/// that copy the kernel's completion to user space unchanged (soft-RoCE rxe: measured on the 6.1,
+/// 6.12 and 7.2 guests, a Send With Invalidate arrives with `wc_flags = 0x5`) therefore report an
+/// invalidation as "IP checksum OK".
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WcFlagLayout {
+    /// `enum ibv_wc_flags`, what verbs.h documents (hardware providers).
+    Verbs,
+    /// `enum ib_wc_flags` of the kernel (rxe).
+    KernelIbWc,
+}
+
+impl WcFlagLayout {
+    /// The bit that marks "invalidated_rkey is valid".
+    pub fn with_invalidate_bit(self) -> u32 {
+        match self {
+            WcFlagLayout::Verbs => sys::IBV_WC_WITH_INV,
+            // include/rdma/ib_verbs.h: IB_WC_WITH_INVALIDATE = (1<<2).
+            WcFlagLayout::KernelIbWc => 1 << 2,
+        }
+    }
+}
+
 /// The `imm_data` / `invalidated_rkey` union, resolved by `wc_flags`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ImmOrInv {
@@ -106,14 +132,22 @@ pub struct WorkCompletion {
     pub byte_len: u32,
     pub vendor_err: u32,
     pub qp_num: u32,
+    /// Raw `IBV_WC_*` flags, kept for diagnosis (the union below is already resolved from them).
+    pub wc_flags: u32,
     pub imm_or_inv: ImmOrInv,
 }
 
 impl WorkCompletion {
+    /// A completion whose flags follow verbs.h.
     pub fn from_raw(raw: &sys::ibv_wc) -> Self {
+        Self::from_raw_with(raw, WcFlagLayout::Verbs)
+    }
+
+    /// A completion whose flags follow `layout` (see [`WcFlagLayout`]).
+    pub fn from_raw_with(raw: &sys::ibv_wc, layout: WcFlagLayout) -> Self {
         // SAFETY: both union arms are u32; every bit pattern is a valid u32.
         let union_value = unsafe { raw.__bindgen_anon_1.invalidated_rkey };
-        let imm_or_inv = if raw.wc_flags & sys::IBV_WC_WITH_INV != 0 {
+        let imm_or_inv = if raw.wc_flags & layout.with_invalidate_bit() != 0 {
             ImmOrInv::Invalidated(union_value)
         } else if raw.wc_flags & sys::IBV_WC_WITH_IMM != 0 {
             ImmOrInv::Immediate(u32::from_be(union_value))
@@ -127,6 +161,7 @@ impl WorkCompletion {
             byte_len: raw.byte_len,
             vendor_err: raw.vendor_err,
             qp_num: raw.qp_num,
+            wc_flags: raw.wc_flags,
             imm_or_inv,
         }
     }
@@ -136,8 +171,8 @@ impl fmt::Display for WorkCompletion {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "wr_id={} {} {} byte_len={}",
-            self.wr_id, self.opcode, self.status, self.byte_len
+            "wr_id={} {} {} byte_len={} wc_flags={:#x}",
+            self.wr_id, self.opcode, self.status, self.byte_len, self.wc_flags
         )?;
         match self.imm_or_inv {
             ImmOrInv::None => Ok(()),
@@ -211,9 +246,17 @@ mod tests {
         assert_eq!(inv.imm_or_inv, ImmOrInv::Invalidated(0xabcd));
         assert_eq!(
             inv.to_string(),
-            "wr_id=9 IBV_WC_RECV(128) IBV_WC_SUCCESS(0) byte_len=100 invalidated_rkey=0xabcd"
+            "wr_id=9 IBV_WC_RECV(128) IBV_WC_SUCCESS(0) byte_len=100 wc_flags=0x8 invalidated_rkey=0xabcd"
         );
 
+        // rxe's kernel-layout flags: GRH | IB_WC_WITH_INVALIDATE.
+        let rxe = raw_wc(0, sys::IBV_WC_RECV, 0x5, 0x77);
+        assert_eq!(WorkCompletion::from_raw(&rxe).imm_or_inv, ImmOrInv::None);
+        assert_eq!(
+            WorkCompletion::from_raw_with(&rxe, WcFlagLayout::KernelIbWc).imm_or_inv,
+            ImmOrInv::Invalidated(0x77)
+        );
+        // Immediate data has the same bit in both layouts.
         let imm = WorkCompletion::from_raw(&raw_wc(
             0,
             sys::IBV_WC_RECV_RDMA_WITH_IMM,

@@ -103,6 +103,55 @@ impl SendWr {
     }
 }
 
+/// `ibv_inc_rkey` (a static inline in verbs.h): a new key for a type 2 window re-bind keeps the index
+/// (upper 24 bits) and bumps the 8-bit tag, so stale keys from an earlier bind stop working.
+pub fn inc_rkey(rkey: u32) -> u32 {
+    (rkey & !0xff) | (rkey.wrapping_add(1) & 0xff)
+}
+
+/// A type 2 memory window bind (IBV_WR_BIND_MW): make `[addr, addr + length)` of an MR remotely
+/// accessible through the window under `new_rkey`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BindWindowWr {
+    pub wr_id: u64,
+    pub new_rkey: u32,
+    pub addr: u64,
+    pub length: u64,
+    /// `IBV_ACCESS_REMOTE_*` rights the window grants.
+    pub access: u32,
+    pub signaled: bool,
+}
+
+impl BindWindowWr {
+    /// The C work request for window `mw` over region `mr` (pointers are stored, not dereferenced).
+    pub fn to_raw(&self, mw: *mut sys::ibv_mw, mr: *mut sys::ibv_mr) -> sys::ibv_send_wr {
+        let mut raw = sys::ibv_send_wr {
+            wr_id: self.wr_id,
+            next: std::ptr::null_mut(),
+            sg_list: std::ptr::null_mut(),
+            num_sge: 0,
+            opcode: sys::IBV_WR_BIND_MW,
+            send_flags: if self.signaled {
+                sys::IBV_SEND_SIGNALED
+            } else {
+                0
+            },
+            ..Default::default()
+        };
+        raw.__bindgen_anon_2.bind_mw = sys::ibv_send_wr__bindgen_ty_4__bindgen_ty_1 {
+            mw,
+            rkey: self.new_rkey,
+            bind_info: sys::ibv_mw_bind_info {
+                mr,
+                addr: self.addr,
+                length: self.length,
+                mw_access_flags: self.access,
+            },
+        };
+        raw
+    }
+}
+
 /// A Receive Queue work request with one scatter/gather element.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RecvWr {
@@ -196,6 +245,39 @@ mod tests {
             SendOp::SendWithInvalidate { invalidate_rkey: 1 }.name(),
             "IBV_WR_SEND_WITH_INV"
         );
+    }
+
+    #[test]
+    fn inc_rkey_bumps_only_the_tag_byte() {
+        assert_eq!(inc_rkey(0x1234_5600), 0x1234_5601);
+        assert_eq!(inc_rkey(0x1234_56ff), 0x1234_5600);
+        assert_eq!(inc_rkey(0xffff_ffff), 0xffff_ff00);
+    }
+
+    #[test]
+    fn bind_window_carries_window_region_key_and_rights() {
+        let mw = 0x1000 as *mut sys::ibv_mw;
+        let mr = 0x2000 as *mut sys::ibv_mr;
+        let raw = BindWindowWr {
+            wr_id: 5,
+            new_rkey: 0xabcd_ef01,
+            addr: 0x7f00_0000,
+            length: 8192,
+            access: sys::IBV_ACCESS_REMOTE_READ,
+            signaled: true,
+        }
+        .to_raw(mw, mr);
+        assert_eq!(raw.opcode, sys::IBV_WR_BIND_MW);
+        assert_eq!((raw.num_sge, raw.send_flags), (0, sys::IBV_SEND_SIGNALED));
+        // SAFETY: to_raw wrote the `bind_mw` arm; reading it back copies plain fields.
+        let bind = unsafe { raw.__bindgen_anon_2.bind_mw };
+        assert_eq!((bind.mw, bind.rkey), (mw, 0xabcd_ef01));
+        assert_eq!(bind.bind_info.mr, mr);
+        assert_eq!(
+            (bind.bind_info.addr, bind.bind_info.length),
+            (0x7f00_0000, 8192)
+        );
+        assert_eq!(bind.bind_info.mw_access_flags, sys::IBV_ACCESS_REMOTE_READ);
     }
 
     #[test]
