@@ -102,17 +102,13 @@ impl<'a> Builder<'a> {
         };
         self.progress
             .done(Phase::HostPackages, "host", &what, Some(started.elapsed()));
-        ensure!(
-            nix::unistd::geteuid().is_root(),
-            "building images needs root (debootstrap, mke2fs -d of a root-owned tree); run as root"
-        );
         let selected: Vec<KernelSpec> = self.matrix.select(kernels)?.into_iter().cloned().collect();
         let selected = if custom.is_some() && kernels.is_empty() {
             Vec::new()
         } else {
             selected
         };
-        self.open_apt(&selected)?;
+        self.open_apt()?;
         let rootfs = self.rootfs()?;
         let (base_cpio, base_key) = self.initramfs_base()?;
         let mut images = Vec::new();
@@ -128,14 +124,13 @@ impl<'a> Builder<'a> {
         })
     }
 
-    fn open_apt(&mut self, kernels: &[KernelSpec]) -> Result<()> {
+    fn open_apt(&mut self) -> Result<()> {
         let mut suites: Vec<String> = vec![self.matrix.guest_suite.clone()];
         for spec in &self.matrix.kernels {
             if !suites.contains(&spec.suite) {
                 suites.push(spec.suite.clone());
             }
         }
-        let _ = kernels;
         let apt = PrivateApt::new(&self.cache.join("apt"), &self.mirror, &suites)?;
         let started = Instant::now();
         let updated = apt.update_if_stale(APT_INDEX_MAX_AGE)?;
@@ -194,6 +189,10 @@ impl<'a> Builder<'a> {
             );
             return Ok(image);
         }
+        ensure!(
+            nix::unistd::geteuid().is_root(),
+            "building the rootfs needs root (debootstrap, mke2fs -d of a root-owned tree)"
+        );
         let started = Instant::now();
         self.progress.start(
             Phase::Rootfs,

@@ -15,7 +15,7 @@ use serde::Serialize;
 
 use crate::cache::{cache_root, sha256_file, KeyBuilder};
 use crate::images::{vm_images_dir, KernelImage};
-use crate::process::{wait_until, GroupChild, WaitOutcome};
+use crate::process::{wait_until, GroupChild};
 use crate::progress::{Phase, Progress};
 use crate::report::{Artifact, KernelRun};
 use crate::results::{
@@ -484,9 +484,7 @@ fn supervise(
     })?;
     if !finished {
         for guest in guests.iter_mut() {
-            if let WaitOutcome::TimedOut = guest.child.wait_timeout(Duration::ZERO)? {
-                // killed by wait_timeout
-            }
+            guest.child.kill_group();
         }
         bail!(
             "suite {} did not finish within {}s; guests killed",
