@@ -266,6 +266,16 @@ impl SimTarget {
         &self.sim.server
     }
 
+    /// The simulator and the endpoints keep every trace line until taken; a fuzz run sends
+    /// millions of messages, so drop them as we go (memory stays flat).
+    fn discard_traces(&mut self) {
+        self.sim.take_trace();
+        match &mut self.sim.server {
+            SimResponder::Bare(bare) => drop(bare.responder.take_trace()),
+            SimResponder::Server(server) => drop(server.take_trace()),
+        }
+    }
+
     /// Connections established so far on the current simulator instance.
     pub fn connections(&self) -> u64 {
         self.sim.stats().connections
@@ -326,6 +336,7 @@ impl Target for SimTarget {
             self.sim
                 .run_until(deadline.sim_steps, |s| !s.client.inbox.is_empty());
         }
+        self.discard_traces();
         self.sim
             .client
             .inbox
