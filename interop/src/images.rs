@@ -293,7 +293,7 @@ impl<'a> Builder<'a> {
         entry.reset()?;
         let extract = entry.path("extract");
         let sh = &self.sh;
-        cmd!(sh, "dpkg-deb -x {deb} {extract}").quiet().run()?;
+        extract_deb(sh, &deb, &extract, &entry.path("extract.log"))?;
         let stage = entry.path("stage");
         fs::create_dir_all(stage.join("bin"))?;
         fs::create_dir_all(stage.join("usr/lib"))?;
@@ -351,7 +351,7 @@ impl<'a> Builder<'a> {
         let extract = entry.path("extract");
         let sh = &self.sh;
         for deb in &debs {
-            cmd!(sh, "dpkg-deb -x {deb} {extract}").quiet().run()?;
+            extract_deb(sh, deb, &extract, &entry.path("extract.log"))?;
         }
         let modules_dir =
             only_subdir(&[extract.join("lib/modules"), extract.join("usr/lib/modules")])
@@ -613,6 +613,12 @@ impl<'a> Builder<'a> {
             key: key.to_owned(),
         })
     }
+}
+
+/// `dpkg-deb -x`, bounded: a kernel package unpacks in seconds; a hang must not stall the build.
+fn extract_deb(sh: &Shell, deb: &Path, into: &Path, log: &Path) -> Result<()> {
+    let command: Command = cmd!(sh, "dpkg-deb -x {deb} {into}").into();
+    run_logged("dpkg-deb -x", command, log, Duration::from_secs(300))
 }
 
 fn run_depmod(sh: &Shell, entry: &Entry, modules_dir: &Path, release: &str) -> Result<()> {
