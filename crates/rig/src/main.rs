@@ -5,6 +5,7 @@ use clap::{Parser, Subcommand};
 mod decode;
 mod fuzz_wire;
 mod scenarios;
+mod serve;
 mod trace_cmd;
 
 /// Interop test suite and fuzzing rig for RPC-over-RDMA version 1 (RFC 8166).
@@ -26,6 +27,8 @@ enum Command {
     /// Send malformed RPC-over-RDMA calls to a target (differentially with --against).
     #[command(name = "fuzz-wire")]
     FuzzWire(fuzz_wire::Args),
+    /// Serve NFSv3 + MOUNT v3 over RDMA with a DRC policy until SIGTERM; --stats JSON on exit.
+    Serve(serve::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -35,6 +38,7 @@ fn main() -> std::process::ExitCode {
         Command::Trace(args) => trace_cmd::run(args),
         Command::Scenarios(args) => scenarios::run(args),
         Command::FuzzWire(args) => fuzz_wire::run(args),
+        Command::Serve(args) => serve::run(args),
     };
     match result {
         Ok(code) => std::process::ExitCode::from(code),

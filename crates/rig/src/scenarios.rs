@@ -8,7 +8,7 @@ use clap::ValueEnum;
 pub enum Transport {
     /// The deterministic simulated RC transport (no RDMA needed).
     Sim,
-    /// Real RDMA (soft-RoCE in VMs): not implemented yet.
+    /// Real RDMA (soft-RoCE in the VMs) against a live server (`--server`).
     Rdma,
 }
 
@@ -41,13 +41,79 @@ pub struct Args {
     /// List the scenarios and what each proves, then exit.
     #[arg(long)]
     list: bool,
+    /// RDMA: the server's address (ours or kernel nfsd), e.g. 10.99.0.1:20049.
+    #[arg(long)]
+    server: Option<std::net::SocketAddr>,
+    /// RDMA: the export's root file handle, in hex.
+    #[arg(long, conflicts_with_all = ["mount_tcp", "mount_rdma"])]
+    root_fh: Option<String>,
+    /// RDMA: get the root handle by MOUNT over TCP (rpc.mountd on a fixed port).
+    #[arg(long, conflicts_with = "mount_rdma")]
+    mount_tcp: Option<std::net::SocketAddr>,
+    /// RDMA: get the root handle by MOUNT over the RDMA connection (our server; the default).
+    #[arg(long)]
+    mount_rdma: bool,
+    /// RDMA: the exported path to MOUNT.
+    #[arg(long, default_value = "/export")]
+    export: String,
+    /// RDMA: a label for the verdicts (the server under test, the policy).
+    #[arg(long, default_value = "rdma")]
+    label: String,
+    /// RDMA: longest wait for one reply, in seconds.
+    #[arg(long, default_value_t = 10)]
+    timeout_secs: u64,
+}
+
+fn run_rdma(args: &Args) -> Result<u8> {
+    let Some(server) = args.server else {
+        bail!("--transport rdma needs --server ADDR:PORT");
+    };
+    let root = match (&args.root_fh, args.mount_tcp) {
+        (Some(hex), _) => rdma::scenarios::RootSource::Handle(wire::nfs3::FileHandle(
+            parse_hex(hex).ok_or_else(|| anyhow::anyhow!("--root-fh {hex}: not hex"))?,
+        )),
+        (None, Some(addr)) => rdma::scenarios::RootSource::MountTcp(addr),
+        (None, None) => rdma::scenarios::RootSource::MountRdma,
+    };
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let options = rdma::scenarios::Options {
+        server,
+        root,
+        export: args.export.as_bytes().to_vec(),
+        label: args.label.clone(),
+        timeout: std::time::Duration::from_secs(args.timeout_secs.max(1)),
+        // A fresh prefix per run: names never collide with an earlier run's in the export.
+        prefix: format!("rig{}x{nanos:08x}", std::process::id()),
+    };
+    let verdicts =
+        rdma::scenarios::run(&options, args.scenario.as_deref()).map_err(|e| anyhow::anyhow!(e))?;
+    match args.format {
+        Format::Json => println!("{}", serde_json::to_string_pretty(&verdicts)?),
+        Format::Table => print!("{}", rdma::scenarios::table(&verdicts)),
+    }
+    Ok(if verdicts.iter().any(|v| v.outcome == "error") {
+        1
+    } else {
+        0
+    })
+}
+
+fn parse_hex(hex: &str) -> Option<Vec<u8>> {
+    let hex = hex.trim();
+    if hex.len() % 2 != 0 || hex.len() > 128 {
+        return None;
+    }
+    (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
+        .collect()
 }
 
 pub fn run(args: Args) -> Result<u8> {
-    if args.transport == Transport::Rdma {
-        bail!(
-            "--transport rdma is not implemented yet (needs the verbs driver); use --transport sim"
-        );
+    if args.transport == Transport::Rdma && !args.list {
+        return run_rdma(&args);
     }
     if args.list {
         for scenario in client::scenarios::catalogue() {
@@ -88,10 +154,23 @@ mod tests {
     }
 
     #[test]
-    fn refuses_the_rdma_transport_for_now() {
+    fn rdma_needs_a_server_and_a_valid_root_handle() {
         let cli = Cli::parse_from(["rig", "--transport", "rdma"]);
         let err = run(cli.args).unwrap_err();
-        assert!(err.to_string().contains("not implemented"));
+        assert!(err.to_string().contains("--server"), "{err}");
+        let cli = Cli::parse_from([
+            "rig",
+            "--transport",
+            "rdma",
+            "--server",
+            "127.0.0.1:20049",
+            "--root-fh",
+            "zz",
+        ]);
+        let err = run(cli.args).unwrap_err();
+        assert!(err.to_string().contains("not hex"), "{err}");
+        assert_eq!(parse_hex("00ff10"), Some(vec![0, 0xff, 0x10]));
+        assert_eq!(parse_hex("abc"), None);
     }
 
     #[test]

@@ -119,6 +119,11 @@ impl Server {
         &self.responder
     }
 
+    /// Judge incoming transport headers as this kernel profile's svcrdma does.
+    pub fn set_profile(&mut self, profile: wire::svcrdma::Profile) {
+        self.responder.set_profile(profile);
+    }
+
     pub fn fs(&self) -> &Fs {
         &self.fs
     }

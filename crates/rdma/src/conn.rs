@@ -1,0 +1,380 @@
+//! One RPC-over-RDMA connection on real verbs: its QP, CQ and buffers; posts the engine's work
+//! requests and turns completions back into engine events.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use engine::verbs::{CompletionError, Event, MemoryTable, WorkRequest, WrId};
+use verbs::{
+    CmEvent, CmEventKind, CmId, CompletionChannel, ConnParams, Cq, EventChannel, Mr, Pd, QpCaps,
+    RemoteRegion, SendOp, VerbsError, WorkCompletion,
+};
+
+use crate::chunks::{ChunkMap, Registered};
+use crate::pool::{Pool, Slot};
+
+/// RDMA Reads a peer may have in flight against us, and we against it (explicit, not the
+/// library's defaults: svcrdma reads client memory, so the client must accept Reads).
+pub const READ_DEPTH: u8 = 16;
+/// RDMA operations one RPC may add to the Send Queue (chunk segments).
+const RDMA_OPS_PER_RPC: u32 = 8;
+/// Local bounce-buffer budget per connection.
+const POOL_BYTES: usize = 64 << 20;
+/// Completions taken per CQ notification round.
+const POLL_MAX: usize = 256;
+
+/// Which side of RPC-over-RDMA this connection drives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// Client: chunk handles in calls and replies are translated (see [`crate::chunks`]).
+    Requester,
+    Responder,
+}
+
+#[derive(Debug)]
+enum Pending {
+    Recv(Slot),
+    Send(Slot),
+    Read(Slot, u32),
+    Write(Slot),
+}
+
+/// Counters for stats.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ConnCounters {
+    pub receives: u64,
+    pub sends: u64,
+    pub rdma_reads: u64,
+    pub rdma_writes: u64,
+    pub failed_completions: u64,
+}
+
+/// One connection.
+pub struct Connection {
+    pub id: CmId,
+    pd: Pd,
+    cq: Cq,
+    role: Role,
+    pool: Pool<Mr>,
+    pending: BTreeMap<WrId, Pending>,
+    chunks: ChunkMap<Mr>,
+    pub counters: ConnCounters,
+}
+
+/// The connect/accept parameters: RFC 8797 private data and explicit Read depths.
+pub fn conn_params(private_data: Vec<u8>, role: Role, peer: Option<&CmEvent>) -> ConnParams {
+    let (responder_resources, initiator_depth) = match (role, peer) {
+        // The client is RDMA Read by the server (Read chunks) and reads nothing itself.
+        (Role::Requester, _) => (READ_DEPTH, 0),
+        // The server reads as deep as the client accepts, and is read by nobody.
+        (Role::Responder, Some(request)) => (
+            request.initiator_depth.min(READ_DEPTH),
+            request.responder_resources.min(READ_DEPTH),
+        ),
+        (Role::Responder, None) => (0, READ_DEPTH),
+    };
+    ConnParams {
+        private_data,
+        responder_resources,
+        initiator_depth,
+        retry_count: 7,
+        rnr_retry_count: 6,
+    }
+}
+
+fn completion_error(wc: &WorkCompletion) -> CompletionError {
+    match wc.status.name() {
+        "IBV_WC_RNR_RETRY_EXC_ERR" => CompletionError::RnrRetryExceeded,
+        "IBV_WC_REM_ACCESS_ERR" | "IBV_WC_LOC_PROT_ERR" | "IBV_WC_LOC_ACCESS_ERR" => {
+            CompletionError::RemoteAccess
+        }
+        "IBV_WC_LOC_LEN_ERR" => CompletionError::LocalLength,
+        // A flushed or otherwise broken QP: the connection is going down.
+        _ => CompletionError::Flushed,
+    }
+}
+
+impl Connection {
+    /// Create the PD, completion channel, CQ and RC QP for `id` (resolved, or from a connect
+    /// request), sized for `credits`.
+    pub fn set_up(mut id: CmId, credits: u32, role: Role) -> Result<Connection, VerbsError> {
+        let context = id.context()?;
+        let pd = Pd::new(context)?;
+        let channel = CompletionChannel::new(context)?;
+        // Twice the credits on the Send Queue: our requester may exceed its grant on purpose.
+        let caps = QpCaps::for_credits(credits.saturating_mul(2).max(1), RDMA_OPS_PER_RPC)?;
+        let caps = QpCaps {
+            max_recv_wr: credits.max(1),
+            ..caps
+        };
+        let cq = Cq::new(context, caps.cq_entries(), &channel)?;
+        id.create_qp(&pd, &cq, &cq, caps)?;
+        cq.request_notify(false)?;
+        Ok(Connection {
+            id,
+            pd,
+            cq,
+            role,
+            pool: Pool::new(POOL_BYTES),
+            pending: BTreeMap::new(),
+            chunks: ChunkMap::default(),
+            counters: ConnCounters::default(),
+        })
+    }
+
+    /// The completion channel fd (readable when a completion is pending).
+    pub fn completion_fd(&self) -> std::os::fd::RawFd {
+        self.cq.channel_fd()
+    }
+
+    /// Work requests posted and not yet completed.
+    pub fn in_flight(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Real chunk registrations held for the requester.
+    pub fn chunk_registrations(&self) -> usize {
+        self.chunks.len()
+    }
+
+    fn buffer(&mut self, len: usize) -> Option<(Slot, Mr)> {
+        let pd = self.pd.clone();
+        let slot = self.pool.acquire(len, |size| pd.register(size).ok())?;
+        self.pool.get(slot).cloned().map(|mr| (slot, mr))
+    }
+
+    /// Post one of the engine's work requests. Failures that the engine must see (no buffer,
+    /// post refused) come back as events; the caller feeds them in.
+    pub fn post(&mut self, work: WorkRequest, table: &MemoryTable) -> Vec<Event> {
+        match work {
+            WorkRequest::PostRecv { wr_id, capacity } => {
+                let posted = self.buffer(capacity).and_then(|(slot, mr)| {
+                    let sge = mr.sge(0, capacity).ok()?;
+                    match self.id.post_recv(wr_id, &sge) {
+                        Ok(()) => Some(slot),
+                        Err(_) => {
+                            self.pool.release(slot);
+                            None
+                        }
+                    }
+                });
+                match posted {
+                    Some(slot) => {
+                        self.pending.insert(wr_id, Pending::Recv(slot));
+                        Vec::new()
+                    }
+                    None => vec![failed(wr_id, CompletionError::Flushed)],
+                }
+            }
+            WorkRequest::PostSend { wr_id, payload } => {
+                let payload = if self.role == Role::Requester {
+                    let pd = self.pd.clone();
+                    let rewritten = self.chunks.outgoing(payload, table, |request| {
+                        let mr = pd.register(request.len.max(1) as usize)?;
+                        // Pd::register grants remote Read and Write whatever the chunk kind;
+                        // the engine's table still enforces the direction in the simulator.
+                        if let Some(contents) = request.contents {
+                            mr.write(0, contents)?;
+                        }
+                        Ok::<_, VerbsError>(Registered {
+                            rkey: mr.rkey(),
+                            addr: mr.addr(),
+                            registration: mr,
+                        })
+                    });
+                    match rewritten {
+                        Ok(payload) => payload,
+                        Err(_) => return vec![failed(wr_id, CompletionError::LocalLength)],
+                    }
+                } else {
+                    payload
+                };
+                self.post_from_buffer(wr_id, &payload, SendOp::Send)
+                    .map(|slot| Pending::Send(slot))
+                    .map_or_else(
+                        |error| vec![failed(wr_id, error)],
+                        |pending| {
+                            self.pending.insert(wr_id, pending);
+                            Vec::new()
+                        },
+                    )
+            }
+            WorkRequest::RdmaRead {
+                wr_id,
+                handle,
+                offset,
+                length,
+            } => {
+                if length == 0 {
+                    return vec![Event::ReadCompleted {
+                        wr_id,
+                        data: Vec::new(),
+                    }];
+                }
+                let Some((slot, mr)) = self.buffer(length as usize) else {
+                    return vec![failed(wr_id, CompletionError::LocalLength)];
+                };
+                let op = SendOp::RdmaRead {
+                    remote: RemoteRegion {
+                        addr: offset,
+                        rkey: handle,
+                    },
+                };
+                let posted = mr
+                    .sge(0, length as usize)
+                    .and_then(|sge| self.id.post_send(wr_id, op, &sge, true));
+                match posted {
+                    Ok(()) => {
+                        self.pending.insert(wr_id, Pending::Read(slot, length));
+                        Vec::new()
+                    }
+                    Err(_) => {
+                        self.pool.release(slot);
+                        vec![failed(wr_id, CompletionError::Flushed)]
+                    }
+                }
+            }
+            WorkRequest::RdmaWrite {
+                wr_id,
+                handle,
+                offset,
+                data,
+            } => {
+                if data.is_empty() {
+                    return vec![Event::WriteCompleted { wr_id }];
+                }
+                let op = SendOp::RdmaWrite {
+                    remote: RemoteRegion {
+                        addr: offset,
+                        rkey: handle,
+                    },
+                };
+                match self.post_from_buffer(wr_id, &data, op) {
+                    Ok(slot) => {
+                        self.pending.insert(wr_id, Pending::Write(slot));
+                        Vec::new()
+                    }
+                    Err(error) => vec![failed(wr_id, error)],
+                }
+            }
+            WorkRequest::Disconnect => {
+                let _ = self.id.disconnect();
+                Vec::new()
+            }
+        }
+    }
+
+    fn post_from_buffer(
+        &mut self,
+        wr_id: WrId,
+        bytes: &[u8],
+        op: SendOp,
+    ) -> Result<Slot, CompletionError> {
+        let (slot, mr) = self
+            .buffer(bytes.len())
+            .ok_or(CompletionError::LocalLength)?;
+        let posted = mr
+            .write(0, bytes)
+            .and_then(|()| mr.sge(0, bytes.len()))
+            .and_then(|sge| self.id.post_send(wr_id, op, &sge, true));
+        match posted {
+            Ok(()) => Ok(slot),
+            Err(_) => {
+                self.pool.release(slot);
+                Err(CompletionError::Flushed)
+            }
+        }
+    }
+
+    /// Consume a CQ notification (call when the completion fd is readable, or periodically) and
+    /// return the completions as engine events. The requester's table receives what the peer
+    /// wrote into chunk registrations before the reply event is returned.
+    pub fn completions(&mut self, table: &mut MemoryTable) -> Result<Vec<Event>, VerbsError> {
+        let mut events = Vec::new();
+        // Bounded: each round drains at most POLL_MAX, and we stop on a short round.
+        for _ in 0..64 {
+            let batch = self.cq.on_notification(POLL_MAX)?;
+            let short = batch.len() < POLL_MAX;
+            for wc in batch {
+                if let Some(event) = self.complete(&wc, table) {
+                    events.push(event);
+                }
+            }
+            if short {
+                break;
+            }
+        }
+        Ok(events)
+    }
+
+    fn complete(&mut self, wc: &WorkCompletion, table: &mut MemoryTable) -> Option<Event> {
+        let pending = self.pending.remove(&wc.wr_id)?;
+        let slot = match pending {
+            Pending::Recv(s) | Pending::Send(s) | Pending::Read(s, _) | Pending::Write(s) => s,
+        };
+        let mr = self.pool.get(slot).cloned();
+        self.pool.release(slot);
+        if !wc.status.is_success() {
+            self.counters.failed_completions += 1;
+            return Some(failed(wc.wr_id, completion_error(wc)));
+        }
+        let mr = mr?;
+        Some(match pending {
+            Pending::Recv(_) => {
+                self.counters.receives += 1;
+                // byte_len comes from the peer's Send; never read past our own buffer.
+                let len = (wc.byte_len as usize).min(mr.len());
+                let payload = mr.to_vec(0, len).unwrap_or_default();
+                let payload = if self.role == Role::Requester {
+                    self.chunks.incoming(payload, table, |chunk_mr, len| {
+                        chunk_mr.to_vec(0, (len as usize).min(chunk_mr.len())).ok()
+                    })
+                } else {
+                    payload
+                };
+                Event::RecvCompleted {
+                    wr_id: wc.wr_id,
+                    payload,
+                }
+            }
+            Pending::Send(_) => {
+                self.counters.sends += 1;
+                Event::SendCompleted { wr_id: wc.wr_id }
+            }
+            Pending::Read(_, length) => {
+                self.counters.rdma_reads += 1;
+                Event::ReadCompleted {
+                    wr_id: wc.wr_id,
+                    data: mr.to_vec(0, length as usize).unwrap_or_default(),
+                }
+            }
+            Pending::Write(_) => {
+                self.counters.rdma_writes += 1;
+                Event::WriteCompleted { wr_id: wc.wr_id }
+            }
+        })
+    }
+
+    /// After the engine handled events: release chunk registrations it invalidated.
+    pub fn sweep(&mut self, table: &MemoryTable) {
+        self.chunks.sweep(table);
+    }
+
+    /// The connection is gone: release chunk registrations (the engine released its side).
+    pub fn lost(&mut self) {
+        self.chunks.clear();
+    }
+}
+
+fn failed(wr_id: WrId, error: CompletionError) -> Event {
+    Event::WorkFailed { wr_id, error }
+}
+
+/// Wait for the next CM event on `channel` that is `expected`; other kinds are an error.
+pub fn expect(
+    channel: &EventChannel,
+    expected: CmEventKind,
+    timeout: Duration,
+) -> Result<CmEvent, VerbsError> {
+    channel.expect_event(expected, timeout)
+}

@@ -1,0 +1,363 @@
+//! Our NFSv3 + MOUNT v3 server ([`server::Server`]) over real verbs: one event loop sleeping in
+//! poll(2) on the rdma_cm channel and every connection's completion channel.
+//!
+//! Each connection is hosted by a server *slot* (a [`server::Server`]: file system, DRC, one
+//! connection at a time). A new connection takes the most recently used idle slot, so a client
+//! that reconnects finds its duplicate reply cache, as with nfsd (which keys the DRC by client
+//! address). Concurrent connections get slots of their own (separate namespaces, same root
+//! handle) up to `max_connections`; beyond that connect requests are rejected.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use engine::verbs::{Endpoint, Event};
+use engine::ConnectionConfig;
+use serde::Serialize;
+use server::drc::policy_by_name;
+use server::Server;
+use verbs::cq::wait_any_readable;
+use verbs::{CmEvent, CmEventKind, CmId, EventChannel, VerbsError};
+use wire::svcrdma::Profile;
+
+use crate::conn::{conn_params, ConnCounters, Connection, Role};
+
+/// How often the loop wakes without I/O to look at the signal flags.
+const TICK: Duration = Duration::from_millis(200);
+/// Upper-layer steps run per wake-up before returning to poll(2) (fairness between connections).
+const UPPER_LAYER_BUDGET: usize = 4096;
+
+/// What `rig serve` was asked to do.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    pub listen: SocketAddr,
+    pub policy: String,
+    pub profile: Profile,
+    pub config: ConnectionConfig,
+    pub max_connections: usize,
+    /// Close each connection once after this many replies (the reconnect test).
+    pub drop_after: Option<u64>,
+}
+
+/// Per-connection statistics.
+#[derive(Debug, Clone, Serialize)]
+pub struct ConnectionStats {
+    pub connection: u64,
+    pub slot: usize,
+    /// The grant advertised in every reply (RFC 8166 §3.3.1).
+    pub credits_granted: u32,
+    /// Calls received (each consumed a credit).
+    pub calls_received: u64,
+    /// Replies whose Send completed (each returned a credit).
+    pub credits_returned: u64,
+    pub verbs: ConnCounters,
+    pub peer_private_data: Option<String>,
+    pub dropped_by_server: bool,
+    pub open: bool,
+}
+
+/// One (XID, procedure) and how often it was executed.
+#[derive(Debug, Clone, Serialize)]
+pub struct ExecutionCount {
+    pub slot: usize,
+    pub xid: u32,
+    pub procedure: String,
+    pub executions: usize,
+    pub statuses: Vec<String>,
+}
+
+/// What `rig serve --stats` writes.
+#[derive(Debug, Clone, Serialize)]
+pub struct ServeStats {
+    pub listen: String,
+    pub policy: String,
+    pub connections_seen: u64,
+    pub connections_rejected: u64,
+    pub connections: Vec<ConnectionStats>,
+    pub executions: Vec<ExecutionCount>,
+    pub drc_decisions: BTreeMap<String, u64>,
+}
+
+struct Slot {
+    server: Server,
+    busy: bool,
+    last_used: u64,
+}
+
+struct Live {
+    conn: Connection,
+    slot: usize,
+    stats_index: usize,
+    peer_private_data: Vec<u8>,
+    established: bool,
+    dropped: bool,
+}
+
+/// Signals the loop watches (set from signal handlers).
+pub struct Controls<'a> {
+    /// Stop, write stats, return.
+    pub stop: &'a AtomicBool,
+    /// Disconnect every connection now (SIGUSR1), then clear the flag.
+    pub drop_all: &'a AtomicBool,
+}
+
+/// Serve until `controls.stop` is set; returns the statistics.
+pub fn serve(options: &ServeOptions, controls: Controls<'_>) -> Result<ServeStats, VerbsError> {
+    if policy_by_name(&options.policy, options.config.credits).is_none() {
+        return Err(VerbsError::InvalidState(
+            "unknown DRC policy (classic, acked, acked-mark)",
+        ));
+    }
+    let channel = EventChannel::new()?;
+    let listener = channel.create_id()?;
+    listener.bind_addr(options.listen)?;
+    listener.listen(16)?;
+    eprintln!(
+        "rig serve: listening on {} (policy {}, {} credits)",
+        options.listen, options.policy, options.config.credits
+    );
+    let mut slots: Vec<Slot> = Vec::new();
+    let mut live: Vec<Live> = Vec::new();
+    let mut stats = ServeStats {
+        listen: options.listen.to_string(),
+        policy: options.policy.clone(),
+        connections_seen: 0,
+        connections_rejected: 0,
+        connections: Vec::new(),
+        executions: Vec::new(),
+        drc_decisions: BTreeMap::new(),
+    };
+    let mut clock = 0u64;
+    while !controls.stop.load(Ordering::Relaxed) {
+        clock += 1;
+        if controls.drop_all.swap(false, Ordering::Relaxed) {
+            for l in live.iter_mut().filter(|l| l.established) {
+                eprintln!("rig serve: SIGUSR1: disconnecting slot {}", l.slot);
+                l.dropped = true;
+                stats.connections[l.stats_index].dropped_by_server = true;
+                let _ = l.conn.id.disconnect();
+            }
+        }
+        let mut fds = vec![channel.fd()];
+        fds.extend(live.iter().map(|l| l.conn.completion_fd()));
+        let ready = wait_any_readable(&fds, TICK)?;
+        if ready[0] {
+            if let Ok(event) = channel.next_event(Duration::ZERO) {
+                on_cm_event(event, options, &mut slots, &mut live, &mut stats, clock);
+            }
+        }
+        for l in &mut live {
+            let slot = &mut slots[l.slot];
+            if l.established {
+                let events = l.conn.completions(slot.server.memory())?;
+                let entry = &mut stats.connections[l.stats_index];
+                for event in events {
+                    match &event {
+                        Event::RecvCompleted { .. } => entry.calls_received += 1,
+                        Event::SendCompleted { .. } => entry.credits_returned += 1,
+                        _ => {}
+                    }
+                    slot.server.handle_event(event);
+                }
+                drive(&mut slot.server, &mut l.conn);
+                entry.verbs = l.conn.counters;
+                if let Some(n) = options.drop_after {
+                    if !l.dropped && entry.credits_returned >= n {
+                        eprintln!(
+                            "rig serve: --drop-after {n}: disconnecting connection {}",
+                            entry.connection
+                        );
+                        l.dropped = true;
+                        entry.dropped_by_server = true;
+                        let _ = l.conn.id.disconnect();
+                    }
+                }
+            }
+        }
+    }
+    for l in &live {
+        // Still open at shutdown: say so in the stats, then close it.
+        stats.connections[l.stats_index].open = true;
+        let _ = l.conn.id.disconnect();
+    }
+    for (index, slot) in slots.iter().enumerate() {
+        let mut counts: BTreeMap<(u32, String), Vec<String>> = BTreeMap::new();
+        for execution in slot.server.executions() {
+            counts
+                .entry((execution.xid, execution.procedure.clone()))
+                .or_default()
+                .push(execution.status.clone());
+        }
+        for ((xid, procedure), statuses) in counts {
+            stats.executions.push(ExecutionCount {
+                slot: index,
+                xid,
+                procedure,
+                executions: statuses.len(),
+                statuses,
+            });
+        }
+        for decision in slot.server.decisions() {
+            *stats
+                .drc_decisions
+                .entry(decision.decision.to_string())
+                .or_default() += 1;
+        }
+    }
+    Ok(stats)
+}
+
+/// Post the server's work and run its upper layer until it has nothing left (bounded).
+fn drive(server: &mut Server, conn: &mut Connection) {
+    for _ in 0..UPPER_LAYER_BUDGET {
+        let mut events = Vec::new();
+        while let Some(work) = server.poll_work() {
+            events.extend(conn.post(work, server.memory()));
+        }
+        let had_events = !events.is_empty();
+        for event in events {
+            server.handle_event(event);
+        }
+        if !server.run_upper_layer() && !had_events {
+            break;
+        }
+    }
+}
+
+fn on_cm_event(
+    mut event: CmEvent,
+    options: &ServeOptions,
+    slots: &mut Vec<Slot>,
+    live: &mut Vec<Live>,
+    stats: &mut ServeStats,
+    clock: u64,
+) {
+    match event.kind {
+        CmEventKind::ConnectRequest => {
+            let Some(id) = event.new_id.take() else {
+                return;
+            };
+            stats.connections_seen += 1;
+            let slot = pick_slot(slots, options);
+            let Some(slot) = slot else {
+                eprintln!("rig serve: connection refused: --max-connections reached");
+                stats.connections_rejected += 1;
+                let _ = id.reject(&[]);
+                return;
+            };
+            match accept(id, &event, options, &slots[slot].server) {
+                Ok(conn) => {
+                    slots[slot].busy = true;
+                    slots[slot].last_used = clock;
+                    stats.connections.push(ConnectionStats {
+                        connection: stats.connections.len() as u64 + 1,
+                        slot,
+                        credits_granted: options.config.credits,
+                        calls_received: 0,
+                        credits_returned: 0,
+                        verbs: ConnCounters::default(),
+                        peer_private_data: event.rpcrdma_private_data().map(|p| format!("{p:?}")),
+                        dropped_by_server: false,
+                        open: true,
+                    });
+                    live.push(Live {
+                        conn,
+                        slot,
+                        stats_index: stats.connections.len() - 1,
+                        peer_private_data: event.private_data.clone(),
+                        established: false,
+                        dropped: false,
+                    });
+                }
+                Err(error) => {
+                    eprintln!("rig serve: accept failed: {error}");
+                    stats.connections_rejected += 1;
+                }
+            }
+        }
+        CmEventKind::Established => {
+            if let Some(l) = live.iter_mut().find(|l| event.is_for(&l.conn.id)) {
+                l.established = true;
+                let slot = &mut slots[l.slot];
+                // RFC 8797 §4: the requester's private data came with its connect request.
+                slot.server.handle_event(Event::Connected {
+                    peer_private_data: Some(l.peer_private_data.clone()),
+                });
+                drive(&mut slot.server, &mut l.conn);
+                eprintln!(
+                    "rig serve: connection {} established (slot {})",
+                    l.stats_index + 1,
+                    l.slot
+                );
+            }
+        }
+        CmEventKind::Disconnected
+        | CmEventKind::ConnectError
+        | CmEventKind::Unreachable
+        | CmEventKind::Rejected
+        | CmEventKind::DeviceRemoval => {
+            if let Some(index) = live.iter().position(|l| event.is_for(&l.conn.id)) {
+                let mut l = live.swap_remove(index);
+                let slot = &mut slots[l.slot];
+                if l.established {
+                    if let Ok(events) = l.conn.completions(slot.server.memory()) {
+                        for event in events {
+                            slot.server.handle_event(event);
+                        }
+                    }
+                    slot.server.handle_event(Event::ConnectionLost);
+                    drive(&mut slot.server, &mut l.conn);
+                }
+                l.conn.lost();
+                slot.busy = false;
+                slot.last_used = clock;
+                stats.connections[l.stats_index].open = false;
+                eprintln!(
+                    "rig serve: connection {} closed ({})",
+                    l.stats_index + 1,
+                    event.kind.name()
+                );
+            }
+        }
+        _ => {}
+    }
+}
+
+fn pick_slot(slots: &mut Vec<Slot>, options: &ServeOptions) -> Option<usize> {
+    let idle = slots
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| !s.busy)
+        .max_by_key(|(_, s)| s.last_used)
+        .map(|(i, _)| i);
+    if idle.is_some() {
+        return idle;
+    }
+    if slots.len() >= options.max_connections {
+        return None;
+    }
+    let drc = policy_by_name(&options.policy, options.config.credits)?;
+    let mut server = Server::new(options.config, drc, 0x0a63_0002);
+    server.set_profile(options.profile);
+    slots.push(Slot {
+        server,
+        busy: false,
+        last_used: 0,
+    });
+    Some(slots.len() - 1)
+}
+
+fn accept(
+    id: CmId,
+    request: &CmEvent,
+    options: &ServeOptions,
+    server: &Server,
+) -> Result<Connection, VerbsError> {
+    let conn = Connection::set_up(id, options.config.credits, Role::Responder)?;
+    // RFC 8797 §4: the responder's inline sizes travel in the CM accept.
+    let private = server.private_data().unwrap_or_default();
+    conn.id
+        .accept(&conn_params(private, Role::Responder, Some(request)))?;
+    Ok(conn)
+}
