@@ -1,0 +1,101 @@
+//! The RDMA suites (selftest, drc, kclient, bench-interop) are valid suite files: they parse, each
+//! script exists and passes `sh -n`, extra files exist in the repository (except the rig binary,
+//! which `just interop` builds), and the scenario cases cover the whole client catalogue.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use interop::cache::workspace_root;
+use interop::suite::{Role, Suite};
+
+fn suites_dir() -> PathBuf {
+    workspace_root().join("vm-images/suites")
+}
+
+fn load(name: &str) -> Suite {
+    Suite::load(&suites_dir().join(format!("{name}.toml"))).unwrap()
+}
+
+fn sh_syntax_ok(script: &Path) -> bool {
+    Command::new("sh")
+        .arg("-n")
+        .arg(script)
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false)
+}
+
+/// The scenario names of the client catalogue (what `rig scenarios --list` prints).
+fn catalogue_scenarios() -> Vec<String> {
+    client::scenarios::catalogue()
+        .iter()
+        .map(|s| s.name.to_owned())
+        .collect()
+}
+
+#[test]
+fn rdma_suites_parse_and_their_scripts_exist_and_are_valid_sh() {
+    for name in ["selftest", "drc", "kclient", "bench-interop"] {
+        let suite = load(name);
+        assert_eq!(suite.name, name);
+        for case in &suite.cases {
+            for script in Role::BOTH.iter().filter_map(|r| case.script(*r)) {
+                let path = suites_dir().join(name).join(script);
+                assert!(path.is_file(), "{name}: {script} missing");
+                assert!(sh_syntax_ok(&path), "{name}: {script} fails sh -n");
+            }
+        }
+        for extra in &suite.extra_files {
+            if extra.from.starts_with("target") {
+                continue;
+            }
+            let path = workspace_root().join(&extra.from);
+            assert!(path.is_file(), "{name}: extra file {} missing", path.display());
+            assert!(sh_syntax_ok(&path), "{}: fails sh -n", path.display());
+        }
+    }
+}
+
+#[test]
+fn scenario_cases_cover_every_policy_and_the_catalogue() {
+    let selftest = load("selftest");
+    let drc = load("drc");
+    let scenarios_of = |suite: &Suite, prefix: &str| -> Vec<String> {
+        suite
+            .cases
+            .iter()
+            .filter_map(|c| c.name.strip_prefix(prefix).map(str::to_owned))
+            .collect()
+    };
+    let nfsd = scenarios_of(&drc, "nfsd.");
+    assert!(nfsd.len() >= 10, "{nfsd:?}");
+    for policy in ["classic", "acked", "acked-mark"] {
+        let ours = scenarios_of(&selftest, &format!("{policy}."));
+        assert_eq!(ours, nfsd, "{policy} and nfsd run the same scenarios in the same order");
+        let serve = selftest
+            .cases
+            .iter()
+            .position(|c| c.name == format!("serve-{policy}"))
+            .unwrap();
+        let first = selftest
+            .cases
+            .iter()
+            .position(|c| c.name.starts_with(&format!("{policy}.")))
+            .unwrap();
+        assert!(serve < first, "serve-{policy} must start the server first");
+    }
+    assert_eq!(
+        nfsd,
+        catalogue_scenarios(),
+        "drc cases out of step with the client catalogue"
+    );
+}
+
+#[test]
+fn kclient_compares_checksums_of_every_file_size() {
+    let suite = load("kclient");
+    for case in ["files-4k", "files-1m", "files-16m", "reconnect"] {
+        let case = suite.cases.iter().find(|c| c.name == case).unwrap();
+        assert_eq!(case.equal, ["md5_written", "md5_read"]);
+    }
+}
