@@ -68,15 +68,24 @@ run_scenario() {
       error=$(head -c 200 "/tmp/$RIG_CASE.err" | tr -s ' \n\t' '___')
     exit 1
   fi
-  rig_result pass label=$label scenario=$scenario \
+  outcome=$(json_field outcome "$out")
+  # "ok" or "unsupported-on-rdma" (recorded, with the reason in the verdict's note); "error"
+  # means the scenario could not reach a verdict.
+  verdict=pass
+  [ "$outcome" = error ] && verdict=fail
+  rig_result $verdict label=$label scenario=$scenario outcome=$outcome \
     procedure=$(json_field procedure "$out") \
     transmissions=$(json_field transmissions "$out") \
     executions=$(json_field executions "$out") \
     replies=$(json_field replies "$out") \
     replies_identical=$(json_field replies_identical "$out") \
     statuses=$(json_list statuses "$out") \
+    credits_granted=$(json_field credits_granted "$out") \
+    unanswered=$(json_field unanswered "$out") \
     credits_balanced=$(json_field credits_balanced "$out") \
+    connects=$(json_field connects "$out") \
     connection=$(json_field connection "$out")
+  [ $verdict = pass ]
 }
 
 # serve_start <policy> [rig serve args...]: our server on $NFS_RDMA_PORT in its own session (it
