@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use wirefuzz::case::Case;
 use wirefuzz::differential::{self, KnownDivergences, Report, RunOptions};
-use wirefuzz::executor::open_runner;
+use wirefuzz::executor::{open_runner, CaseResult};
 use wirefuzz::generate::{generate, generate_family_case, Family};
 use wirefuzz::target::{Deadline, TargetSpec};
 
@@ -58,6 +58,10 @@ pub struct Args {
     /// List the mutation families and exit.
     #[arg(long)]
     list_families: bool,
+    /// Print every case's outcome and the targets' notes (simulator trace, model rule);
+    /// always on with --replay.
+    #[arg(long)]
+    traces: bool,
 }
 
 pub fn run(args: Args) -> Result<u8> {
@@ -121,12 +125,18 @@ pub fn run(args: Args) -> Result<u8> {
         time: args.time.map(Duration::from_secs),
         save_dir: Some(args.save_divergences.clone()),
     };
-    let report = differential::run(
+    let traces = args.traces || args.replay.is_some();
+    let report = differential::run_observed(
         &options,
         next_case,
         runner_a.as_mut(),
         runner_b.as_deref_mut(),
         &known,
+        |case, a, b| {
+            if traces {
+                print!("{}", case_trace(case, a, b));
+            }
+        },
     )?;
     print!("{}", summary(&report));
     if let Some(path) = &args.report {
@@ -153,6 +163,25 @@ fn read_known(path: &Path) -> Result<KnownDivergences> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     KnownDivergences::parse(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+}
+
+/// One case's outcomes and notes, for `--traces`.
+fn case_trace(case: &Case, a: &CaseResult, b: Option<&CaseResult>) -> String {
+    let mut out = format!(
+        "case {} {} (aims at {}, {} bytes): {}{}\n",
+        case.index,
+        case.family,
+        case.target_rule,
+        case.bytes.len(),
+        a.outcome,
+        b.map_or(String::new(), |b| format!(" vs {}", b.outcome))
+    );
+    for note in a.notes.iter().chain(b.iter().flat_map(|b| &b.notes)) {
+        out.push_str("    ");
+        out.push_str(note);
+        out.push('\n');
+    }
+    out
 }
 
 /// The human summary: cases and rate, outcome histogram per target, divergences.

@@ -175,10 +175,22 @@ pub struct RunOptions {
 /// `a`, and against `b` too when given.
 pub fn run(
     options: &RunOptions,
+    cases: impl FnMut(u64) -> Option<Case>,
+    a: &mut dyn CaseRunner,
+    b: Option<&mut (dyn CaseRunner + '_)>,
+    known: &KnownDivergences,
+) -> Result<Report, TargetError> {
+    run_observed(options, cases, a, b, known, |_, _, _| {})
+}
+
+/// [`run`], calling `observe` with every case and its result(s) (for `--traces`).
+pub fn run_observed(
+    options: &RunOptions,
     mut cases: impl FnMut(u64) -> Option<Case>,
     a: &mut dyn CaseRunner,
     mut b: Option<&mut (dyn CaseRunner + '_)>,
     known: &KnownDivergences,
+    mut observe: impl FnMut(&Case, &CaseResult, Option<&CaseResult>),
 ) -> Result<Report, TargetError> {
     let started = Instant::now();
     let mut stats_a = TargetStats {
@@ -198,52 +210,56 @@ pub fn run(
         let Some(case) = cases(sent) else { break };
         let result_a = a.run_case(&case)?;
         stats_a.record(&result_a);
-        if let (Some(b), Some(stats_b)) = (b.as_deref_mut(), stats_b.as_mut()) {
-            let result_b = b.run_case(&case)?;
-            stats_b.record(&result_b);
-            if result_a.outcome != result_b.outcome {
-                let key = (case.target_rule.clone(), result_a.outcome, result_b.outcome);
-                if let Some(d) = divergences.get_mut(&key) {
-                    d.count += 1;
-                } else {
-                    let case_file = match &options.save_dir {
-                        Some(dir) => Some(save_divergence(
-                            dir,
-                            &case,
-                            &stats_a.target,
-                            result_a.outcome,
-                            &stats_b.target,
-                            result_b.outcome,
-                        )?),
-                        None => None,
-                    };
-                    let known = known
-                        .reason(&Seen {
-                            a_target: &stats_a.target,
-                            a: result_a.outcome,
-                            b_target: &stats_b.target,
-                            b: result_b.outcome,
-                            family: &case.family,
-                            rule: &case.target_rule,
-                        })
-                        .map(str::to_string);
-                    divergences.insert(
-                        key,
-                        Divergence {
-                            rule: case.target_rule.clone(),
-                            family: case.family.clone(),
-                            a_target: stats_a.target.clone(),
-                            a: result_a.outcome,
-                            b_target: stats_b.target.clone(),
-                            b: result_b.outcome,
-                            count: 1,
-                            first_seed: case.seed,
-                            first_index: case.index,
-                            case_file,
-                            known,
-                        },
-                    );
-                }
+        let Some((b, stats_b)) = b.as_deref_mut().zip(stats_b.as_mut()) else {
+            observe(&case, &result_a, None);
+            sent += 1;
+            continue;
+        };
+        let result_b = b.run_case(&case)?;
+        stats_b.record(&result_b);
+        observe(&case, &result_a, Some(&result_b));
+        if result_a.outcome != result_b.outcome {
+            let key = (case.target_rule.clone(), result_a.outcome, result_b.outcome);
+            if let Some(d) = divergences.get_mut(&key) {
+                d.count += 1;
+            } else {
+                let case_file = match &options.save_dir {
+                    Some(dir) => Some(save_divergence(
+                        dir,
+                        &case,
+                        &stats_a.target,
+                        result_a.outcome,
+                        &stats_b.target,
+                        result_b.outcome,
+                    )?),
+                    None => None,
+                };
+                let known = known
+                    .reason(&Seen {
+                        a_target: &stats_a.target,
+                        a: result_a.outcome,
+                        b_target: &stats_b.target,
+                        b: result_b.outcome,
+                        family: &case.family,
+                        rule: &case.target_rule,
+                    })
+                    .map(str::to_string);
+                divergences.insert(
+                    key,
+                    Divergence {
+                        rule: case.target_rule.clone(),
+                        family: case.family.clone(),
+                        a_target: stats_a.target.clone(),
+                        a: result_a.outcome,
+                        b_target: stats_b.target.clone(),
+                        b: result_b.outcome,
+                        count: 1,
+                        first_seed: case.seed,
+                        first_index: case.index,
+                        case_file,
+                        known,
+                    },
+                );
             }
         }
         sent += 1;

@@ -29,6 +29,8 @@ pub struct CaseResult {
     pub alive_after: bool,
     /// Messages that answered neither the case nor a probe (late replies to earlier cases).
     pub stray_messages: u32,
+    /// What the target noted while running the case (trace lines; the model's rule).
+    pub notes: Vec<String>,
 }
 
 /// Something that turns a case into an outcome: a live target or a model.
@@ -61,6 +63,13 @@ impl CaseRunner for ModelRunner {
                 Observed::Disconnect | Observed::ErrChunkThenClose | Observed::Hang
             ),
             stray_messages: 0,
+            notes: vec![format!(
+                "model {}: {} ({}; {})",
+                self.profile,
+                verdict,
+                verdict.rule.kernel_check(),
+                verdict.rule.rfc()
+            )],
         })
     }
 }
@@ -233,6 +242,8 @@ impl<T: Target> CaseRunner for Executor<T> {
     }
 
     fn run_case(&mut self, case: &Case) -> Result<CaseResult, TargetError> {
+        // Notes from before this case belong to the previous one.
+        self.target.take_notes();
         self.ensure_connected(case.private_data.as_deref())?;
         let mut keys = Vec::with_capacity(case.regions.len());
         for region in &case.regions {
@@ -273,6 +284,7 @@ impl<T: Target> CaseRunner for Executor<T> {
             outcome,
             alive_after,
             stray_messages: strays,
+            notes: self.target.take_notes(),
         })
     }
 }
@@ -338,6 +350,9 @@ impl Target for Box<dyn Target> {
     }
     fn disconnect(&mut self) {
         (**self).disconnect()
+    }
+    fn take_notes(&mut self) -> Vec<String> {
+        (**self).take_notes()
     }
 }
 

@@ -22,6 +22,8 @@ use crate::case::{Region, RegionAccess, RegionKey};
 use crate::generate::{FUZZ_FILE_BYTES, FUZZ_FILE_HANDLE, ROOT_FILE_HANDLE};
 use crate::target::{Deadline, SimServerKind, Target, TargetError, TargetEvent};
 
+/// Trace lines kept for [`Target::take_notes`] (older ones are dropped).
+const MAX_NOTES: usize = 512;
 /// Receives our side keeps posted, and their size (larger than any reply the responder sends).
 const PEER_RECEIVES: usize = 16;
 const PEER_RECEIVE_BYTES: usize = 64 * 1024;
@@ -239,6 +241,7 @@ fn provision_fuzz_file(server: &mut Server) {
 pub struct SimTarget {
     name: String,
     sim: Sim<RawPeer, SimResponder>,
+    notes: VecDeque<String>,
 }
 
 impl SimTarget {
@@ -258,7 +261,11 @@ impl SimTarget {
                 ..SimConfig::default()
             },
         );
-        Ok(SimTarget { name, sim })
+        Ok(SimTarget {
+            name,
+            sim,
+            notes: VecDeque::new(),
+        })
     }
 
     /// The responder side (tests inspect the reference server's executions through it).
@@ -267,12 +274,18 @@ impl SimTarget {
     }
 
     /// The simulator and the endpoints keep every trace line until taken; a fuzz run sends
-    /// millions of messages, so drop them as we go (memory stays flat).
-    fn discard_traces(&mut self) {
-        self.sim.take_trace();
-        match &mut self.sim.server {
-            SimResponder::Bare(bare) => drop(bare.responder.take_trace()),
-            SimResponder::Server(server) => drop(server.take_trace()),
+    /// millions of messages, so move them into a bounded buffer as we go (memory stays flat).
+    fn collect_traces(&mut self) {
+        let mut lines = self.sim.take_trace();
+        lines.extend(match &mut self.sim.server {
+            SimResponder::Bare(bare) => bare.responder.take_trace(),
+            SimResponder::Server(server) => server.take_trace(),
+        });
+        for line in lines {
+            if self.notes.len() == MAX_NOTES {
+                self.notes.pop_front();
+            }
+            self.notes.push_back(line);
         }
     }
 
@@ -336,7 +349,7 @@ impl Target for SimTarget {
             self.sim
                 .run_until(deadline.sim_steps, |s| !s.client.inbox.is_empty());
         }
-        self.discard_traces();
+        self.collect_traces();
         self.sim
             .client
             .inbox
@@ -347,5 +360,10 @@ impl Target for SimTarget {
     fn disconnect(&mut self) {
         self.sim.disconnect(Side::Client);
         self.sim.client.inbox.clear();
+    }
+
+    fn take_notes(&mut self) -> Vec<String> {
+        self.collect_traces();
+        self.notes.drain(..).collect()
     }
 }

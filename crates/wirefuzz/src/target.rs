@@ -85,6 +85,11 @@ pub trait Target {
     fn next_event(&mut self, deadline: Deadline) -> TargetEvent;
     /// Tear the connection down from our side.
     fn disconnect(&mut self);
+    /// Diagnostic lines gathered since the last call (the simulator's trace; a real target
+    /// might return its CM events). Bounded by the target; empty by default.
+    fn take_notes(&mut self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// What the simulated responder runs above the engine.

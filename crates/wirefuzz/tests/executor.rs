@@ -398,3 +398,26 @@ fn promoted_fixtures_replay_as_recorded() {
         "one promoted case per family"
     );
 }
+
+#[test]
+fn results_carry_the_targets_notes_for_triage() {
+    let case = generate_family_case(Family::ReadLengthHuge, SEED, 0);
+    let live = bare(Profile::Linux6_1).run_case(&case).unwrap();
+    assert_eq!(live.outcome, Observed::Disconnect);
+    let rejected = format!("srv reject xid={:#x} read-pages-overrun", case.xid);
+    assert!(live.notes.contains(&rejected), "{:#?}", live.notes);
+    let predicted = ModelRunner {
+        profile: Profile::Linux6_1,
+    }
+    .run_case(&case)
+    .unwrap();
+    assert_eq!(predicted.outcome, Observed::ErrChunkThenClose);
+    assert!(predicted.notes[0].contains("svc_rdma_build_read_segment"));
+    // Notes belong to one case: the next case's notes do not repeat them.
+    let mut runner = bare(Profile::Linux6_1);
+    runner.run_case(&case).unwrap();
+    let next = runner
+        .run_case(&generate_family_case(Family::Valid, SEED, 1))
+        .unwrap();
+    assert!(!next.notes.contains(&rejected), "{:#?}", next.notes);
+}
