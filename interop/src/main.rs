@@ -48,8 +48,8 @@ enum Command {
     Run {
         #[command(flatten)]
         kernels: KernelArgs,
-        /// Suites from vm-images/suites/<name>.toml (repeatable; default: smoke).
-        #[arg(long = "suite")]
+        /// Suites from vm-images/suites/<name>.toml (repeatable or comma-separated; default: smoke).
+        #[arg(long = "suite", value_delimiter = ',')]
         suites: Vec<String>,
         #[arg(long, value_enum, default_value = "auto")]
         accel: AccelChoice,
@@ -165,13 +165,15 @@ fn run(
         })
         .collect::<Result<Vec<_>>>()?;
     ensure!(jobs >= 1, "--jobs must be at least 1");
+    let out_root = output_root();
+    let _output_lock = interop::runner::lock_output(&out_root)?;
     let images = build(&progress, kernels)?;
     let settings = RunSettings {
         accel,
         memory_mib,
         vcpus,
         extra_files,
-        out_root: output_root(),
+        out_root,
     };
     std::fs::create_dir_all(&settings.out_root)?;
     let work: Vec<(usize, &Suite)> = (0..images.kernels.len())
