@@ -43,6 +43,7 @@ json_field() {
 # json_list <key> <file>: the string items of the list "key", comma-joined.
 json_list() {
   awk -v key="\"$1\":" '
+    $1 == key && /\[ *\]/ { exit }
     $1 == key { inlist = 1; next }
     inlist && /^ *\]/ { exit }
     inlist { gsub(/[ ",]/, ""); if ($0 != "") out = out (out == "" ? "" : ",") $0 }
@@ -63,17 +64,17 @@ run_scenario() {
   capture_stop
   cat "/tmp/$RIG_CASE.err"
   cat "$out"
-  if [ "$rc" != 0 ] || ! grep -q "\"scenario\": *\"$scenario\"" "$out"; then
+  if ! grep -q "\"scenario\": *\"$scenario\"" "$out"; then
     rig_result fail step=scenarios rc=$rc label=$label scenario=$scenario \
-      error=$(head -c 200 "/tmp/$RIG_CASE.err" | tr -s ' \n\t' '___')
+      error=$(head -c 200 "/tmp/$RIG_CASE.err" | tr -s ' \n\t=' '____')
     exit 1
   fi
   outcome=$(json_field outcome "$out")
   # "ok" or "unsupported-on-rdma" (recorded, with the reason in the verdict's note); "error"
   # means the scenario could not reach a verdict.
   verdict=pass
-  [ "$outcome" = error ] && verdict=fail
-  rig_result $verdict label=$label scenario=$scenario outcome=$outcome \
+  [ "$outcome" = error ] || [ "$rc" != 0 ] && verdict=fail
+  rig_result $verdict label=$label scenario=$scenario outcome=$outcome rc=$rc \
     procedure=$(json_field procedure "$out") \
     transmissions=$(json_field transmissions "$out") \
     executions=$(json_field executions "$out") \
@@ -84,7 +85,8 @@ run_scenario() {
     unanswered=$(json_field unanswered "$out") \
     credits_balanced=$(json_field credits_balanced "$out") \
     connects=$(json_field connects "$out") \
-    connection=$(json_field connection "$out")
+    connection=$(json_field connection "$out") \
+    note=$(json_field note "$out" | tr -s ' \t=' '___')
   [ $verdict = pass ]
 }
 
