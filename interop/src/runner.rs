@@ -48,6 +48,53 @@ pub struct RunSettings {
 const SERVER_IP: &str = "10.99.0.1/24";
 const CLIENT_IP: &str = "10.99.0.2/24";
 
+/// An exclusive lock on the output directory for the life of a run: two runs writing the same
+/// `runs/<kernel>/<suite>` directories would corrupt each other's results. The kernel drops the
+/// lock when the process dies, however it dies.
+#[derive(Debug)]
+pub struct OutputLock {
+    _lock: nix::fcntl::Flock<fs::File>,
+}
+
+/// Take the output directory's lock, or fail at once if another run holds it.
+pub fn lock_output(out_root: &Path) -> Result<OutputLock> {
+    use nix::fcntl::{Flock, FlockArg};
+    fs::create_dir_all(out_root)?;
+    let file = fs::File::create(out_root.join(".lock"))?;
+    match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+        Ok(lock) => Ok(OutputLock { _lock: lock }),
+        Err((_, errno)) => bail!(
+            "another interop run is using {} ({errno}); wait for it or set RIG_INTEROP_OUT",
+            out_root.display()
+        ),
+    }
+}
+
+/// Name of a run's private wire directory under the temp dir.
+fn wire_dir_name(pid: u32, kernel: &str) -> String {
+    format!("rig-wire-{pid}-{kernel}")
+}
+
+/// Remove wire directories left by runs that were killed (their pid no longer exists).
+fn remove_stale_wire_dirs(temp: &Path) {
+    let Ok(entries) = fs::read_dir(temp) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name
+            .strip_prefix("rig-wire-")
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|pid| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
 /// Does KVM boot this kernel to userspace? Probed once per kernel and host kernel, then cached.
 pub fn probe_kvm(image: &KernelImage, progress: &Progress) -> Result<bool> {
     if fs::OpenOptions::new()
@@ -342,8 +389,8 @@ fn boot_and_wait(
     let share = run_dir.join("share");
     prepare_share(&share, suite, settings)?;
     // unix socket paths are limited to 108 bytes: keep them short, under /tmp.
-    let sockets =
-        std::env::temp_dir().join(format!("rig-wire-{}-{}", std::process::id(), image.name));
+    remove_stale_wire_dirs(&std::env::temp_dir());
+    let sockets = std::env::temp_dir().join(wire_dir_name(std::process::id(), &image.name));
     if sockets.exists() {
         fs::remove_dir_all(&sockets)?;
     }
@@ -630,6 +677,34 @@ fn pcap_outcome(check: &PcapCheck, pcap: &Path) -> CaseOutcome {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn second_run_on_the_same_output_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = lock_output(dir.path()).unwrap();
+        let err = lock_output(dir.path()).unwrap_err();
+        assert!(err.to_string().contains("another interop run"), "{err}");
+        drop(first);
+        lock_output(dir.path()).unwrap();
+    }
+
+    #[test]
+    fn stale_wire_dirs_of_dead_runs_are_removed() {
+        let temp = tempfile::tempdir().unwrap();
+        // pid_max on Linux is at most 2^22, so this pid cannot exist.
+        let dead = temp.path().join(wire_dir_name(99_999_999, "linux-6.1"));
+        let alive = temp
+            .path()
+            .join(wire_dir_name(std::process::id(), "linux-6.1"));
+        let unrelated = temp.path().join("rig-wire-notapid");
+        for dir in [&dead, &alive, &unrelated] {
+            fs::create_dir_all(dir).unwrap();
+        }
+        remove_stale_wire_dirs(temp.path());
+        assert!(!dead.exists());
+        assert!(alive.exists());
+        assert!(unrelated.exists());
+    }
 
     #[test]
     fn release_comes_from_the_pid1_console_line() {

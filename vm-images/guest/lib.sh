@@ -6,6 +6,9 @@ RIG_SYNC=/rig/out/sync
 RIG_SERVER_IP=10.99.0.1
 RIG_CLIENT_IP=10.99.0.2
 
+# `set -x` traces carry the guest uptime, so slow steps show up in the case logs.
+PS4='+[$(cut -d" " -f1 /proc/uptime)] '
+
 rig_log() { echo "[$RIG_name $(cut -d' ' -f1 /proc/uptime)] $*"; }
 
 # rig_result <pass|fail> [key=value ...]
