@@ -34,6 +34,10 @@ enum Command {
         /// The rig binary that renders captures (`rig trace show --format text`).
         #[arg(long, default_value = "target/release/rig")]
         rig: PathBuf,
+        /// Output directories of runs (each with report.json and runs/); repeatable, so suites
+        /// run in separate invocations are compared together. Default: target/interop.
+        #[arg(long = "out")]
+        outs: Vec<PathBuf>,
     },
     /// Print the bench-interop pairs (rig serve vs kernel nfsd) and their ratios.
     Bench,
@@ -42,7 +46,14 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
-        Command::Snapshots { accept, rig } => snapshots(accept, &rig),
+        Command::Snapshots { accept, rig, outs } => {
+            let outs = if outs.is_empty() {
+                vec![output_root()]
+            } else {
+                outs
+            };
+            snapshots(accept, &rig, &outs)
+        }
         Command::Bench => bench(),
     };
     interop::process::kill_all_groups();
@@ -56,8 +67,8 @@ fn main() -> ExitCode {
     }
 }
 
-fn last_report() -> Result<Value> {
-    let path = output_root().join("report.json");
+fn last_report(out: &Path) -> Result<Value> {
+    let path = out.join("report.json");
     let text = read_bounded(&path).context("no report of a previous `interop run`")?;
     serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))
 }
@@ -66,8 +77,9 @@ fn snapshot_root() -> PathBuf {
     workspace_root().join("fixtures/snapshots/interop")
 }
 
-/// Every snapshot the runs in the last report produced (for suites still on disk).
-fn run_snapshots(report: &Value, rig: &Path) -> Result<Vec<Snapshot>> {
+/// Every snapshot the runs in the report under `out` produced (for suites still on disk).
+fn run_snapshots(out: &Path, rig: &Path) -> Result<Vec<Snapshot>> {
+    let report = last_report(out)?;
     let rig = if rig.is_absolute() {
         rig.to_path_buf()
     } else {
@@ -97,7 +109,7 @@ fn run_snapshots(report: &Value, rig: &Path) -> Result<Vec<Snapshot>> {
             continue;
         };
         let cases: Vec<String> = suite.cases.iter().map(|c| c.name.clone()).collect();
-        let run_dir = output_root().join("runs").join(kernel).join(suite_name);
+        let run_dir = out.join("runs").join(kernel).join(suite_name);
         let snapshots = collect(
             kernel,
             suite_name,
@@ -119,9 +131,11 @@ fn run_snapshots(report: &Value, rig: &Path) -> Result<Vec<Snapshot>> {
     Ok(all)
 }
 
-fn snapshots(accept_all: bool, rig: &Path) -> Result<bool> {
-    let report = last_report()?;
-    let snapshots = run_snapshots(&report, rig)?;
+fn snapshots(accept_all: bool, rig: &Path, outs: &[PathBuf]) -> Result<bool> {
+    let mut snapshots = Vec::new();
+    for out in outs {
+        snapshots.extend(run_snapshots(out, rig)?);
+    }
     let root = snapshot_root();
     let (mut unchanged, mut changed, mut new) = (0, 0, 0);
     for snapshot in &snapshots {
@@ -145,6 +159,7 @@ fn snapshots(accept_all: bool, rig: &Path) -> Result<bool> {
         &workspace_root().join("fixtures/interop/expected-differences.toml"),
     )?)?;
     let mut kernels: Vec<&str> = snapshots.iter().map(|s| s.kernel.as_str()).collect();
+    kernels.sort_unstable();
     kernels.dedup();
     let of_suite = |name: &str| -> Vec<Snapshot> {
         snapshots
@@ -190,7 +205,7 @@ fn snapshots(accept_all: bool, rig: &Path) -> Result<bool> {
 }
 
 fn bench() -> Result<bool> {
-    let pairs = interop::bench::pairs(&last_report()?);
+    let pairs = interop::bench::pairs(&last_report(&output_root())?);
     if pairs.is_empty() {
         println!("no bench-interop pairs in the last report (did both targets pass?)");
         return Ok(false);
