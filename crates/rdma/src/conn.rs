@@ -66,10 +66,13 @@ pub fn conn_params(private_data: Vec<u8>, role: Role, peer: Option<&CmEvent>) ->
     let (responder_resources, initiator_depth) = match (role, peer) {
         // The client is RDMA Read by the server (Read chunks) and reads nothing itself.
         (Role::Requester, _) => (READ_DEPTH, 0),
-        // The server reads as deep as the client accepts, and is read by nobody.
+        // The IB CM swaps the REQ's depths into the passive side's view (ib_cm
+        // cm_format_req_event): the event's initiator_depth is the client's responder resources,
+        // i.e. how deep *we* may read (svcrdma takes it as its ORD, sc_ord). So: read as deep as
+        // the client accepts, and let it read us as deep as it initiates (zero for a client).
         (Role::Responder, Some(request)) => (
-            request.initiator_depth.min(READ_DEPTH),
             request.responder_resources.min(READ_DEPTH),
+            request.initiator_depth.min(READ_DEPTH),
         ),
         (Role::Responder, None) => (0, READ_DEPTH),
     };
@@ -190,7 +193,7 @@ impl Connection {
                     payload
                 };
                 self.post_from_buffer(wr_id, &payload, SendOp::Send)
-                    .map(|slot| Pending::Send(slot))
+                    .map(Pending::Send)
                     .map_or_else(
                         |error| vec![failed(wr_id, error)],
                         |pending| {

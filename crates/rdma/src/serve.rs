@@ -18,7 +18,7 @@ use serde::Serialize;
 use server::drc::policy_by_name;
 use server::Server;
 use verbs::cq::wait_any_readable;
-use verbs::{CmEvent, CmEventKind, CmId, EventChannel, VerbsError};
+use verbs::{CmEvent, CmEventKind, EventChannel, VerbsError};
 use wire::svcrdma::Profile;
 
 use crate::conn::{conn_params, ConnCounters, Connection, Role};
@@ -89,7 +89,6 @@ struct Live {
     conn: Connection,
     slot: usize,
     stats_index: usize,
-    peer_private_data: Vec<u8>,
     established: bool,
     dropped: bool,
 }
@@ -149,8 +148,16 @@ pub fn serve(options: &ServeOptions, controls: Controls<'_>) -> Result<ServeStat
         }
         for l in &mut live {
             let slot = &mut slots[l.slot];
-            if l.established {
-                let events = l.conn.completions(slot.server.memory())?;
+            {
+                // Drained on every wake-up, not only when the fd fired: a completion may land
+                // between draining and re-arming the CQ.
+                let events = match l.conn.completions(slot.server.memory()) {
+                    Ok(events) => events,
+                    Err(error) => {
+                        eprintln!("rig serve: completion queue: {error}");
+                        Vec::new()
+                    }
+                };
                 let entry = &mut stats.connections[l.stats_index];
                 for event in events {
                     match &event {
@@ -246,45 +253,57 @@ fn on_cm_event(
                 let _ = id.reject(&[]);
                 return;
             };
-            match accept(id, &event, options, &slots[slot].server) {
-                Ok(conn) => {
-                    slots[slot].busy = true;
-                    slots[slot].last_used = clock;
-                    stats.connections.push(ConnectionStats {
-                        connection: stats.connections.len() as u64 + 1,
-                        slot,
-                        credits_granted: options.config.credits,
-                        calls_received: 0,
-                        credits_returned: 0,
-                        verbs: ConnCounters::default(),
-                        peer_private_data: event.rpcrdma_private_data().map(|p| format!("{p:?}")),
-                        dropped_by_server: false,
-                        open: true,
-                    });
-                    live.push(Live {
-                        conn,
-                        slot,
-                        stats_index: stats.connections.len() - 1,
-                        peer_private_data: event.private_data.clone(),
-                        established: false,
-                        dropped: false,
-                    });
-                }
+            let mut conn = match Connection::set_up(id, options.config.credits, Role::Responder) {
+                Ok(conn) => conn,
                 Err(error) => {
-                    eprintln!("rig serve: accept failed: {error}");
+                    eprintln!("rig serve: connection set-up failed: {error}");
                     stats.connections_rejected += 1;
+                    return;
                 }
+            };
+            // Like svcrdma, post the Receives before accepting: the client may send as soon as
+            // it sees ESTABLISHED, which can be before our own ESTABLISHED event. RFC 8797 §4:
+            // the requester's inline sizes came with its connect request.
+            let server = &mut slots[slot].server;
+            server.handle_event(Event::Connected {
+                peer_private_data: Some(event.private_data.clone()),
+            });
+            drive(server, &mut conn);
+            // RFC 8797 §4: the responder's inline sizes travel in the CM accept.
+            let private = server.private_data().unwrap_or_default();
+            if let Err(error) = conn
+                .id
+                .accept(&conn_params(private, Role::Responder, Some(&event)))
+            {
+                eprintln!("rig serve: accept failed: {error}");
+                server.handle_event(Event::ConnectionLost);
+                stats.connections_rejected += 1;
+                return;
             }
+            slots[slot].busy = true;
+            slots[slot].last_used = clock;
+            stats.connections.push(ConnectionStats {
+                connection: stats.connections.len() as u64 + 1,
+                slot,
+                credits_granted: options.config.credits,
+                calls_received: 0,
+                credits_returned: 0,
+                verbs: ConnCounters::default(),
+                peer_private_data: event.rpcrdma_private_data().map(|p| format!("{p:?}")),
+                dropped_by_server: false,
+                open: true,
+            });
+            live.push(Live {
+                conn,
+                slot,
+                stats_index: stats.connections.len() - 1,
+                established: false,
+                dropped: false,
+            });
         }
         CmEventKind::Established => {
             if let Some(l) = live.iter_mut().find(|l| event.is_for(&l.conn.id)) {
                 l.established = true;
-                let slot = &mut slots[l.slot];
-                // RFC 8797 §4: the requester's private data came with its connect request.
-                slot.server.handle_event(Event::Connected {
-                    peer_private_data: Some(l.peer_private_data.clone()),
-                });
-                drive(&mut slot.server, &mut l.conn);
                 eprintln!(
                     "rig serve: connection {} established (slot {})",
                     l.stats_index + 1,
@@ -300,7 +319,7 @@ fn on_cm_event(
             if let Some(index) = live.iter().position(|l| event.is_for(&l.conn.id)) {
                 let mut l = live.swap_remove(index);
                 let slot = &mut slots[l.slot];
-                if l.established {
+                {
                     if let Ok(events) = l.conn.completions(slot.server.memory()) {
                         for event in events {
                             slot.server.handle_event(event);
@@ -346,18 +365,4 @@ fn pick_slot(slots: &mut Vec<Slot>, options: &ServeOptions) -> Option<usize> {
         last_used: 0,
     });
     Some(slots.len() - 1)
-}
-
-fn accept(
-    id: CmId,
-    request: &CmEvent,
-    options: &ServeOptions,
-    server: &Server,
-) -> Result<Connection, VerbsError> {
-    let conn = Connection::set_up(id, options.config.credits, Role::Responder)?;
-    // RFC 8797 §4: the responder's inline sizes travel in the CM accept.
-    let private = server.private_data().unwrap_or_default();
-    conn.id
-        .accept(&conn_params(private, Role::Responder, Some(request)))?;
-    Ok(conn)
 }

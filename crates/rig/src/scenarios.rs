@@ -102,7 +102,7 @@ fn run_rdma(args: &Args) -> Result<u8> {
 
 fn parse_hex(hex: &str) -> Option<Vec<u8>> {
     let hex = hex.trim();
-    if hex.len() % 2 != 0 || hex.len() > 128 {
+    if !hex.len().is_multiple_of(2) || hex.len() > 128 {
         return None;
     }
     (0..hex.len())
