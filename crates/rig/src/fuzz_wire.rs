@@ -15,7 +15,7 @@ use wirefuzz::target::{Deadline, TargetSpec};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Target: sim:linux-6.1, sim:linux-2026, sim:POLICY (classic, acked, acked-mark),
+    /// Target: sim:linux-6.1, sim:linux-2026, sim:POLICY[@PROFILE] (classic, acked, acked-mark),
     /// model:PROFILE, or ADDR:PORT (rdma; needs the verbs driver, inside the interop guests).
     #[arg(long)]
     target: String,
@@ -202,7 +202,7 @@ fn summary(report: &Report) -> String {
             .map(|(outcome, n)| format!("{outcome}={n}"))
             .collect();
         line(format!(
-            "{:<18} {}  liveness-failures={}",
+            "{:<22} {}  liveness-failures={}",
             target.target,
             histogram.join(" "),
             target.liveness_failures

@@ -17,7 +17,7 @@ const MAX_KNOWN: usize = 1024;
 /// Largest known-divergences file read.
 const MAX_KNOWN_FILE_BYTES: usize = 1 << 20;
 
-/// One documented divergence: targets (optional; exact names or a prefix ending in `*`), the
+/// One documented divergence: targets (optional; exact names or one-`*` patterns), the
 /// case's target rule, the two outcomes, and why it is expected.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KnownDivergence {
@@ -78,11 +78,33 @@ impl KnownDivergences {
     }
 }
 
-/// `pattern` is a target name, or a prefix ending in `*` (`sim:*`).
+/// `pattern` is a target name, or a name with one `*` standing for any text (`sim:*`,
+/// `sim:*linux-6.1`).
 fn target_matches(pattern: &str, target: &str) -> bool {
-    match pattern.strip_suffix('*') {
-        Some(prefix) => target.starts_with(prefix),
+    match pattern.split_once('*') {
+        Some((prefix, suffix)) => {
+            target.len() >= prefix.len() + suffix.len()
+                && target.starts_with(prefix)
+                && target.ends_with(suffix)
+        }
         None => pattern == target,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn target_patterns() {
+        assert!(target_matches("sim:*", "sim:classic"));
+        assert!(target_matches("sim:*linux-6.1", "sim:linux-6.1"));
+        assert!(target_matches("sim:*linux-6.1", "sim:acked@linux-6.1"));
+        assert!(!target_matches("sim:*linux-6.1", "sim:linux-2026"));
+        assert!(!target_matches("sim:*linux-6.1", "model:linux-6.1"));
+        assert!(!target_matches("sim:*:*", "sim:"));
+        assert!(target_matches("model:linux-6.1", "model:linux-6.1"));
+        assert!(!target_matches("model:linux-6.1", "model:linux-6.1x"));
     }
 }
 

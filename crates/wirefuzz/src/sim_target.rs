@@ -204,9 +204,10 @@ fn build_responder(kind: &SimServerKind, config: ConnectionConfig) -> Option<Sim
             responder.set_profile(*profile);
             Some(SimResponder::Bare(Box::new(BareResponder { responder })))
         }
-        SimServerKind::Server(policy) => {
+        SimServerKind::Server { policy, profile } => {
             let drc = server::drc::policy_by_name(policy, config.credits)?;
             let mut server = Server::new(config, drc, CLIENT_ADDR);
+            server.set_profile(*profile);
             provision_fuzz_file(&mut server);
             Some(SimResponder::Server(Box::new(server)))
         }
@@ -247,10 +248,7 @@ pub struct SimTarget {
 impl SimTarget {
     /// A simulated responder of `kind`; `seed` drives the simulator's scheduler.
     pub fn new(kind: SimServerKind, seed: u64) -> Result<SimTarget, TargetError> {
-        let name = match &kind {
-            SimServerKind::Responder(p) => format!("sim:{p}"),
-            SimServerKind::Server(policy) => format!("sim:{policy}"),
-        };
+        let name = kind.name();
         let responder = build_responder(&kind, responder_config())
             .ok_or_else(|| TargetError::BadSpec(format!("{name}: unknown DRC policy")))?;
         let sim = Sim::new(

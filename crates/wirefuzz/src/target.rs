@@ -98,14 +98,29 @@ pub enum SimServerKind {
     /// The engine's responder judging headers as `profile` does, answering every call that
     /// reaches it with an empty RPC SUCCESS reply (transport behaviour only).
     Responder(Profile),
-    /// Our reference NFSv3 server with this DRC policy (headers judged as linux-2026).
-    Server(String),
+    /// Our reference NFSv3 server with this DRC policy, judging headers as `profile`.
+    Server { policy: String, profile: Profile },
+}
+
+impl SimServerKind {
+    /// The spec name: `sim:linux-6.1`, `sim:classic`, `sim:classic@linux-6.1` (the server's
+    /// default profile, linux-2026, is left out).
+    pub fn name(&self) -> String {
+        match self {
+            SimServerKind::Responder(profile) => format!("sim:{profile}"),
+            SimServerKind::Server { policy, profile } if *profile == Profile::Linux2026 => {
+                format!("sim:{policy}")
+            }
+            SimServerKind::Server { policy, profile } => format!("sim:{policy}@{profile}"),
+        }
+    }
 }
 
 /// A parsed `--target` / `--against` value.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TargetSpec {
-    /// `sim:linux-6.1`, `sim:linux-2026` or `sim:POLICY` (classic, acked, acked-mark).
+    /// `sim:linux-6.1`, `sim:linux-2026`, or `sim:POLICY[@PROFILE]` (classic, acked,
+    /// acked-mark; default profile linux-2026).
     Sim(SimServerKind),
     /// `model:PROFILE`: no transport, the svcrdma rule model's prediction.
     Model(Profile),
@@ -119,12 +134,24 @@ impl TargetSpec {
             if let Ok(profile) = rest.parse::<Profile>() {
                 return Ok(TargetSpec::Sim(SimServerKind::Responder(profile)));
             }
-            if server::drc::POLICY_NAMES.contains(&rest) {
-                return Ok(TargetSpec::Sim(SimServerKind::Server(rest.to_string())));
+            let (policy, profile) = match rest.split_once('@') {
+                Some((policy, profile)) => (
+                    policy,
+                    profile
+                        .parse::<Profile>()
+                        .map_err(|e| TargetError::BadSpec(e.to_string()))?,
+                ),
+                None => (rest, Profile::Linux2026),
+            };
+            if server::drc::POLICY_NAMES.contains(&policy) {
+                return Ok(TargetSpec::Sim(SimServerKind::Server {
+                    policy: policy.to_string(),
+                    profile,
+                }));
             }
             return Err(TargetError::BadSpec(format!(
                 "{spec:?}: after sim: give a kernel profile (linux-6.1, linux-2026) or a DRC \
-                 policy ({})",
+                 policy ({}), optionally @PROFILE",
                 server::drc::POLICY_NAMES.join(", ")
             )));
         }
@@ -139,7 +166,7 @@ impl TargetSpec {
                 Ok(TargetSpec::Rdma(spec.to_string()))
             }
             _ => Err(TargetError::BadSpec(format!(
-                "{spec:?}: expected sim:PROFILE, sim:POLICY, model:PROFILE or ADDR:PORT"
+                "{spec:?}: expected sim:PROFILE, sim:POLICY[@PROFILE], model:PROFILE or ADDR:PORT"
             ))),
         }
     }
@@ -147,8 +174,7 @@ impl TargetSpec {
     /// The spec as written.
     pub fn name(&self) -> String {
         match self {
-            TargetSpec::Sim(SimServerKind::Responder(p)) => format!("sim:{p}"),
-            TargetSpec::Sim(SimServerKind::Server(policy)) => format!("sim:{policy}"),
+            TargetSpec::Sim(kind) => kind.name(),
             TargetSpec::Model(p) => format!("model:{p}"),
             TargetSpec::Rdma(addr) => addr.clone(),
         }
@@ -175,7 +201,21 @@ mod tests {
         );
         assert_eq!(
             TargetSpec::parse("sim:acked-mark"),
-            Ok(TargetSpec::Sim(SimServerKind::Server("acked-mark".into())))
+            Ok(TargetSpec::Sim(SimServerKind::Server {
+                policy: "acked-mark".into(),
+                profile: Profile::Linux2026
+            }))
+        );
+        assert_eq!(
+            TargetSpec::parse("sim:classic@linux-6.1"),
+            Ok(TargetSpec::Sim(SimServerKind::Server {
+                policy: "classic".into(),
+                profile: Profile::Linux6_1
+            }))
+        );
+        assert_eq!(
+            TargetSpec::parse("sim:acked@linux-2026").unwrap().name(),
+            "sim:acked"
         );
         assert_eq!(
             TargetSpec::parse("model:linux-2026"),
@@ -185,7 +225,15 @@ mod tests {
             TargetSpec::parse("192.168.77.2:20049"),
             Ok(TargetSpec::Rdma("192.168.77.2:20049".into()))
         );
-        for bad in ["sim:lru", "model:linux-5.4", "nfsd", ":20049", "host:port"] {
+        for bad in [
+            "sim:lru",
+            "sim:classic@linux-5.4",
+            "sim:lru@linux-6.1",
+            "model:linux-5.4",
+            "nfsd",
+            ":20049",
+            "host:port",
+        ] {
             assert!(
                 matches!(TargetSpec::parse(bad), Err(TargetError::BadSpec(_))),
                 "{bad}"

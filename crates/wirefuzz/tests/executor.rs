@@ -25,7 +25,10 @@ fn bare(profile: Profile) -> Executor<SimTarget> {
 }
 
 fn server(policy: &str) -> Executor<SimTarget> {
-    sim(SimServerKind::Server(policy.to_string()))
+    sim(SimServerKind::Server {
+        policy: policy.to_string(),
+        profile: Profile::Linux2026,
+    })
 }
 
 fn known_divergences() -> KnownDivergences {
@@ -244,7 +247,14 @@ impl Target for LogCheckingTarget {
 fn every_case_is_logged_before_it_is_sent() {
     let log = SharedLog::default();
     let target = LogCheckingTarget {
-        inner: SimTarget::new(SimServerKind::Server("classic".into()), SEED).unwrap(),
+        inner: SimTarget::new(
+            SimServerKind::Server {
+                policy: "classic".into(),
+                profile: Profile::Linux2026,
+            },
+            SEED,
+        )
+        .unwrap(),
         log: log.clone(),
         sends_checked: 0,
     };
@@ -420,4 +430,21 @@ fn results_carry_the_targets_notes_for_triage() {
         .run_case(&generate_family_case(Family::Valid, SEED, 1))
         .unwrap();
     assert!(!next.notes.contains(&rejected), "{:#?}", next.notes);
+}
+
+#[test]
+fn the_reference_server_judges_headers_with_the_chosen_profile() {
+    let spec = wirefuzz::TargetSpec::parse("sim:classic@linux-6.1").unwrap();
+    let wirefuzz::TargetSpec::Sim(kind) = spec else {
+        panic!("a sim spec");
+    };
+    let mut old = sim(kind);
+    let mut new = server("classic");
+    for index in 0..10 {
+        let case = generate_family_case(Family::ReadLengthHuge, SEED, index);
+        // linux-6.1: the Read sink overruns (ERR_CHUNK, then close; the simulator flushes the
+        // ERR_CHUNK); linux-2026: refused at decode time, connection kept.
+        assert_eq!(old.run_case(&case).unwrap().outcome, Observed::Disconnect);
+        assert_eq!(new.run_case(&case).unwrap().outcome, Observed::ErrChunk);
+    }
 }
