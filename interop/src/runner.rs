@@ -70,9 +70,10 @@ pub fn lock_output(out_root: &Path) -> Result<OutputLock> {
     }
 }
 
-/// Name of a run's private wire directory under the temp dir.
-fn wire_dir_name(pid: u32, kernel: &str) -> String {
-    format!("rig-wire-{pid}-{kernel}")
+/// Name of a run's private wire directory under the temp dir: one per process, kernel and
+/// suite, since `--jobs` may run several suites of one kernel side by side.
+fn wire_dir_name(pid: u32, kernel: &str, suite: &str) -> String {
+    format!("rig-wire-{pid}-{kernel}-{suite}")
 }
 
 /// Remove wire directories left by runs that were killed (their pid no longer exists).
@@ -390,7 +391,8 @@ fn boot_and_wait(
     prepare_share(&share, suite, settings)?;
     // unix socket paths are limited to 108 bytes: keep them short, under /tmp.
     remove_stale_wire_dirs(&std::env::temp_dir());
-    let sockets = std::env::temp_dir().join(wire_dir_name(std::process::id(), &image.name));
+    let sockets =
+        std::env::temp_dir().join(wire_dir_name(std::process::id(), &image.name, &suite.name));
     if sockets.exists() {
         fs::remove_dir_all(&sockets)?;
     }
@@ -692,10 +694,12 @@ mod tests {
     fn stale_wire_dirs_of_dead_runs_are_removed() {
         let temp = tempfile::tempdir().unwrap();
         // pid_max on Linux is at most 2^22, so this pid cannot exist.
-        let dead = temp.path().join(wire_dir_name(99_999_999, "linux-6.1"));
+        let dead = temp
+            .path()
+            .join(wire_dir_name(99_999_999, "linux-6.1", "smoke"));
         let alive = temp
             .path()
-            .join(wire_dir_name(std::process::id(), "linux-6.1"));
+            .join(wire_dir_name(std::process::id(), "linux-6.1", "smoke"));
         let unrelated = temp.path().join("rig-wire-notapid");
         for dir in [&dead, &alive, &unrelated] {
             fs::create_dir_all(dir).unwrap();
@@ -704,6 +708,14 @@ mod tests {
         assert!(!dead.exists());
         assert!(alive.exists());
         assert!(unrelated.exists());
+    }
+
+    #[test]
+    fn suites_of_one_kernel_get_separate_wires() {
+        assert_ne!(
+            wire_dir_name(7, "linux-6.1", "drc"),
+            wire_dir_name(7, "linux-6.1", "selftest")
+        );
     }
 
     #[test]
