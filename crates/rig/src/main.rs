@@ -2,6 +2,7 @@
 
 use clap::{Parser, Subcommand};
 
+mod bench_rpc;
 mod decode;
 mod fuzz_wire;
 mod scenarios;
@@ -29,6 +30,9 @@ enum Command {
     FuzzWire(fuzz_wire::Args),
     /// Serve NFSv3 + MOUNT v3 over RDMA with a DRC policy until SIGTERM; --stats JSON on exit.
     Serve(serve::Args),
+    /// NULL rate/latency or READ/WRITE throughput against a live NFSv3/RDMA server.
+    #[command(name = "bench-rpc")]
+    BenchRpc(bench_rpc::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -39,6 +43,7 @@ fn main() -> std::process::ExitCode {
         Command::Scenarios(args) => scenarios::run(args),
         Command::FuzzWire(args) => fuzz_wire::run(args),
         Command::Serve(args) => serve::run(args),
+        Command::BenchRpc(args) => bench_rpc::run(args),
     };
     match result {
         Ok(code) => std::process::ExitCode::from(code),
