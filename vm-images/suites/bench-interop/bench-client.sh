@@ -1,6 +1,6 @@
 # Case <op>-<size> (or `null`): the same workload against our server and kernel nfsd, back to
 # back over the same link, one RESULT line per target. `rig bench-rpc` prints one JSON object:
-# calls, seconds, calls_per_sec, latency_p50_us, latency_p99_us, mib_per_sec.
+# calls, errors, seconds, calls_per_sec, latency_p50_us, latency_p99_us, mib_per_sec.
 . /rig/lib/rig-suite.sh
 case $RIG_CASE in
   null) op=null; size=0 ;;
@@ -13,10 +13,9 @@ esac
 seconds=${BENCH_SECONDS:-5}
 verdict=pass
 for target in rig nfsd; do
-  if [ $target = rig ]; then port=20050; root="--mount-rdma"; else port=20049; root="--mount-tcp $RIG_SERVER_IP:$MOUNT_TCP_PORT"; fi
+  if [ $target = rig ]; then port=20050; mountd=20047; else port=20049; mountd=$MOUNT_TCP_PORT; fi
   out=$RIG_OUT/$RIG_CASE.$target.bench.json
-  # shellcheck disable=SC2086 # $root is two words on purpose
-  "$RIG" bench-rpc --server "$RIG_SERVER_IP:$port" $root --export /export \
+  "$RIG" bench-rpc --server "$RIG_SERVER_IP:$port" --mount-tcp "$RIG_SERVER_IP:$mountd" --export /export \
     --op $op --size $size --seconds "$seconds" --format json > "$out" 2> /tmp/bench.err
   rc=$?
   cat /tmp/bench.err "$out"

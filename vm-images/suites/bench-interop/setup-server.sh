@@ -1,5 +1,6 @@
 # Server: soft-RoCE; kernel nfsd on RDMA 20049 (+ rpc.mountd on TCP 20048) and our server
-# (`rig serve`, classic DRC) on RDMA 20050, side by side on the same rxe link.
+# (`rig serve`, classic DRC) on RDMA 20050 with its MOUNT on TCP 20047, side by side on the
+# same rxe link.
 . /rig/lib/rig-suite.sh
 set -x
 rxe_up
@@ -16,5 +17,5 @@ rig_check mountd rpc.mountd -p "$MOUNT_TCP_PORT"
 rig_check nfsd rpc.nfsd 8
 rig_check rdma-listener sh -c "echo 'rdma $NFS_RDMA_PORT' > /proc/fs/nfsd/portlist"
 NFS_RDMA_PORT=20050
-serve_start classic || { rig_result fail step=serve-start; exit 1; }
+serve_start classic --mount-tcp "$RIG_SERVER_IP:20047" || { rig_result fail step=serve-start; exit 1; }
 rig_result pass nfsd_port=20049 rig_serve_port=20050 kernel=$(uname -r)
