@@ -8,6 +8,8 @@
 //!   aimed at one svcrdma rule; a case is a pure function of `(seed, index)`.
 //! - [`target`]: the [`target::Target`] trait a transport implements (connect with private
 //!   data, register, post a Send, wait for the next event, disconnect) and target specs.
+//! - `rdma_target` (feature `rdma`): the same trait over rdma_cm (crates/verbs), a raw requester
+//!   posting each case's exact bytes to kernel nfsd or `rig serve` inside the interop guests.
 //! - [`sim_target`]: the simulated transport against our reference server or a bare responder.
 //! - [`executor`]: sends cases, classifies outcomes, probes liveness, reconnects, logs every
 //!   case before it is sent; [`executor::ModelRunner`] predicts instead of sending.
@@ -26,6 +28,8 @@ pub mod executor;
 pub mod generate;
 pub mod kernel_watch;
 pub mod minimise;
+#[cfg(feature = "rdma")]
+pub mod rdma_target;
 pub mod rng;
 pub mod sim_target;
 pub mod target;
