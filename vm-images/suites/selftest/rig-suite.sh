@@ -37,7 +37,8 @@ capture_stop() {
 # json_field <key> <file>: the first scalar value of "key" in pretty-printed JSON (the guests
 # have no jq; `rig --format json` prints one key per line).
 json_field() {
-  sed -n "s/^ *\"$1\": *\"\{0,1\}\([^\",]*\)\"\{0,1\},\{0,1\}\$/\1/p" "$2" | head -1
+  sed -n -e "s/^ *\"$1\": *\"\(.*\)\",\{0,1\}\$/\1/p" \
+    -e "s/^ *\"$1\": *\([^\",]*\),\{0,1\}\$/\1/p" "$2" | head -1
 }
 
 # json_list <key> <file>: the string items of the list "key", comma-joined.
