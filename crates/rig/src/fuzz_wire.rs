@@ -52,6 +52,10 @@ pub struct Args {
     /// Per-event deadline for real targets, in milliseconds.
     #[arg(long, default_value_t = 2000)]
     timeout_ms: u64,
+    /// Stop before the next case once this file exists (the interop server guest's kernel
+    /// watch touches it on a WARN/BUG/Oops/KASAN line, so the case log ends at the suspect).
+    #[arg(long)]
+    stop_file: Option<PathBuf>,
     /// Write the generated case files to this directory instead of sending them.
     #[arg(long)]
     dump: Option<PathBuf>,
@@ -83,7 +87,12 @@ pub fn run(args: Args) -> Result<u8> {
         None => None,
     };
     let seed = args.seed;
+    let stop_file = args.stop_file.clone();
     let next_case = move |i: u64| -> Option<Case> {
+        if stop_file.as_deref().is_some_and(Path::exists) {
+            eprintln!("fuzz-wire: stop file present, stopping before case {i}");
+            return None;
+        }
         match (&replayed, family) {
             (Some(case), _) => (i == 0).then(|| case.clone()),
             (None, Some(family)) => Some(generate_family_case(family, seed, i)),
@@ -314,6 +323,38 @@ mod tests {
         assert!(dir
             .join("div/write-segcount-zero--reply--err-chunk.case.json")
             .exists());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_stop_file_ends_the_run_before_the_next_case() {
+        let dir = scratch("stop");
+        let report = dir.join("report.json");
+        let stop = dir.join("stop");
+        let run_with_stop_file = || {
+            let cli = Cli::parse_from([
+                "rig",
+                "--target",
+                "sim:linux-2026",
+                "--cases",
+                "7",
+                "--log",
+                dir.join("log.jsonl").to_str().unwrap(),
+                "--stop-file",
+                stop.to_str().unwrap(),
+                "--report",
+                report.to_str().unwrap(),
+                "--known",
+                &fixture("known-divergences.json"),
+            ]);
+            assert_eq!(run(cli.args).unwrap(), 0);
+            let json: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+            json["cases_sent"].as_u64().unwrap()
+        };
+        assert_eq!(run_with_stop_file(), 7, "no stop file: every case runs");
+        std::fs::write(&stop, "WARNING: CPU: 0 PID: 1 at net/sunrpc\n").unwrap();
+        assert_eq!(run_with_stop_file(), 0, "stop file: nothing more is sent");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -1,0 +1,30 @@
+# Client: the case stream (seed WIRE_FUZZ_SEED, for WIRE_FUZZ_SECONDS) against kernel nfsd
+# (--target, logs every case before its Send) and rig serve (--against), divergences deduplicated
+# and looked up in the known-divergences file. Verdict pass = the run completed and the kernel
+# watch did not stop it; new divergences are reported (new_divergences=N) and gated by the host
+# recipe, not here.
+. /rig/lib/rig-suite.sh
+. /rig/lib/wire-fuzz-lib.sh
+report=$RIG_OUT/wire-fuzz.report.json
+"$RIG" fuzz-wire --target "$RIG_SERVER_IP:$NFS_RDMA_PORT" --against "$RIG_SERVER_IP:$RIG_SERVE_PORT" \
+  --seed "$WIRE_FUZZ_SEED" --cases 1000000000 --time "$WIRE_FUZZ_SECONDS" \
+  --timeout-ms "$WIRE_FUZZ_TIMEOUT_MS" --report "$report" \
+  --log "$RIG_OUT/wire-fuzz.case-log.jsonl" --save-divergences "$RIG_OUT/divergences" \
+  --known /rig/etc/known-divergences.json --stop-file "$WIRE_FUZZ_STOP" \
+  > "$RIG_OUT/wire-fuzz.summary.txt" 2> /tmp/fuzz.err
+rc=$?
+cat "$RIG_OUT/wire-fuzz.summary.txt"
+cat /tmp/fuzz.err
+stopped=no
+[ -e "$WIRE_FUZZ_STOP" ] && stopped=yes
+if [ ! -s "$report" ] || [ "$rc" -gt 1 ]; then
+  rig_result fail step=fuzz-wire rc=$rc error=$(head -c 200 /tmp/fuzz.err | tr -s ' \n\t=' '____')
+  exit 1
+fi
+verdict=pass
+[ $stopped = yes ] && verdict=fail
+rig_result $verdict seed=$WIRE_FUZZ_SEED seconds=$WIRE_FUZZ_SECONDS \
+  cases=$(json_field cases_sent "$report") cases_per_sec=$(json_field cases_per_sec "$report") \
+  new_divergences=$(json_field unknown_divergences "$report") \
+  divergence_keys=$(grep -c '"rule":' "$report") stopped_by_kernel_watch=$stopped
+[ $verdict = pass ]

@@ -1,0 +1,64 @@
+#!/bin/sh
+# Host side of `just fuzz-wire` (not a guest script): run the wire-fuzz suite on each kernel,
+# one kernel at a time, each into its own output dir (RIG_INTEROP_OUT, so other suites' runs are
+# not blocked), then collect per kernel:
+#   target/interop/wire-fuzz/<kernel>/report.json     rig fuzz-wire's report (cases, outcome
+#                                                     histogram per target, divergences)
+#   target/interop/wire-fuzz/<kernel>/summary.txt     its text summary + kernel_log_hits
+# and on a kernel-watch hit target/interop/findings/<kernel>-<seed>-<index>/ with console.log,
+# kmsg.log, case-log.jsonl, finding.json and reproducer.jsonl (the last logged case: the first
+# suspect; ddmin over the log needs one guest boot per test and is not automated yet).
+# Usage: host-run.sh SECONDS SEED KERNEL... [-- extra interop run args]
+set -u
+seconds=$1; seed=$2; shift 2
+kernels=""
+while [ $# -gt 0 ] && [ "$1" != "--" ]; do kernels="$kernels $1"; shift; done
+[ "${1:-}" = "--" ] && shift
+root=$(pwd)
+base=$root/target/interop/wire-fuzz
+mkdir -p "$base" "$root/target/interop/findings"
+env_file=$base/wire-fuzz.env
+printf 'WIRE_FUZZ_SECONDS=%s\nWIRE_FUZZ_SEED=%s\nWIRE_FUZZ_TIMEOUT_MS=%s\n' \
+  "$seconds" "$seed" "${WIRE_FUZZ_TIMEOUT_MS:-1000}" > "$env_file"
+status=0
+for kernel in $kernels; do
+  out=$base/$kernel
+  rm -rf "$out"; mkdir -p "$out"
+  echo "== wire-fuzz on $kernel: ${seconds}s, seed $seed"
+  RIG_INTEROP_OUT=$out cargo run -q -p interop --release -- run --suite wire-fuzz \
+    --kernel "$kernel" --jobs 1 --share-file "$env_file:etc/wire-fuzz.env" "$@" || status=1
+  run=$out/runs/$kernel/wire-fuzz
+  share=$run/share/out
+  [ -s "$share/wire-fuzz.report.json" ] && cp "$share/wire-fuzz.report.json" "$out/report.json"
+  {
+    cat "$share/wire-fuzz.summary.txt" 2>/dev/null || echo "no fuzz-wire summary (see $run)"
+    echo "kernel_log_hits $(wc -l < "$share/kernel-watch.hits" 2>/dev/null || echo unknown)"
+  } > "$out/summary.txt"
+  cat "$out/summary.txt"
+  if [ -s "$share/kernel-watch.hits" ]; then
+    status=1
+    last=$(tail -n 1 "$share/wire-fuzz.case-log.jsonl" 2>/dev/null)
+    index=$(printf '%s' "$last" | sed -n 's/.*"index": *\([0-9]*\).*/\1/p')
+    finding=$root/target/interop/findings/$kernel-$seed-${index:-unknown}
+    mkdir -p "$finding"
+    cp "$run/srv.console" "$finding/console.log" 2>/dev/null
+    cp "$share/kmsg.log" "$share/wire-fuzz.case-log.jsonl" "$finding/" 2>/dev/null
+    mv "$finding/wire-fuzz.case-log.jsonl" "$finding/case-log.jsonl" 2>/dev/null
+    printf '%s\n' "$last" > "$finding/reproducer.jsonl"
+    first=$(head -n 1 "$share/kernel-watch.hits" | sed 's/\\/\\\\/g; s/"/\\"/g')
+    printf '{"kernel": "%s", "seed": %s, "index": %s, "line": "%s", "target": "nfsd:20049"}\n' \
+      "$kernel" "$seed" "${index:-null}" "$first" > "$finding/finding.json"
+    echo "KERNEL-LOG HIT on $kernel: $finding"
+  fi
+done
+echo "== wire-fuzz summary (seed $seed, ${seconds}s per kernel)"
+for kernel in $kernels; do
+  r=$base/$kernel/report.json
+  if [ -s "$r" ]; then
+    sed -n 's/^  "\(cases_sent\|cases_per_sec\|unknown_divergences\)": \(.*\),$/\1=\2/p' "$r" |
+      tr '\n' ' ' | sed "s/^/$kernel: /"; echo "$(tail -n 1 "$base/$kernel/summary.txt")"
+  else
+    echo "$kernel: no report"
+  fi
+done
+exit $status

@@ -1,0 +1,24 @@
+# Helpers of the wire-fuzz suite (shared as /rig/lib/wire-fuzz-lib.sh; sourced after
+# rig-suite.sh). Run parameters come from /rig/etc/wire-fuzz.env when the recipe shares one.
+RIG_SERVE_PORT=20050
+WIRE_FUZZ_STOP=$RIG_OUT/wire-fuzz.stop
+WIRE_FUZZ_HITS=$RIG_OUT/kernel-watch.hits
+[ -f /rig/etc/wire-fuzz.env ] && . /rig/etc/wire-fuzz.env
+WIRE_FUZZ_SECONDS=${WIRE_FUZZ_SECONDS:-180}
+WIRE_FUZZ_SEED=${WIRE_FUZZ_SEED:-1}
+WIRE_FUZZ_TIMEOUT_MS=${WIRE_FUZZ_TIMEOUT_MS:-1000}
+# Bounded, whatever the env file says: the fuzz case's timeout is 1800 s.
+[ "$WIRE_FUZZ_SECONDS" -gt 1500 ] 2>/dev/null && WIRE_FUZZ_SECONDS=1500
+
+# The svcrdma profile rig serve judges headers by: 6.1.y and 6.12.y predate the 2026 hardening
+# series (crates/wire/src/svcrdma.rs), mainline 7.x carries it.
+kernel_profile() {
+  case $(uname -r) in
+    6.*) echo linux-6.1 ;;
+    *) echo linux-2026 ;;
+  esac
+}
+
+# Kernel-log lines that stop a run (the same markers as wirefuzz::kernel_watch and the host's
+# dmesg scan).
+KERNEL_WATCH_PATTERN='WARNING: CPU:|BUG:|Oops|KASAN|UBSAN|refcount_t:|blocked for more than|general protection fault|rxe.*(error|failed)'
