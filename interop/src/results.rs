@@ -222,7 +222,9 @@ pub struct KernelProblem {
 }
 
 /// (substring, kind). Matched case-sensitively, as the kernel prints them.
+/// The first match wins, so specific markers come before the generic `BUG: `.
 const PROBLEM_MARKERS: &[(&str, &str)] = &[
+    ("watchdog: BUG: soft lockup", "soft lockup"),
     ("WARNING: CPU:", "WARN"),
     ("WARNING: at ", "WARN"),
     ("------------[ cut here ]------------", "WARN"),
@@ -234,7 +236,6 @@ const PROBLEM_MARKERS: &[(&str, &str)] = &[
     ("UBSAN: ", "UBSAN"),
     ("Kernel panic", "panic"),
     ("blocked for more than", "hung task"),
-    ("watchdog: BUG: soft lockup", "soft lockup"),
     ("rcu: INFO: rcu_", "RCU stall"),
 ];
 
@@ -431,6 +432,11 @@ RESULT case=nfs3 role=cli
         let warn = scan_kernel_log(&data("warn-splat.dmesg"), "cli.dmesg");
         let kinds: Vec<&str> = warn.iter().map(|p| p.kind).collect();
         assert!(kinds.contains(&"WARN"), "{kinds:?}");
+        let lockup = scan_kernel_log(
+            "[  260.729394] watchdog: BUG: soft lockup - CPU#0 stuck for 22s! [mount.nfs:470]\n",
+            "cli.dmesg",
+        );
+        assert_eq!(lockup[0].kind, "soft lockup");
         let hung = scan_kernel_log(&data("hung-task.dmesg"), "srv.dmesg");
         assert!(hung.iter().any(|p| p.kind == "hung task"), "{hung:?}");
         let outcome = dmesg_outcome(&hung, 2);

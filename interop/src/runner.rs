@@ -238,8 +238,10 @@ fn qemu_command(launch: &Launch<'_>, role: Role, console: &Path, netdev: &str) -
         .arg("-append")
         // no_timer_check: under an overloaded TCG host the kernel's IO-APIC timer check can
         // miss ticks and panic ("IO-APIC + timer doesn't work"), seen with 6 guests on 2 cores.
+        // watchdog_thresh=60: a vCPU starved by the host for 20 s tripped the default 20 s
+        // soft-lockup detector (seen at load 14); a real lockup still shows after 120 s.
         .arg(format!(
-            "console=ttyS0 quiet panic=-1 no_timer_check rig.name={} rig.ip={ip}",
+            "console=ttyS0 quiet panic=-1 no_timer_check watchdog_thresh=60 rig.name={} rig.ip={ip}",
             role.as_str()
         ))
         .arg("-serial")
