@@ -38,6 +38,8 @@ pub struct ServeOptions {
     pub max_connections: usize,
     /// Close each connection once after this many replies (the reconnect test).
     pub drop_after: Option<u64>,
+    /// Size limits of each slot's in-memory file system.
+    pub fs_limits: server::fs::Limits,
 }
 
 /// Per-connection statistics.
@@ -359,6 +361,7 @@ fn pick_slot(slots: &mut Vec<Slot>, options: &ServeOptions) -> Option<usize> {
     let drc = policy_by_name(&options.policy, options.config.credits)?;
     let mut server = Server::new(options.config, drc, 0x0a63_0002);
     server.set_profile(options.profile);
+    *server.fs_mut() = server::fs::Fs::new(options.fs_limits);
     slots.push(Slot {
         server,
         busy: false,

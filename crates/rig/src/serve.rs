@@ -37,6 +37,9 @@ pub struct Args {
     /// Disconnect each connection once after this many replies (the reconnect test).
     #[arg(long)]
     drop_after: Option<u64>,
+    /// Largest file in the in-memory export, MiB (the whole export holds at most 4 such files).
+    #[arg(long, default_value_t = 24)]
+    max_file_mib: u64,
     /// Credits granted per connection (RFC 8166 §3.3.1).
     #[arg(long, default_value_t = ConnectionConfig::default().credits)]
     credits: u32,
@@ -86,6 +89,11 @@ pub fn run(args: Args) -> Result<u8> {
         },
         max_connections: args.max_connections.max(1),
         drop_after: args.drop_after,
+        fs_limits: server::fs::Limits {
+            max_file_bytes: args.max_file_mib << 20,
+            max_total_bytes: (args.max_file_mib << 20).saturating_mul(4),
+            ..server::fs::Limits::default()
+        },
     };
     let stats = rdma::serve(
         &options,
