@@ -6,13 +6,19 @@
 . /rig/lib/rig-suite.sh
 . /rig/lib/wire-fuzz-lib.sh
 report=$RIG_OUT/wire-fuzz.report.json
+# Replay mode (host-run.sh --replay FILE): the one case against both servers on a fresh boot,
+# the first step of minimising a kernel-log finding (most are one case).
+stream="--seed $WIRE_FUZZ_SEED --cases 1000000000 --time $WIRE_FUZZ_SECONDS"
+[ -n "${WIRE_FUZZ_REPLAY:-}" ] && stream="--replay $WIRE_FUZZ_REPLAY"
 "$RIG" fuzz-wire --target "$RIG_SERVER_IP:$NFS_RDMA_PORT" --against "$RIG_SERVER_IP:$RIG_SERVE_PORT" \
-  --seed "$WIRE_FUZZ_SEED" --cases 1000000000 --time "$WIRE_FUZZ_SECONDS" \
+  $stream \
   --timeout-ms "$WIRE_FUZZ_TIMEOUT_MS" --report "$report" \
   --log "$RIG_OUT/wire-fuzz.case-log.jsonl" --save-divergences "$RIG_OUT/divergences" \
   --known /rig/etc/known-divergences.json --stop-file "$WIRE_FUZZ_STOP" \
   > "$RIG_OUT/wire-fuzz.summary.txt" 2> /tmp/fuzz.err
 rc=$?
+# Give the server's kernel watch a moment to see what the last case did.
+sleep 3
 cat "$RIG_OUT/wire-fuzz.summary.txt"
 cat /tmp/fuzz.err
 stopped=no
@@ -23,7 +29,7 @@ if [ ! -s "$report" ] || [ "$rc" -gt 1 ]; then
 fi
 verdict=pass
 [ $stopped = yes ] && verdict=fail
-rig_result $verdict seed=$WIRE_FUZZ_SEED seconds=$WIRE_FUZZ_SECONDS \
+rig_result $verdict seed=$WIRE_FUZZ_SEED replay=${WIRE_FUZZ_REPLAY:+yes} seconds=$WIRE_FUZZ_SECONDS \
   cases=$(json_field cases_sent "$report") cases_per_sec=$(json_field cases_per_sec "$report") \
   new_divergences=$(json_field unknown_divergences "$report") \
   divergence_keys=$(grep -c '"rule":' "$report") stopped_by_kernel_watch=$stopped

@@ -9,6 +9,8 @@
 # kmsg.log, case-log.jsonl, finding.json and reproducer.jsonl (the last logged case: the first
 # suspect; ddmin over the log needs one guest boot per test and is not automated yet).
 # Usage: host-run.sh SECONDS SEED KERNEL... [-- extra interop run args]
+#        WIRE_FUZZ_REPLAY_FILE=case.json host-run.sh 0 0 KERNEL...   (replay one case per kernel
+#        on a fresh boot: does the finding reproduce from that case alone?)
 set -u
 seconds=$1; seed=$2; shift 2
 kernels=""
@@ -20,13 +22,19 @@ mkdir -p "$base" "$root/target/interop/findings"
 env_file=$base/wire-fuzz.env
 printf 'WIRE_FUZZ_SECONDS=%s\nWIRE_FUZZ_SEED=%s\nWIRE_FUZZ_TIMEOUT_MS=%s\n' \
   "$seconds" "$seed" "${WIRE_FUZZ_TIMEOUT_MS:-1000}" > "$env_file"
+replay_args=""
+if [ -n "${WIRE_FUZZ_REPLAY_FILE:-}" ]; then
+  echo "WIRE_FUZZ_REPLAY=/rig/etc/replay.json" >> "$env_file"
+  replay_args="--share-file $WIRE_FUZZ_REPLAY_FILE:etc/replay.json"
+fi
 status=0
 for kernel in $kernels; do
-  out=$base/$kernel
+  # A replay keeps its own directories, so the run it replays stays intact.
+  out=$base/$kernel${WIRE_FUZZ_REPLAY_FILE:+-replay}
   rm -rf "$out"; mkdir -p "$out"
   echo "== wire-fuzz on $kernel: ${seconds}s, seed $seed"
   RIG_INTEROP_OUT=$out cargo run -q -p interop --release -- run --suite wire-fuzz \
-    --kernel "$kernel" --jobs 1 --share-file "$env_file:etc/wire-fuzz.env" "$@" || status=1
+    --kernel "$kernel" --jobs 1 --share-file "$env_file:etc/wire-fuzz.env" $replay_args "$@" || status=1
   run=$out/runs/$kernel/wire-fuzz
   share=$run/share/out
   [ -s "$share/wire-fuzz.report.json" ] && cp "$share/wire-fuzz.report.json" "$out/report.json"
@@ -39,7 +47,7 @@ for kernel in $kernels; do
     status=1
     last=$(tail -n 1 "$share/wire-fuzz.case-log.jsonl" 2>/dev/null)
     index=$(printf '%s' "$last" | sed -n 's/.*"index": *\([0-9]*\).*/\1/p')
-    finding=$root/target/interop/findings/$kernel-$seed-${index:-unknown}
+    finding=$root/target/interop/findings/$kernel-$seed-${index:-unknown}${WIRE_FUZZ_REPLAY_FILE:+-replay}
     mkdir -p "$finding"
     cp "$run/srv.console" "$finding/console.log" 2>/dev/null
     cp "$share/kmsg.log" "$share/wire-fuzz.case-log.jsonl" "$finding/" 2>/dev/null
@@ -53,10 +61,10 @@ for kernel in $kernels; do
 done
 echo "== wire-fuzz summary (seed $seed, ${seconds}s per kernel)"
 for kernel in $kernels; do
-  r=$base/$kernel/report.json
+  r=$base/$kernel${WIRE_FUZZ_REPLAY_FILE:+-replay}/report.json
   if [ -s "$r" ]; then
     sed -n 's/^  "\(cases_sent\|cases_per_sec\|unknown_divergences\)": \(.*\),$/\1=\2/p' "$r" |
-      tr '\n' ' ' | sed "s/^/$kernel: /"; echo "$(tail -n 1 "$base/$kernel/summary.txt")"
+      tr '\n' ' ' | sed "s/^/$kernel: /"; echo "$(tail -n 1 "${r%/report.json}/summary.txt")"
   else
     echo "$kernel: no report"
   fi
