@@ -366,6 +366,24 @@ pub struct ExpectedDifferences {
     pub compared_fields: Vec<String>,
     #[serde(default, rename = "difference")]
     pub differences: Vec<ExpectedDifference>,
+    /// Scenarios whose outcome depends on timing the guests cannot control (which duplicate
+    /// meets its original in progress): their snapshot diffs and divergences are printed but do
+    /// not fail the check. Each entry needs a reason.
+    #[serde(default)]
+    pub timing_dependent: Vec<TimingDependent>,
+}
+
+/// A scenario whose observed outcome legitimately varies from run to run.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TimingDependent {
+    pub scenario: String,
+    pub reason: String,
+}
+
+/// The catalogue scenario of a case named `<label>.<scenario>` (the whole name otherwise).
+pub fn scenario_of_case(case: &str) -> &str {
+    case.split_once('.').map_or(case, |(_, scenario)| scenario)
 }
 
 impl ExpectedDifferences {
@@ -376,6 +394,13 @@ impl ExpectedDifferences {
             !parsed.compared_fields.is_empty(),
             "compared_fields must name at least one verdict field"
         );
+        for entry in &parsed.timing_dependent {
+            ensure!(
+                !entry.reason.trim().is_empty(),
+                "timing-dependent scenario {} has no reason",
+                entry.scenario
+            );
+        }
         for entry in &parsed.differences {
             ensure!(
                 !entry.reason.trim().is_empty(),
@@ -393,8 +418,20 @@ impl ExpectedDifferences {
         Ok(parsed)
     }
 
-    /// The listed reason for this divergence, if any.
+    /// Why `scenario`'s outcome may vary between runs, if it is listed as timing-dependent.
+    pub fn timing_reason(&self, scenario: &str) -> Option<&str> {
+        self.timing_dependent
+            .iter()
+            .find(|t| t.scenario == scenario)
+            .map(|t| t.reason.as_str())
+    }
+
+    /// The listed reason for this divergence, if any (a timing-dependent scenario's reason
+    /// covers all its fields).
     pub fn reason(&self, kernel: &str, scenario: &str, field: &str) -> Option<&str> {
+        if let Some(reason) = self.timing_reason(scenario) {
+            return Some(reason);
+        }
         self.differences
             .iter()
             .find(|d| {
@@ -648,6 +685,23 @@ reason = "test reason"
                 ..s.clone()
             })
             .collect()
+    }
+
+    #[test]
+    fn timing_dependent_scenarios_explain_every_field() {
+        let text =
+            format!("{EXPECTED}\n[[timing_dependent]]\nscenario = \"burst\"\nreason = \"race\"\n");
+        let expected = ExpectedDifferences::parse(&text).unwrap();
+        assert_eq!(expected.timing_reason("burst"), Some("race"));
+        assert_eq!(
+            expected.reason("linux-7.x", "burst", "statuses"),
+            Some("race")
+        );
+        assert_eq!(expected.reason("linux-7.x", "once", "statuses"), None);
+        assert_eq!(scenario_of_case("nfsd.burst"), "burst");
+        assert_eq!(scenario_of_case("acked-mark.after-ack"), "after-ack");
+        assert_eq!(scenario_of_case("setup"), "setup");
+        assert!(ExpectedDifferences::parse(&text.replace("\"race\"", "\"\"")).is_err());
     }
 
     #[test]
