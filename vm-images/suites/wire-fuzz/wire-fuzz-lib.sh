@@ -19,6 +19,6 @@ kernel_profile() {
   esac
 }
 
-# Kernel-log lines that stop a run (the same markers as wirefuzz::kernel_watch and the host's
-# dmesg scan).
-KERNEL_WATCH_PATTERN='WARNING: CPU:|BUG:|Oops|KASAN|UBSAN|refcount_t:|blocked for more than|general protection fault|rxe.*(error|failed)'
+# Kernel-log lines that stop a run: exactly wirefuzz::kernel_watch::MARKERS (an rdma_rxe line only
+# with "err"). rxe0 "do_complete: non-flush error status" lines are expected error completions.
+KERNEL_WATCH_PATTERN='BUG: KASAN:|UBSAN:|refcount_t:|blocked for more than|WARNING: CPU:|kernel BUG at|BUG:|Oops:|rdma_rxe: .*[Ee][Rr][Rr]'
