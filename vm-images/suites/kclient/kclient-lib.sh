@@ -10,5 +10,5 @@ mount_rig() {
 # rdma_connects: the xprt's connect count from /proc/self/mountstats ("xprt: rdma <port>
 # <bind> <connect_count> ...").
 rdma_connects() {
-  awk -v mnt="$MNT" '$1 == "device" { on = ($5 == mnt) } on && $1 == "xprt:" && $2 == "rdma" { print $4; exit }' /proc/self/mountstats
+  awk -v mnt="$MNT" '$1 == "device" { on = ($5 == mnt) } on && $1 == "xprt:" && $2 == "rdma" { print $5; exit }' /proc/self/mountstats
 }
