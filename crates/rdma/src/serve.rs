@@ -369,3 +369,59 @@ fn pick_slot(slots: &mut Vec<Slot>, options: &ServeOptions) -> Option<usize> {
     });
     Some(slots.len() - 1)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options(max_connections: usize) -> ServeOptions {
+        ServeOptions {
+            listen: "127.0.0.1:20049".parse().unwrap(),
+            policy: "acked".to_string(),
+            profile: Profile::Linux2026,
+            config: ConnectionConfig::default(),
+            max_connections,
+            drop_after: None,
+            fs_limits: server::fs::Limits::default(),
+        }
+    }
+
+    #[test]
+    fn a_reconnecting_client_finds_its_slot_and_concurrent_ones_are_bounded() {
+        let options = options(2);
+        let mut slots = Vec::new();
+        let first = pick_slot(&mut slots, &options).unwrap();
+        slots[first].busy = true;
+        let second = pick_slot(&mut slots, &options).unwrap();
+        assert_ne!(first, second);
+        slots[second].busy = true;
+        assert_eq!(pick_slot(&mut slots, &options), None);
+        // The first connection closes; its reconnect gets the same server (and DRC) back.
+        slots[first].busy = false;
+        slots[first].last_used = 7;
+        assert_eq!(pick_slot(&mut slots, &options), Some(first));
+        // With both idle, the most recently used one wins.
+        slots[second].busy = false;
+        slots[second].last_used = 9;
+        assert_eq!(pick_slot(&mut slots, &options), Some(second));
+        assert_eq!(slots.len(), 2);
+    }
+
+    #[test]
+    fn unknown_policies_are_refused_before_any_rdma_call() {
+        let mut options = options(1);
+        options.policy = "lru".to_string();
+        let stop = AtomicBool::new(false);
+        let drop_all = AtomicBool::new(false);
+        let err = serve(
+            &options,
+            Controls {
+                stop: &stop,
+                drop_all: &drop_all,
+            },
+        )
+        .err()
+        .unwrap();
+        assert!(err.to_string().contains("unknown DRC policy"), "{err}");
+    }
+}
