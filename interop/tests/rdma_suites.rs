@@ -50,7 +50,11 @@ fn rdma_suites_parse_and_their_scripts_exist_and_are_valid_sh() {
                 continue;
             }
             let path = workspace_root().join(&extra.from);
-            assert!(path.is_file(), "{name}: extra file {} missing", path.display());
+            assert!(
+                path.is_file(),
+                "{name}: extra file {} missing",
+                path.display()
+            );
             assert!(sh_syntax_ok(&path), "{}: fails sh -n", path.display());
         }
     }
@@ -71,7 +75,10 @@ fn scenario_cases_cover_every_policy_and_the_catalogue() {
     assert!(nfsd.len() >= 10, "{nfsd:?}");
     for policy in ["classic", "acked", "acked-mark"] {
         let ours = scenarios_of(&selftest, &format!("{policy}."));
-        assert_eq!(ours, nfsd, "{policy} and nfsd run the same scenarios in the same order");
+        assert_eq!(
+            ours, nfsd,
+            "{policy} and nfsd run the same scenarios in the same order"
+        );
         let serve = selftest
             .cases
             .iter()
