@@ -16,7 +16,7 @@ for target in rig nfsd; do
   if [ $target = rig ]; then port=20050; mountd=20047; else port=20049; mountd=$MOUNT_TCP_PORT; fi
   out=$RIG_OUT/$RIG_CASE.$target.bench.json
   "$RIG" bench-rpc --server "$RIG_SERVER_IP:$port" --mount-tcp "$RIG_SERVER_IP:$mountd" --export /export \
-    --op $op --size $size --seconds "$seconds" --format json > "$out" 2> /tmp/bench.err
+    --op $op --size $size --seconds "$seconds" > "$out" 2> /tmp/bench.err
   rc=$?
   cat /tmp/bench.err "$out"
   if [ $rc != 0 ]; then
