@@ -43,6 +43,9 @@ for kernel in $kernels; do
     echo "kernel_log_hits $(wc -l < "$share/kernel-watch.hits" 2>/dev/null || echo unknown)"
   } > "$out/summary.txt"
   cat "$out/summary.txt"
+  # New (unlisted) divergences fail the recipe, as `rig fuzz-wire` does on the host.
+  new=$(sed -n 's/^  "unknown_divergences": \([0-9]*\).*/\1/p' "$out/report.json" 2>/dev/null)
+  [ "${new:-0}" -gt 0 ] && { echo "$kernel: $new new divergence(s), see $share/divergences"; status=1; }
   if [ -s "$share/kernel-watch.hits" ]; then
     status=1
     last=$(tail -n 1 "$share/wire-fuzz.case-log.jsonl" 2>/dev/null)
