@@ -13,6 +13,9 @@ use wirefuzz::executor::{open_runner, CaseResult};
 use wirefuzz::generate::{generate, generate_family_case, Family};
 use wirefuzz::target::{Deadline, TargetSpec};
 
+/// Most generated cases drawn and skipped (`--skip-family`) while looking for the next one.
+const MAX_SKIPPED_DRAWS: u32 = 100_000;
+
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Target: sim:linux-6.1, sim:linux-2026, sim:POLICY[@PROFILE] (classic, acked, acked-mark),
@@ -52,6 +55,11 @@ pub struct Args {
     /// Per-event deadline for real targets, in milliseconds.
     #[arg(long, default_value_t = 2000)]
     timeout_ms: u64,
+    /// Leave out generated cases of this family (repeatable; case indices keep their place in
+    /// the stream, so a case file still replays): e.g. a family that crashes the kernel under
+    /// test, to fuzz the rest of it past a known finding.
+    #[arg(long)]
+    skip_family: Vec<String>,
     /// Stop before the next case once this file exists (the interop server guest's kernel
     /// watch touches it on a WARN/BUG/Oops/KASAN line, so the case log ends at the suspect).
     #[arg(long)]
@@ -86,9 +94,17 @@ pub fn run(args: Args) -> Result<u8> {
         Some(path) => Some(read_case(path)?),
         None => None,
     };
+    let mut skipped = Vec::with_capacity(args.skip_family.len());
+    for name in &args.skip_family {
+        let family = Family::from_name(name)
+            .with_context(|| format!("unknown family {name:?} (see --list-families)"))?;
+        skipped.push(family.name().to_string());
+    }
     let seed = args.seed;
     let stop_file = args.stop_file.clone();
-    let next_case = move |i: u64| -> Option<Case> {
+    // The generator index runs ahead of the sent count when families are skipped.
+    let mut next_index = 0u64;
+    let mut next_case = move |i: u64| -> Option<Case> {
         if stop_file.as_deref().is_some_and(Path::exists) {
             eprintln!("fuzz-wire: stop file present, stopping before case {i}");
             return None;
@@ -96,7 +112,18 @@ pub fn run(args: Args) -> Result<u8> {
         match (&replayed, family) {
             (Some(case), _) => (i == 0).then(|| case.clone()),
             (None, Some(family)) => Some(generate_family_case(family, seed, i)),
-            (None, None) => Some(generate(seed, i)),
+            (None, None) => {
+                // Bounded: skipping every family but one still finds one within a few hundred
+                // draws; give up (end the run) rather than loop forever.
+                for _ in 0..MAX_SKIPPED_DRAWS {
+                    let case = generate(seed, next_index);
+                    next_index += 1;
+                    if !skipped.contains(&case.family) {
+                        return Some(case);
+                    }
+                }
+                None
+            }
         }
     };
     if let Some(dir) = &args.dump {
@@ -323,6 +350,50 @@ mod tests {
         assert!(dir
             .join("div/write-segcount-zero--reply--err-chunk.case.json")
             .exists());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn skipped_families_are_left_out_and_indices_keep_their_place() {
+        let dir = scratch("skip");
+        let report = dir.join("report.json");
+        let log = dir.join("log.jsonl");
+        let cli = Cli::parse_from([
+            "rig",
+            "--target",
+            "sim:linux-2026",
+            "--cases",
+            "60",
+            "--skip-family",
+            "valid",
+            "--skip-family",
+            "read-overlap",
+            "--log",
+            log.to_str().unwrap(),
+            "--report",
+            report.to_str().unwrap(),
+            "--known",
+            &fixture("known-divergences.json"),
+        ]);
+        assert_eq!(run(cli.args).unwrap(), 0);
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+        assert_eq!(json["cases_sent"].as_u64(), Some(60));
+        let by_family = json["targets"][0]["by_family"].as_object().unwrap();
+        assert!(!by_family.contains_key("valid") && !by_family.contains_key("read-overlap"));
+        // Every logged case is the generator's case at its own index, so it replays as is.
+        let logged = std::fs::read_to_string(&log).unwrap();
+        let mut last_index = None;
+        for line in logged.lines() {
+            let case: Case = Case::from_json(line).unwrap();
+            assert_eq!(case.to_json(), generate(1, case.index).to_json());
+            assert!(last_index.map_or(true, |last| case.index > last));
+            last_index = Some(case.index);
+        }
+        assert!(last_index.unwrap() >= 60, "skipped indices were drawn past");
+        let cli = Cli::parse_from(["rig", "--target", "sim:classic", "--skip-family", "nope"]);
+        let err = run(cli.args).unwrap_err().to_string();
+        assert!(err.contains("unknown family \"nope\""), "{err}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -11,6 +11,7 @@
 # Usage: host-run.sh SECONDS SEED KERNEL... [-- extra interop run args]
 #        WIRE_FUZZ_REPLAY_FILE=case.json host-run.sh 0 0 KERNEL...   (replay one case per kernel
 #        on a fresh boot: does the finding reproduce from that case alone?)
+#        WIRE_FUZZ_SKIP_FAMILIES="read-overlap" host-run.sh ...   (fuzz past a known crash)
 set -u
 seconds=$1; seed=$2; shift 2
 kernels=""
@@ -20,8 +21,8 @@ root=$(pwd)
 base=$root/target/interop/wire-fuzz
 mkdir -p "$base" "$root/target/interop/findings"
 env_file=$base/wire-fuzz.env
-printf 'WIRE_FUZZ_SECONDS=%s\nWIRE_FUZZ_SEED=%s\nWIRE_FUZZ_TIMEOUT_MS=%s\n' \
-  "$seconds" "$seed" "${WIRE_FUZZ_TIMEOUT_MS:-1000}" > "$env_file"
+printf 'WIRE_FUZZ_SECONDS=%s\nWIRE_FUZZ_SEED=%s\nWIRE_FUZZ_TIMEOUT_MS=%s\nWIRE_FUZZ_SKIP_FAMILIES="%s"\n' \
+  "$seconds" "$seed" "${WIRE_FUZZ_TIMEOUT_MS:-1000}" "${WIRE_FUZZ_SKIP_FAMILIES:-}" > "$env_file"
 replay_args=""
 if [ -n "${WIRE_FUZZ_REPLAY_FILE:-}" ]; then
   echo "WIRE_FUZZ_REPLAY=/rig/etc/replay.json" >> "$env_file"
