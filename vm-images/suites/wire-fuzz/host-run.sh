@@ -3,7 +3,8 @@
 # one kernel at a time, each into its own output dir (RIG_INTEROP_OUT, so other suites' runs are
 # not blocked), then collect per kernel:
 #   target/interop/wire-fuzz/<kernel>/report.json     rig fuzz-wire's report (cases, outcome
-#                                                     histogram per target, divergences)
+#                                                     histogram per target, divergences) plus
+#                                                     kernel_log_hits / kernel_log_lines
 #   target/interop/wire-fuzz/<kernel>/summary.txt     its text summary + kernel_log_hits
 # and on a kernel-watch hit target/interop/findings/<kernel>-<seed>-<index>/ with console.log,
 # kmsg.log, case-log.jsonl, finding.json and reproducer.jsonl (the last logged case: the first
@@ -39,6 +40,25 @@ for kernel in $kernels; do
   run=$out/runs/$kernel/wire-fuzz
   share=$run/share/out
   [ -s "$share/wire-fuzz.report.json" ] && cp "$share/wire-fuzz.report.json" "$out/report.json"
+  # The per-kernel report also carries the kernel watch's hits (first 100 lines).
+  if [ -s "$out/report.json" ]; then
+    python3 - "$out/report.json" "$share/kernel-watch.hits" "$kernel" <<'PY'
+import json, sys
+path, hits, kernel = sys.argv[1:4]
+report = json.load(open(path))
+try:
+    with open(hits) as f:
+        lines = [line.rstrip("\n") for line in f][:100]
+except OSError:
+    lines = None
+report["kernel"] = kernel
+report["kernel_log_hits"] = None if lines is None else len(lines)
+report["kernel_log_lines"] = lines or []
+with open(path, "w") as f:
+    json.dump(report, f, indent=2)
+    f.write("\n")
+PY
+  fi
   {
     cat "$share/wire-fuzz.summary.txt" 2>/dev/null || echo "no fuzz-wire summary (see $run)"
     echo "kernel_log_hits $(wc -l < "$share/kernel-watch.hits" 2>/dev/null || echo unknown)"
