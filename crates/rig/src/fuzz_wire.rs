@@ -387,7 +387,7 @@ mod tests {
         for line in logged.lines() {
             let case: Case = Case::from_json(line).unwrap();
             assert_eq!(case.to_json(), generate(1, case.index).to_json());
-            assert!(last_index.map_or(true, |last| case.index > last));
+            assert!(last_index.is_none_or(|last| case.index > last));
             last_index = Some(case.index);
         }
         assert!(last_index.unwrap() >= 60, "skipped indices were drawn past");
