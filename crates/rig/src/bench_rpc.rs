@@ -25,6 +25,8 @@ const MAX_SAMPLES: usize = 2_000_000;
 /// Data up to this size travels inline; larger moves by RDMA (Read chunk for WRITE, Write
 /// chunk for READ), as xprtrdma does above its inline threshold.
 const INLINE_DATA_LIMIT: u32 = 512;
+/// Largest WRITE used to fill the file a READ measurement reads.
+const FILL_PIECE: u32 = 4096;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -167,6 +169,11 @@ fn call_for(bench: &mut Bench, op: Op, file: &FileHandle, size: u32) -> Outgoing
 
 /// The call of one measured operation: data above [`INLINE_DATA_LIMIT`] moves by RDMA.
 fn build_call(xid: u32, op: Op, file: &FileHandle, size: u32) -> OutgoingCall {
+    build_call_at(xid, op, file, size, 0)
+}
+
+/// [`build_call`] at a file offset.
+fn build_call_at(xid: u32, op: Op, file: &FileHandle, size: u32, offset: u64) -> OutgoingCall {
     let moved = size > INLINE_DATA_LIMIT;
     match op {
         Op::Null => plain(xid, call_message(xid, &Nfs3Call::Null)),
@@ -175,7 +182,7 @@ fn build_call(xid: u32, op: Op, file: &FileHandle, size: u32) -> OutgoingCall {
                 xid,
                 &Nfs3Call::Read(ReadArgs {
                     file: file.clone(),
-                    offset: 0,
+                    offset,
                     count: size,
                 }),
             );
@@ -195,7 +202,7 @@ fn build_call(xid: u32, op: Op, file: &FileHandle, size: u32) -> OutgoingCall {
                 xid,
                 &Nfs3Call::Write(WriteArgs {
                     file: file.clone(),
-                    offset: 0,
+                    offset,
                     count: size,
                     stable: StableHow::Unstable,
                     data,
@@ -238,14 +245,27 @@ fn prepare_file(bench: &mut Bench, root: &FileHandle, size: u32) -> Result<FileH
         other => bail!("CREATE failed: {}", other.status().name()),
     };
     let file = file.context("CREATE returned no file handle")?;
-    let fill = call_for(bench, Op::Write, &file, size);
-    let (reply, _) = bench.round_trip(fill)?;
-    let status = nfs_reply(Nfs3Proc::Write, &reply, false)?.status();
-    ensure!(
-        status == Nfsstat3::Ok,
-        "WRITE to fill failed: {}",
-        status.name()
-    );
+    // Filled in pieces of at most FILL_PIECE bytes, so a READ measurement does not depend on
+    // the server accepting one large Read-chunk WRITE (nfsd answered ERR_CHUNK to 64 KiB).
+    let mut offset = 0u32;
+    while offset < size {
+        let piece = (size - offset).min(FILL_PIECE);
+        let fill = build_call_at(
+            bench.fresh_xid(),
+            Op::Write,
+            &file,
+            piece,
+            u64::from(offset),
+        );
+        let (reply, _) = bench.round_trip(fill)?;
+        let status = nfs_reply(Nfs3Proc::Write, &reply, false)?.status();
+        ensure!(
+            status == Nfsstat3::Ok,
+            "WRITE to fill failed at offset {offset}: {}",
+            status.name()
+        );
+        offset += piece;
+    }
     Ok(file)
 }
 
@@ -365,6 +385,19 @@ mod tests {
         assert!(matches!(args, Nfs3Call::Write(w) if w.count == 65536));
         let small = build_call(10, Op::Write, &FileHandle::default(), 100);
         assert!(small.read_chunk.is_none());
+    }
+
+    #[test]
+    fn fill_writes_carry_their_offset() {
+        let call = build_call_at(13, Op::Write, &FileHandle::default(), 4096, 8192);
+        let (_, used) = RpcMessage::decode_prefix(&call.message).unwrap();
+        let args = Nfs3Call::decode_reduced(
+            Nfs3Proc::Write,
+            &mut Reader::new(&call.message[used..]),
+            Ddp::Moved,
+        )
+        .unwrap();
+        assert!(matches!(args, Nfs3Call::Write(w) if w.offset == 8192 && w.count == 4096));
     }
 
     #[test]
