@@ -267,6 +267,34 @@ pub enum Rule {
 }
 
 impl Rule {
+    /// Every rule the model knows.
+    pub const ALL: [Rule; 24] = [
+        Rule::Accepted,
+        Rule::ReceiveOverflow,
+        Rule::ShortHeader,
+        Rule::BadVersion,
+        Rule::DroppedProc,
+        Rule::BadProc,
+        Rule::ReadListTruncated,
+        Rule::ReadSegmentOversized,
+        Rule::ReadPositionUnaligned,
+        Rule::WriteListTruncated,
+        Rule::WriteSegcountZero,
+        Rule::WriteSegcountOverLimit,
+        Rule::WriteSegmentsTruncated,
+        Rule::ReplyChunkTruncated,
+        Rule::ReplySegcountZero,
+        Rule::ReplySegcountOverLimit,
+        Rule::ReplySegmentsTruncated,
+        Rule::CallChunkOversized,
+        Rule::ReadChunkPastInline,
+        Rule::ReadChunkOversized,
+        Rule::ReadChunksOverlap,
+        Rule::ReadPagesOverrun,
+        Rule::UncheckedReadChunkPosition,
+        Rule::UncheckedZeroSegcount,
+    ];
+
     /// Stable kebab-case name (used in test names, snapshots and reports).
     pub fn name(self) -> &'static str {
         match self {
@@ -681,32 +709,7 @@ mod tests {
 
     #[test]
     fn every_rule_has_names_and_citations() {
-        let rules = [
-            Rule::Accepted,
-            Rule::ReceiveOverflow,
-            Rule::ShortHeader,
-            Rule::BadVersion,
-            Rule::DroppedProc,
-            Rule::BadProc,
-            Rule::ReadListTruncated,
-            Rule::ReadSegmentOversized,
-            Rule::ReadPositionUnaligned,
-            Rule::WriteListTruncated,
-            Rule::WriteSegcountZero,
-            Rule::WriteSegcountOverLimit,
-            Rule::WriteSegmentsTruncated,
-            Rule::ReplyChunkTruncated,
-            Rule::ReplySegcountZero,
-            Rule::ReplySegcountOverLimit,
-            Rule::ReplySegmentsTruncated,
-            Rule::CallChunkOversized,
-            Rule::ReadChunkPastInline,
-            Rule::ReadChunkOversized,
-            Rule::ReadChunksOverlap,
-            Rule::ReadPagesOverrun,
-            Rule::UncheckedReadChunkPosition,
-            Rule::UncheckedZeroSegcount,
-        ];
+        let rules = Rule::ALL;
         let mut names: Vec<&str> = rules.iter().map(|r| r.name()).collect();
         names.sort_unstable();
         names.dedup();
