@@ -10,8 +10,8 @@ use engine::{ConnectionConfig, OutgoingCall, RequesterOutput};
 use rdma::RdmaClient;
 use serde::Serialize;
 use wire::nfs3::{
-    CreateArgs, CreateHow3, Ddp, DdpData, DirOpArgs3, FileHandle, Filename, Nfs3Call, Nfs3Proc,
-    Nfs3Reply, NfsRes, Nfsstat3, ReadArgs, Sattr3, StableHow, WriteArgs, NFS_V3,
+    CreateArgs, CreateHow3, Ddp, DdpData, DirOpArgs3, FileHandle, Filename, FsinfoArgs, Nfs3Call,
+    Nfs3Proc, Nfs3Reply, NfsRes, Nfsstat3, ReadArgs, Sattr3, StableHow, WriteArgs, NFS_V3,
 };
 use wire::rpc::{CallHeader, ReplyBody, RpcMessage, NFS_PROGRAM};
 use wire::{Reader, Xdr};
@@ -60,12 +60,67 @@ pub struct Args {
     timeout_secs: u64,
 }
 
+/// The server's transfer limits from FSINFO (RFC 1813 §3.3.19), as a client must honour them:
+/// the kernel client sizes its READs and WRITEs from these, so nfsd never sees larger ones.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+struct TransferLimits {
+    rtmax: u32,
+    wtmax: u32,
+}
+
+/// The size a measurement uses: the requested one, capped at the server's FSINFO limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct SizeChoice {
+    used: u32,
+    limited_by: Option<&'static str>,
+}
+
+/// Cap `requested` at the FSINFO maximum for `op`: a READ or WRITE above rtmax/wtmax is never
+/// sent. Why: nfsd sizes its request pages from its max block size (from guest RAM, see
+/// fs/nfsd/nfssvc.c nfsd_get_default_max_blksize), and svcrdma rejects a Read chunk that does
+/// not fit those pages with ERR_CHUNK; FSINFO is where the server states that limit.
+fn choose_size(op: Op, requested: u32, limits: Option<TransferLimits>) -> Result<SizeChoice> {
+    let (limit, name) = match (op, limits) {
+        (Op::Null, _) => {
+            return Ok(SizeChoice {
+                used: 0,
+                limited_by: None,
+            })
+        }
+        (Op::Read, Some(l)) => (l.rtmax, "FSINFO rtmax"),
+        (Op::Write, Some(l)) => (l.wtmax, "FSINFO wtmax"),
+        (_, None) => bail!("read/write need the server's FSINFO limits"),
+    };
+    // RFC 1813 §3.3.19: rtmax/wtmax are the largest READ/WRITE the server supports; zero
+    // would mean no transfer is possible at all, which no usable server reports.
+    ensure!(limit > 0, "server reported {name} = 0");
+    Ok(if requested > limit {
+        SizeChoice {
+            used: limit,
+            limited_by: Some(name),
+        }
+    } else {
+        SizeChoice {
+            used: requested,
+            limited_by: None,
+        }
+    })
+}
+
 /// What one measurement prints (pretty JSON: one key per line, for the guest scripts).
 #[derive(Debug, Serialize)]
 struct Measurement {
     server: String,
     op: Op,
+    /// The size actually used for every measured call (== size_used).
     size: u32,
+    size_requested: u32,
+    size_used: u32,
+    /// Why size_used is below size_requested ("FSINFO wtmax" / "FSINFO rtmax"), or null.
+    limited_by: Option<&'static str>,
+    /// FSINFO rtmax/wtmax of the server (null for NULL, which does not ask).
+    fsinfo_rtmax: Option<u32>,
+    fsinfo_wtmax: Option<u32>,
     calls: usize,
     errors: usize,
     seconds: f64,
@@ -229,8 +284,24 @@ fn plain(xid: u32, message: Vec<u8>) -> OutgoingCall {
     }
 }
 
-/// Create (or truncate) the bench file and fill it with `size` bytes so READs return data.
-fn prepare_file(bench: &mut Bench, root: &FileHandle, size: u32) -> Result<FileHandle> {
+/// FSINFO on the root handle: the server's READ/WRITE size limits.
+fn fetch_limits(bench: &mut Bench, root: &FileHandle) -> Result<TransferLimits> {
+    let (xid, message) = bench.message(&Nfs3Call::Fsinfo(FsinfoArgs {
+        fsroot: root.clone(),
+    }));
+    let (reply, _) = bench.round_trip(plain(xid, message))?;
+    match nfs_reply(Nfs3Proc::Fsinfo, &reply, false)? {
+        Nfs3Reply::Fsinfo(NfsRes::Ok(ok)) => Ok(TransferLimits {
+            rtmax: ok.rtmax,
+            wtmax: ok.wtmax,
+        }),
+        other => bail!("FSINFO failed: {}", other.status().name()),
+    }
+}
+
+/// Create (or truncate) the bench file and fill it with `size` bytes so READs return data,
+/// in WRITEs of at most [`FILL_PIECE`] and never above the server's `wtmax`.
+fn prepare_file(bench: &mut Bench, root: &FileHandle, size: u32, wtmax: u32) -> Result<FileHandle> {
     let name = format!("bench-{}", std::process::id());
     let (xid, message) = bench.message(&Nfs3Call::Create(CreateArgs {
         where_: DirOpArgs3 {
@@ -247,9 +318,10 @@ fn prepare_file(bench: &mut Bench, root: &FileHandle, size: u32) -> Result<FileH
     let file = file.context("CREATE returned no file handle")?;
     // Filled in pieces of at most FILL_PIECE bytes, so a READ measurement does not depend on
     // the server accepting one large Read-chunk WRITE (nfsd answered ERR_CHUNK to 64 KiB).
+    let fill_piece = FILL_PIECE.min(wtmax).max(1);
     let mut offset = 0u32;
     while offset < size {
-        let piece = (size - offset).min(FILL_PIECE);
+        let piece = (size - offset).min(fill_piece);
         let fill = build_call_at(
             bench.fresh_xid(),
             Op::Write,
@@ -295,11 +367,22 @@ pub fn run(args: Args) -> Result<u8> {
     // A new connection starts with a grant of one (RFC 8166 §3.3.3): learn the real grant first.
     let (xid, message) = bench.message(&Nfs3Call::Null);
     bench.round_trip(plain(xid, message))?;
-    let size = if args.op == Op::Null { 0 } else { args.size };
-    let file = if args.op == Op::Null {
-        FileHandle::default()
-    } else {
-        prepare_file(&mut bench, &root, size)?
+    let limits = match args.op {
+        Op::Null => None,
+        Op::Read | Op::Write => Some(fetch_limits(&mut bench, &root)?),
+    };
+    let requested = if args.op == Op::Null { 0 } else { args.size };
+    let choice = choose_size(args.op, requested, limits)?;
+    if let Some(reason) = choice.limited_by {
+        eprintln!(
+            "bench-rpc: size {requested} capped to {} by {reason}",
+            choice.used
+        );
+    }
+    let size = choice.used;
+    let file = match limits {
+        None => FileHandle::default(),
+        Some(l) => prepare_file(&mut bench, &root, size, l.wtmax)?,
     };
     let proc_ = match args.op {
         Op::Null => Nfs3Proc::Null,
@@ -330,6 +413,11 @@ pub fn run(args: Args) -> Result<u8> {
         server: args.server.to_string(),
         op: args.op,
         size,
+        size_requested: requested,
+        size_used: size,
+        limited_by: choice.limited_by,
+        fsinfo_rtmax: limits.map(|l| l.rtmax),
+        fsinfo_wtmax: limits.map(|l| l.wtmax),
         calls,
         errors,
         seconds,
@@ -410,6 +498,56 @@ mod tests {
             build_call(12, Op::Read, &FileHandle::default(), 100).write_chunk_capacity,
             None
         );
+    }
+
+    #[test]
+    fn sizes_above_the_fsinfo_maximum_are_capped_and_say_why() {
+        let nfsd_256m = Some(TransferLimits {
+            rtmax: 32768,
+            wtmax: 16384,
+        });
+        assert_eq!(
+            choose_size(Op::Write, 65536, nfsd_256m).unwrap(),
+            SizeChoice {
+                used: 16384,
+                limited_by: Some("FSINFO wtmax")
+            }
+        );
+        assert_eq!(
+            choose_size(Op::Read, 65536, nfsd_256m).unwrap(),
+            SizeChoice {
+                used: 32768,
+                limited_by: Some("FSINFO rtmax")
+            }
+        );
+        assert_eq!(
+            choose_size(Op::Write, 4096, nfsd_256m).unwrap(),
+            SizeChoice {
+                used: 4096,
+                limited_by: None
+            }
+        );
+        // Exactly at the limit is allowed.
+        assert_eq!(
+            choose_size(Op::Write, 16384, nfsd_256m).unwrap().used,
+            16384
+        );
+        assert_eq!(
+            choose_size(Op::Null, 0, None).unwrap(),
+            SizeChoice {
+                used: 0,
+                limited_by: None
+            }
+        );
+    }
+
+    #[test]
+    fn read_write_without_usable_fsinfo_limits_are_refused() {
+        assert!(choose_size(Op::Write, 4096, None).is_err());
+        let zero = Some(TransferLimits { rtmax: 0, wtmax: 0 });
+        let err = choose_size(Op::Write, 4096, zero).unwrap_err();
+        assert!(err.to_string().contains("wtmax"), "{err}");
+        assert!(choose_size(Op::Read, 4096, zero).is_err());
     }
 
     #[test]

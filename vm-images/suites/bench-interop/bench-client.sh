@@ -1,6 +1,7 @@
 # Case <op>-<size> (or `null`): the same workload against our server and kernel nfsd, back to
 # back over the same link, one RESULT line per target. `rig bench-rpc` prints one JSON object:
-# calls, errors, seconds, calls_per_sec, latency_p50_us, latency_p99_us, mib_per_sec.
+# size_requested, size_used, limited_by, fsinfo_rtmax, fsinfo_wtmax, calls, errors, seconds,
+# calls_per_sec, latency_p50_us, latency_p99_us, mib_per_sec.
 . /rig/lib/rig-suite.sh
 case $RIG_CASE in
   null) op=null; size=0 ;;
@@ -24,7 +25,12 @@ for target in rig nfsd; do
     verdict=fail
     continue
   fi
-  rig_result pass target=$target op=$op size=$size calls=$(json_field calls "$out") \
+  # size_used < size_requested when the server's FSINFO rtmax/wtmax is smaller (limited_by says
+  # which); then the two targets measured different sizes.
+  limited_by=$(json_field limited_by "$out" | tr -s ' ' '_')
+  rig_result pass target=$target op=$op size=$size size_used=$(json_field size_used "$out") \
+    limited_by=${limited_by:-none} fsinfo_rtmax=$(json_field fsinfo_rtmax "$out") \
+    fsinfo_wtmax=$(json_field fsinfo_wtmax "$out") calls=$(json_field calls "$out") \
     calls_per_sec=$(json_field calls_per_sec "$out") p50_us=$(json_field latency_p50_us "$out") \
     p99_us=$(json_field latency_p99_us "$out") mib_per_sec=$(json_field mib_per_sec "$out")
 done
