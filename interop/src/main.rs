@@ -14,6 +14,10 @@ use interop::report::Report;
 use interop::runner::{run_kernel, AccelChoice, RunSettings};
 use interop::suite::Suite;
 
+/// What `just interop` runs without `--suite`: the kernel's own NFS/RDMA, our client against our
+/// server under each DRC policy, our client against nfsd, and the kernel client against our server.
+const DEFAULT_SUITES: &[&str] = &["smoke", "selftest", "drc", "kclient"];
+
 #[derive(Parser)]
 #[command(about = "rpcrdma-rig VM harness: Debian kernels in qemu, soft-RoCE, NFS/RDMA suites")]
 struct Cli {
@@ -48,7 +52,7 @@ enum Command {
     Run {
         #[command(flatten)]
         kernels: KernelArgs,
-        /// Suites from vm-images/suites/<name>.toml (repeatable or comma-separated; default: smoke).
+        /// Suites from vm-images/suites/<name>.toml (repeatable or comma-separated; default: smoke,selftest,drc,kclient).
         #[arg(long = "suite", value_delimiter = ',')]
         suites: Vec<String>,
         #[arg(long, value_enum, default_value = "auto")]
@@ -147,7 +151,7 @@ fn run(
 ) -> Result<bool> {
     let progress = Progress::default();
     let suite_names = if suite_names.is_empty() {
-        vec!["smoke".to_owned()]
+        DEFAULT_SUITES.iter().map(|s| (*s).to_owned()).collect()
     } else {
         suite_names.to_vec()
     };
