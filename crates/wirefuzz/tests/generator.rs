@@ -135,3 +135,25 @@ fn valid_cases_decode_with_the_strict_codec() {
         assert_eq!(segments, handle_relocations, "{} #{index}", case.base);
     }
 }
+
+/// Regression for the linux-6.1 nfsd Oops found by the wire fuzzer
+/// (fixtures/wire-fuzz/findings/linux-6.1-read-overlap-oops): the svcrdma model must keep saying
+/// that 6.1 lets the overlapping Read chunks through and that the 2026 position check rejects them.
+#[test]
+fn finding_linux_6_1_read_overlap_oops_is_unchecked_on_6_1_and_rejected_in_2026() {
+    use wire::svcrdma::Outcome;
+    let dir = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../fixtures/wire-fuzz/findings/linux-6.1-read-overlap-oops"
+    );
+    for file in ["reproducer.jsonl", "reproducer-seed2.jsonl"] {
+        let text = std::fs::read_to_string(format!("{dir}/{file}")).unwrap();
+        let case = Case::from_json(text.lines().next().unwrap()).unwrap();
+        let old = classify(&case.bytes, Profile::Linux6_1);
+        assert_eq!(old.outcome, Outcome::Accept, "{file}");
+        assert_eq!(old.rule, Rule::UncheckedReadChunkPosition, "{file}");
+        let new = classify(&case.bytes, Profile::Linux2026);
+        assert_eq!(new.outcome, Outcome::ErrChunk, "{file}");
+        assert_eq!(new.rule, Rule::ReadChunksOverlap, "{file}");
+    }
+}
