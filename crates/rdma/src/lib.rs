@@ -12,6 +12,8 @@
 pub mod chunks;
 pub mod client;
 pub mod conn;
+pub mod counted;
+pub mod judge;
 pub mod mount_tcp;
 pub mod pool;
 pub mod scenarios;

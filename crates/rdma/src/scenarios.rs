@@ -2,13 +2,17 @@
 //! or kernel nfsd). Executions cannot be counted on a foreign server, so they are *inferred* from
 //! NFS statuses (a second REMOVE answered NOENT was executed twice) and every verdict says so.
 //! Scenarios that need control only the simulator has are reported `unsupported-on-rdma`.
+//!
+//! Each verdict is judged by the one rule ([`crate::judge::judge`]) from the inferred counts;
+//! `rig judge` re-judges it later from counts taken on the server ([`crate::counted`]).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::hash::{DefaultHasher, Hash, Hasher};
 use std::net::SocketAddr;
 use std::time::Duration;
 
 use engine::{ConnectionConfig, OutgoingCall, RequesterOutput};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use wire::mount3::{DirPath, MntRes, Mount3Call, Mount3Proc, Mount3Reply, MOUNT_V3};
 use wire::nfs3::{
     CreateArgs, CreateHow3, Ddp, DdpData, DirOpArgs3, FileHandle, Filename, LinkArgs, LookupArgs,
@@ -19,6 +23,7 @@ use wire::rpc::{CallHeader, ReplyBody, RpcMessage, MOUNT_PROGRAM, NFS_PROGRAM};
 use wire::{Reader, Writer, Xdr};
 
 use crate::client::{ClientError, RdmaClient};
+use crate::judge::{self, Basis, Observation, LOST_REPLY};
 
 /// Where the export's root handle comes from.
 #[derive(Debug, Clone)]
@@ -44,23 +49,36 @@ pub struct Options {
 }
 
 /// What was observed for the XID under test.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Verdict {
-    pub scenario: &'static str,
+    pub scenario: String,
     pub label: String,
-    pub procedure: &'static str,
+    pub procedure: String,
     /// "ok", "unsupported-on-rdma" or "error".
-    pub outcome: &'static str,
+    pub outcome: String,
+    /// The XID under test (0 when the scenario did not run).
+    #[serde(default)]
+    pub xid: u32,
     pub transmissions: usize,
+    /// Distinct call messages transmitted with that XID (2 for changed-args-same-xid).
+    #[serde(default)]
+    pub argument_sets: usize,
     pub replies: usize,
     pub replies_identical: bool,
     pub statuses: Vec<String>,
-    /// Executions *inferred* from the statuses (never counted on a foreign server); null when
-    /// the statuses cannot tell.
+    /// Executions *inferred* from the statuses by `rig scenarios`, or *counted* on the server
+    /// once `rig judge` has seen its trace or stats; null when nothing can tell.
     pub executions: Option<usize>,
-    /// Always "inferred" over RDMA (the simulator counts them exactly).
-    pub executions_basis: &'static str,
+    /// "inferred" (from NFS statuses) or "counted" (by `rig judge`).
+    pub executions_basis: String,
+    /// How the statuses were read (kept when `rig judge` replaces the count).
     pub inference: String,
+    /// "pass" or "fail", by [`judge::judge`].
+    #[serde(default = "pass")]
+    pub judgement: String,
+    /// Why the verdict fails; empty when it passes.
+    #[serde(default)]
+    pub failure: String,
     /// Credits we asked for, and the server's last grant.
     pub credits_requested: u32,
     pub credits_granted: u32,
@@ -70,8 +88,46 @@ pub struct Verdict {
     pub credits_balanced: bool,
     pub transport_errors: usize,
     pub connects: u32,
-    pub connection: &'static str,
+    pub connection: String,
     pub note: String,
+}
+
+fn pass() -> String {
+    "pass".to_string()
+}
+
+impl Verdict {
+    /// What the rule looks at, with the executions on `basis`.
+    pub fn observation(&self, basis: Basis) -> Observation<'_> {
+        Observation {
+            xid: self.xid,
+            procedure: &self.procedure,
+            transmissions: self.transmissions,
+            argument_sets: self.argument_sets,
+            executions: self.executions,
+            basis,
+            replies: self.replies,
+            replies_identical: self.replies_identical,
+            statuses: &self.statuses,
+            connects: self.connects,
+        }
+    }
+
+    /// Judge with the one rule and record the outcome in `judgement` and `failure`.
+    pub fn apply_judgement(&mut self, basis: Basis) -> Result<(), judge::Failure> {
+        let result = judge::judge(&self.observation(basis));
+        match &result {
+            Ok(()) => {
+                self.judgement = pass();
+                self.failure.clear();
+            }
+            Err(failure) => {
+                self.judgement = "fail".to_string();
+                self.failure = failure.to_string();
+            }
+        }
+        result
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -90,8 +146,12 @@ pub struct Session {
     transmissions: BTreeMap<u32, usize>,
     replies: BTreeMap<u32, Vec<Reply>>,
     transport_errors: BTreeMap<u32, usize>,
+    /// Per XID, a hash of each distinct call transmitted (RPC message and Read chunk data).
+    argument_sets: BTreeMap<u32, BTreeSet<u64>>,
     /// Replies that reached our Receive buffer but were lost with the connection unprocessed.
     lost_replies: usize,
+    /// A scenario's own evidence of executions, replacing the inference from statuses.
+    inferred: Option<(Option<usize>, String)>,
 }
 
 /// A scenario body: returns the XID under test and a note.
@@ -167,24 +227,28 @@ fn empty_verdict(
     note: String,
 ) -> Verdict {
     Verdict {
-        scenario: scenario.name,
+        scenario: scenario.name.to_string(),
         label: options.label.clone(),
-        procedure: scenario.procedure,
-        outcome,
+        procedure: scenario.procedure.to_string(),
+        outcome: outcome.to_string(),
+        xid: 0,
         transmissions: 0,
+        argument_sets: 0,
         replies: 0,
         replies_identical: true,
         statuses: Vec::new(),
         executions: None,
-        executions_basis: "inferred",
+        executions_basis: Basis::Inferred.verdict_name().to_string(),
         inference: String::new(),
+        judgement: pass(),
+        failure: String::new(),
         credits_requested: 0,
         credits_granted: 0,
         unanswered: 0,
         credits_balanced: false,
         transport_errors: 0,
         connects: 0,
-        connection: "down",
+        connection: "down".to_string(),
         note,
     }
 }
@@ -229,7 +293,9 @@ impl Session {
             transmissions: BTreeMap::new(),
             replies: BTreeMap::new(),
             transport_errors: BTreeMap::new(),
+            argument_sets: BTreeMap::new(),
             lost_replies: 0,
+            inferred: None,
         };
         if root.is_none() {
             session.mount_rdma()?;
@@ -295,8 +361,10 @@ impl Session {
 
     fn send(&mut self, call: OutgoingCall, honour_credits: bool) -> Result<(), ClientError> {
         let xid = call.xid;
+        let arguments = call_hash(&call);
         self.client.call(call, honour_credits)?;
         *self.transmissions.entry(xid).or_default() += 1;
+        self.argument_sets.entry(xid).or_default().insert(arguments);
         Ok(())
     }
 
@@ -405,23 +473,30 @@ impl Session {
         self.absorb();
         let replies = self.replies.get(&xid).cloned().unwrap_or_default();
         // A reply lost with its connection still proves an execution; it leads the list.
-        let statuses: Vec<String> = std::iter::repeat_n(LOST.to_string(), self.lost_replies)
+        let statuses: Vec<String> = std::iter::repeat_n(LOST_REPLY.to_string(), self.lost_replies)
             .chain(replies.iter().map(|r| r.status.clone()))
             .collect();
         let identical = replies.windows(2).all(|w| w[0].bytes == w[1].bytes);
-        let (executions, inference) = infer(scenario.procedure, &statuses);
-        Verdict {
-            scenario: scenario.name,
+        let (executions, inference) = match self.inferred.take() {
+            Some(own) => own,
+            None => infer(scenario.procedure, &statuses),
+        };
+        let mut verdict = Verdict {
+            scenario: scenario.name.to_string(),
             label: self.options.label.clone(),
-            procedure: scenario.procedure,
-            outcome: "ok",
+            procedure: scenario.procedure.to_string(),
+            outcome: "ok".to_string(),
+            xid,
             transmissions: self.transmissions.get(&xid).copied().unwrap_or(0),
+            argument_sets: self.argument_sets.get(&xid).map_or(0, BTreeSet::len),
             replies: replies.len(),
             replies_identical: identical,
             statuses,
             executions,
-            executions_basis: "inferred",
+            executions_basis: Basis::Inferred.verdict_name().to_string(),
             inference,
+            judgement: pass(),
+            failure: String::new(),
             credits_requested: ConnectionConfig::default().credits,
             credits_granted: self.client.engine.credits_granted(),
             unanswered: self.client.engine.outstanding(),
@@ -432,14 +507,24 @@ impl Session {
                 "up"
             } else {
                 "down"
-            },
+            }
+            .to_string(),
             note,
-        }
+        };
+        // The outcome is recorded in the verdict; a failure is not an error of the run.
+        let _ = verdict.apply_judgement(Basis::Inferred);
+        verdict
     }
 }
 
-/// The status recorded for a reply that reached our buffer but was lost with the connection.
-const LOST: &str = "lost-with-connection";
+/// One argument set: the whole call message (XID included, the same for every transmission of
+/// one XID) plus any Read chunk's position and data. Equal hashes, equal calls.
+fn call_hash(call: &OutgoingCall) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    call.message.hash(&mut hasher);
+    call.read_chunk.hash(&mut hasher);
+    hasher.finish()
+}
 
 fn plain(xid: u32, message: Vec<u8>) -> OutgoingCall {
     OutgoingCall {
@@ -474,7 +559,7 @@ fn infer(procedure: &str, statuses: &[String]) -> (Option<usize>, String) {
         return (None, "no reply: nothing to infer from".to_string());
     };
     // A reply lost with its connection answered an execution: it counts as the first success.
-    if first != "NFS3_OK" && first != LOST {
+    if first != "NFS3_OK" && first != LOST_REPLY {
         return (None, format!("first reply {first}: nothing to infer from"));
     }
     let re_executed = statuses.iter().skip(1).filter(|s| *s == again).count();
@@ -614,9 +699,17 @@ fn changed_args_same_xid(s: &mut Session) -> Result<(u32, String), ClientError> 
     );
     s.send(first, true)?;
     s.wait_replies(xid, 1);
+    let first_status = s
+        .replies
+        .get(&xid)
+        .and_then(|r| r.first())
+        .map_or_else(|| "no reply".to_string(), |r| r.status.clone());
     s.send(second, true)?;
     s.wait_replies(xid, 2);
     let b_after = s.lookup(&b)?;
+    // Two argument sets: a second NFS3_OK is what executing REMOVE b answers too, so the
+    // statuses cannot tell; whether b is still there can.
+    s.inferred = Some(infer_changed_args(&first_status, &b_after));
     let executed = if b_after == "NFS3ERR_NOENT" {
         "second REMOVE executed (b is gone)"
     } else {
@@ -728,15 +821,45 @@ fn reply_chunk(s: &mut Session) -> Result<(u32, String), ClientError> {
     ))
 }
 
+/// Executions of changed-args-same-xid from the first reply and a LOOKUP of b afterwards.
+fn infer_changed_args(first: &str, b_after: &str) -> (Option<usize>, String) {
+    match (first, b_after) {
+        ("NFS3_OK", "NFS3ERR_NOENT") => (
+            Some(2),
+            "inferred: REMOVE a answered NFS3_OK and b is gone afterwards (both argument sets executed)"
+                .to_string(),
+        ),
+        ("NFS3_OK", "NFS3_OK") => (
+            Some(1),
+            "inferred: REMOVE a answered NFS3_OK and b is still there afterwards (REMOVE b never executed)"
+                .to_string(),
+        ),
+        _ => (
+            None,
+            format!("not inferable: first reply {first}, LOOKUP b afterwards {b_after}"),
+        ),
+    }
+}
+
 /// The verdicts as a table.
 pub fn table(verdicts: &[Verdict]) -> String {
     let mut out = format!(
-        "{:<24} {:<8} {:<20} {:>4} {:>4} {:>5} {:<9} {:<32} {:>7}  {}\n",
-        "scenario", "proc", "outcome", "tx", "rx", "same", "exec*", "statuses", "credit", "note"
+        "{:<24} {:<8} {:<20} {:>4} {:>4} {:>5} {:<9} {:<32} {:>7} {:<5} {}\n",
+        "scenario",
+        "proc",
+        "outcome",
+        "tx",
+        "rx",
+        "same",
+        "exec*",
+        "statuses",
+        "credit",
+        "judge",
+        "note"
     );
     for v in verdicts {
         out.push_str(&format!(
-            "{:<24} {:<8} {:<20} {:>4} {:>4} {:>5} {:<9} {:<32} {:>7}  {}\n",
+            "{:<24} {:<8} {:<20} {:>4} {:>4} {:>5} {:<9} {:<32} {:>7} {:<5} {}\n",
             v.scenario,
             v.procedure,
             v.outcome,
@@ -746,10 +869,17 @@ pub fn table(verdicts: &[Verdict]) -> String {
             v.executions.map_or("?".to_string(), |n| n.to_string()),
             v.statuses.join(","),
             format!("{}/{}", v.unanswered, v.credits_granted),
-            v.note
+            v.judgement,
+            if v.failure.is_empty() {
+                v.note.clone()
+            } else {
+                format!("{} [{}]", v.failure, v.note)
+            }
         ));
     }
-    out.push_str("exec* = executions inferred from NFS statuses; credit = unanswered/granted\n");
+    out.push_str(
+        "exec* = executions (inferred from NFS statuses unless counted by rig judge); credit = unanswered/granted\n",
+    );
     out
 }
 
@@ -772,8 +902,100 @@ mod tests {
         assert_eq!(infer("WRITE", &s(&["NFS3_OK", "NFS3_OK"])).0, None);
         assert_eq!(infer("REMOVE", &s(&["NFS3ERR_NOENT"])).0, None);
         assert_eq!(infer("REMOVE", &[]).0, None);
-        assert_eq!(infer("REMOVE", &s(&[LOST, "NFS3ERR_NOENT"])).0, Some(2));
-        assert_eq!(infer("REMOVE", &s(&[LOST, "NFS3_OK"])).0, Some(1));
+        assert_eq!(
+            infer("REMOVE", &s(&[LOST_REPLY, "NFS3ERR_NOENT"])).0,
+            Some(2)
+        );
+        assert_eq!(infer("REMOVE", &s(&[LOST_REPLY, "NFS3_OK"])).0, Some(1));
+    }
+
+    #[test]
+    fn changed_args_are_inferred_from_the_lookup_of_b() {
+        assert_eq!(infer_changed_args("NFS3_OK", "NFS3ERR_NOENT").0, Some(2));
+        assert_eq!(infer_changed_args("NFS3_OK", "NFS3_OK").0, Some(1));
+        assert_eq!(infer_changed_args("no reply", "NFS3_OK").0, None);
+        assert_eq!(infer_changed_args("NFS3_OK", "NFS3ERR_ACCES").0, None);
+    }
+
+    #[test]
+    fn argument_sets_are_distinct_call_messages() {
+        let call = |message: &[u8], chunk: Option<(u32, Vec<u8>)>| OutgoingCall {
+            read_chunk: chunk,
+            ..plain(7, message.to_vec())
+        };
+        let a = call(b"remove a", None);
+        assert_eq!(call_hash(&a), call_hash(&a.clone()));
+        // A Reply chunk offered by each transmission is not an argument.
+        let mut with_reply_chunk = a.clone();
+        with_reply_chunk.reply_chunk_capacity = Some(4096);
+        assert_eq!(call_hash(&a), call_hash(&with_reply_chunk));
+        assert_ne!(call_hash(&a), call_hash(&call(b"remove b", None)));
+        let data = call(b"write", Some((8, vec![1; 16])));
+        assert_ne!(
+            call_hash(&data),
+            call_hash(&call(b"write", Some((8, vec![2; 16]))))
+        );
+    }
+
+    fn sample(statuses: &[&str], executions: Option<usize>, argument_sets: usize) -> Verdict {
+        let scenario = &catalogue()[0];
+        let options = Options {
+            server: "10.99.0.1:20049".parse().unwrap(),
+            root: RootSource::MountRdma,
+            export: b"/export".to_vec(),
+            label: "nfsd".to_string(),
+            timeout: Duration::from_secs(1),
+            prefix: "p".to_string(),
+        };
+        let mut v = empty_verdict(scenario, &options, "ok", String::new());
+        v.xid = 0x5a3f_0012;
+        v.statuses = statuses.iter().map(|s| s.to_string()).collect();
+        v.replies = statuses.len();
+        v.transmissions = statuses.len();
+        v.executions = executions;
+        v.argument_sets = argument_sets;
+        v.connects = 1;
+        v
+    }
+
+    #[test]
+    fn verdicts_record_the_judgement_and_read_back() {
+        let mut v = sample(&["NFS3_OK", "NFS3ERR_NOENT"], Some(2), 1);
+        assert!(v.apply_judgement(Basis::Inferred).is_err());
+        assert_eq!(v.judgement, "fail");
+        assert!(
+            v.failure
+                .starts_with("non-idempotent REMOVE executed 2 times for XID 0x5a3f0012"),
+            "{}",
+            v.failure
+        );
+        let json = serde_json::to_string_pretty(&vec![v.clone()]).unwrap();
+        for key in [
+            "\"xid\": 1514078226",
+            "\"argument_sets\": 1",
+            "\"judgement\": \"fail\"",
+        ] {
+            assert!(json.contains(key), "{key} in {json}");
+        }
+        let back: Vec<Verdict> = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, vec![v.clone()]);
+        v.executions = Some(1);
+        assert!(v.apply_judgement(Basis::Inferred).is_ok());
+        assert_eq!((v.judgement.as_str(), v.failure.as_str()), ("pass", ""));
+    }
+
+    #[test]
+    fn verdicts_from_before_the_judgement_still_read() {
+        let old = r#"{"scenario": "once", "label": "nfsd", "procedure": "REMOVE", "outcome": "ok",
+            "transmissions": 1, "replies": 1, "replies_identical": true, "statuses": ["NFS3_OK"],
+            "executions": 1, "executions_basis": "inferred", "inference": "", "credits_requested": 32,
+            "credits_granted": 32, "unanswered": 0, "credits_balanced": true, "transport_errors": 0,
+            "connects": 1, "connection": "up", "note": ""}"#;
+        let v: Verdict = serde_json::from_str(old).unwrap();
+        assert_eq!(
+            (v.xid, v.argument_sets, v.judgement.as_str()),
+            (0, 0, "pass")
+        );
     }
 
     #[test]

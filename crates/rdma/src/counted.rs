@@ -1,0 +1,494 @@
+//! Executions *counted* by the server rather than inferred from NFS statuses: from kernel ftrace
+//! text (`/sys/kernel/tracing/trace` with `sunrpc:svc_process`, `nfsd:nfsd_drc_found` and a
+//! `rig_cache_update` kprobe on `nfsd_cache_update` enabled), or from `rig serve --stats` JSON.
+//!
+//! Both inputs come from a guest and are untrusted: the text is read bounded by the caller, lines
+//! that do not parse are counted and ignored, at most [`MAX_XIDS`] XIDs are kept, and nothing
+//! panics.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::Deserialize;
+
+/// Most XIDs kept per trace; calls of further XIDs only reach the totals.
+pub const MAX_XIDS: usize = 65_536;
+
+/// The kprobe the drc suite puts on `nfsd_cache_update` (one hit per executed nfsd procedure).
+pub const CACHE_UPDATE_PROBE: &str = "rig_cache_update";
+
+/// A comment line the guest script writes at the top of the copied trace, naming the event
+/// sources it managed to enable: `# rig-sources: svc_process nfsd_drc_found rig_cache_update`.
+pub const SOURCES_HEADER: &str = "# rig-sources:";
+
+/// What ftrace says about one XID.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct XidCounts {
+    /// `svc_process` lines of service nfsd: calls nfsd began to process.
+    pub calls: usize,
+    /// `nfsd_drc_found result=REPLY`: answered from the cache.
+    pub replays: usize,
+    /// `nfsd_drc_found result=DROPIT`: in-progress duplicates dropped.
+    pub drops: usize,
+    /// `nfsd_drc_found result=DOIT`: found in the cache but executed anyway.
+    pub found_doit: usize,
+    /// The procedure named by the last `svc_process` line.
+    pub procedure: Option<String>,
+}
+
+impl XidCounts {
+    /// calls − replays − drops; `None` when the lines are inconsistent (more cache answers than
+    /// calls: the trace began in the middle of this XID).
+    pub fn executions(&self) -> Option<usize> {
+        self.calls
+            .checked_sub(self.replays.checked_add(self.drops)?)
+    }
+}
+
+/// Which event sources the trace says were enabled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sources {
+    pub svc_process: bool,
+    pub drc_found: bool,
+    pub cache_update: bool,
+    /// Whether a [`SOURCES_HEADER`] line said so (otherwise all are assumed enabled).
+    pub declared: bool,
+}
+
+/// Everything counted in one ftrace text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FtraceCounts {
+    pub xids: BTreeMap<u32, XidCounts>,
+    /// Lines naming an XID that was not kept (the [`MAX_XIDS`] cap).
+    pub xids_dropped: usize,
+    /// Over every XID of service nfsd.
+    pub total_calls: usize,
+    pub total_replays: usize,
+    pub total_drops: usize,
+    /// `rig_cache_update` kprobe hits.
+    pub cache_update_hits: usize,
+    /// Events the ring buffer reported lost (`[LOST n EVENTS]`).
+    pub lost_events: u64,
+    /// Lines neither comments nor understood.
+    pub lines_ignored: usize,
+    pub sources: Sources,
+}
+
+/// Why a count could not be taken.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CountError {
+    /// The guest could not enable an event the count needs.
+    SourceMissing(&'static str),
+    /// The ring buffer overflowed: some events are missing.
+    LostEvents(u64),
+    /// The XID was not kept (too many XIDs in the trace).
+    XidNotKept(u32),
+    /// No `svc_process` line of service nfsd for the XID.
+    XidNotSeen(u32),
+    /// More cache answers than calls for the XID.
+    Inconsistent { xid: u32, counts: XidCounts },
+    /// `rig serve --stats` has no entry for the XID.
+    NotInStats(u32),
+    /// The stats JSON does not parse.
+    BadStats(String),
+}
+
+impl fmt::Display for CountError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CountError::SourceMissing(event) => {
+                write!(f, "event {event} was not enabled on this kernel")
+            }
+            CountError::LostEvents(n) => write!(f, "the trace lost {n} events"),
+            CountError::XidNotKept(xid) => {
+                write!(
+                    f,
+                    "XID {xid:#010x} not kept (over {MAX_XIDS} XIDs in the trace)"
+                )
+            }
+            CountError::XidNotSeen(xid) => {
+                write!(f, "no svc_process line of service nfsd for XID {xid:#010x}")
+            }
+            CountError::Inconsistent { xid, counts } => write!(
+                f,
+                "XID {xid:#010x}: {} calls but {} replays and {} drops",
+                counts.calls, counts.replays, counts.drops
+            ),
+            CountError::NotInStats(xid) => {
+                write!(f, "no execution of XID {xid:#010x} in the rig serve stats")
+            }
+            CountError::BadStats(why) => write!(f, "rig serve stats: {why}"),
+        }
+    }
+}
+
+impl std::error::Error for CountError {}
+
+/// The value of `key=` in `fields` (the token after it; `key=   v` skips the padding).
+fn field<'a>(fields: &'a str, key: &str) -> Option<&'a str> {
+    let mut rest = fields;
+    loop {
+        let at = rest.find(key)?;
+        let before_ok = at == 0 || rest.as_bytes()[at - 1] == b' ';
+        let after = &rest[at + key.len()..];
+        if before_ok {
+            if let Some(value) = after.strip_prefix('=') {
+                return value.split_whitespace().next();
+            }
+        }
+        rest = after;
+    }
+}
+
+fn parse_xid(fields: &str) -> Option<u32> {
+    let hex = field(fields, "xid")?;
+    let hex = hex.strip_prefix("0x").or_else(|| hex.strip_prefix("0X"))?;
+    u32::from_str_radix(hex, 16).ok()
+}
+
+/// The fields after `<event>: ` when the line is that event, found after the ftrace prefix
+/// (`comm-pid [cpu] flags timestamp: `).
+fn event_fields<'a>(line: &'a str, event: &str) -> Option<&'a str> {
+    let mut rest = line;
+    loop {
+        let at = rest.find(event)?;
+        let after = &rest[at + event.len()..];
+        let before_ok = at > 0 && rest.as_bytes()[at - 1] == b' ';
+        if before_ok {
+            if let Some(fields) = after.strip_prefix(':') {
+                return Some(fields.trim_start());
+            }
+        }
+        rest = after;
+    }
+}
+
+/// `CPU:0 [LOST 123 EVENTS]` (or without the CPU prefix).
+fn lost_events(line: &str) -> Option<u64> {
+    let at = line.find("[LOST ")?;
+    let rest = &line[at + "[LOST ".len()..];
+    let n = rest.split_whitespace().next()?;
+    rest.contains("EVENTS]").then(|| n.parse().ok())?
+}
+
+impl FtraceCounts {
+    /// Count the events in ftrace text. Never fails: what is not understood is ignored.
+    pub fn parse(text: &str) -> FtraceCounts {
+        let mut counts = FtraceCounts {
+            xids: BTreeMap::new(),
+            xids_dropped: 0,
+            total_calls: 0,
+            total_replays: 0,
+            total_drops: 0,
+            cache_update_hits: 0,
+            lost_events: 0,
+            lines_ignored: 0,
+            sources: Sources {
+                svc_process: true,
+                drc_found: true,
+                cache_update: true,
+                declared: false,
+            },
+        };
+        for line in text.lines() {
+            if let Some(declared) = line.strip_prefix(SOURCES_HEADER) {
+                let names: Vec<&str> = declared.split_whitespace().collect();
+                let has = |name: &str| names.iter().any(|n| n.ends_with(name));
+                counts.sources = Sources {
+                    svc_process: has("svc_process"),
+                    drc_found: has("nfsd_drc_found"),
+                    cache_update: has(CACHE_UPDATE_PROBE),
+                    declared: true,
+                };
+                continue;
+            }
+            if line.starts_with('#') || line.trim().is_empty() {
+                continue;
+            }
+            if let Some(n) = lost_events(line) {
+                counts.lost_events = counts.lost_events.saturating_add(n);
+            } else if let Some(fields) = event_fields(line, "svc_process") {
+                counts.svc_process(fields);
+            } else if let Some(fields) = event_fields(line, "nfsd_drc_found") {
+                counts.drc_found(fields);
+            } else if event_fields(line, CACHE_UPDATE_PROBE).is_some() {
+                counts.cache_update_hits += 1;
+            } else {
+                counts.lines_ignored += 1;
+            }
+        }
+        counts
+    }
+
+    fn entry(&mut self, xid: u32) -> Option<&mut XidCounts> {
+        if !self.xids.contains_key(&xid) && self.xids.len() >= MAX_XIDS {
+            self.xids_dropped += 1;
+            return None;
+        }
+        Some(self.xids.entry(xid).or_default())
+    }
+
+    fn svc_process(&mut self, fields: &str) {
+        let (Some(xid), Some(service)) = (parse_xid(fields), field(fields, "service")) else {
+            self.lines_ignored += 1;
+            return;
+        };
+        if service != "nfsd" {
+            return;
+        }
+        self.total_calls += 1;
+        let procedure = field(fields, "proc").map(|p| p.chars().take(32).collect::<String>());
+        if let Some(entry) = self.entry(xid) {
+            entry.calls += 1;
+            if procedure.is_some() {
+                entry.procedure = procedure;
+            }
+        }
+    }
+
+    fn drc_found(&mut self, fields: &str) {
+        let (Some(xid), Some(result)) = (parse_xid(fields), field(fields, "result")) else {
+            self.lines_ignored += 1;
+            return;
+        };
+        match result {
+            "REPLY" => self.total_replays += 1,
+            "DROPIT" => self.total_drops += 1,
+            "DOIT" => {}
+            _ => {
+                self.lines_ignored += 1;
+                return;
+            }
+        }
+        if let Some(entry) = self.entry(xid) {
+            match result {
+                "REPLY" => entry.replays += 1,
+                "DROPIT" => entry.drops += 1,
+                _ => entry.found_doit += 1,
+            }
+        }
+    }
+
+    /// Executions of every nfsd XID together (calls − replays − drops), when the sources allow.
+    pub fn total_executions(&self) -> Option<usize> {
+        if !self.sources.svc_process || !self.sources.drc_found || self.lost_events > 0 {
+            return None;
+        }
+        self.total_calls
+            .checked_sub(self.total_replays.checked_add(self.total_drops)?)
+    }
+
+    /// Whether the per-XID arithmetic agrees with the `nfsd_cache_update` hits; `None` when the
+    /// kprobe (or another source) was missing.
+    pub fn counts_agree(&self) -> Option<bool> {
+        if !self.sources.cache_update {
+            return None;
+        }
+        Some(self.total_executions()? == self.cache_update_hits)
+    }
+
+    /// The counts for `xid`, if the trace can vouch for them.
+    pub fn xid(&self, xid: u32) -> Result<XidCounts, CountError> {
+        if !self.sources.svc_process {
+            return Err(CountError::SourceMissing("sunrpc:svc_process"));
+        }
+        if !self.sources.drc_found {
+            return Err(CountError::SourceMissing("nfsd:nfsd_drc_found"));
+        }
+        if self.lost_events > 0 {
+            return Err(CountError::LostEvents(self.lost_events));
+        }
+        let counts = match self.xids.get(&xid) {
+            Some(c) => c.clone(),
+            None if self.xids_dropped > 0 => return Err(CountError::XidNotKept(xid)),
+            None => return Err(CountError::XidNotSeen(xid)),
+        };
+        if counts.calls == 0 {
+            return Err(CountError::XidNotSeen(xid));
+        }
+        if counts.executions().is_none() {
+            return Err(CountError::Inconsistent { xid, counts });
+        }
+        Ok(counts)
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct StatsIn {
+    executions: Vec<ExecutionIn>,
+}
+
+#[derive(Debug, Deserialize)]
+struct ExecutionIn {
+    xid: u32,
+    procedure: String,
+    executions: usize,
+}
+
+/// Executions of `xid` (as `procedure`) in `rig serve --stats` JSON, summed over slots.
+pub fn serve_stats_executions(json: &str, xid: u32, procedure: &str) -> Result<usize, CountError> {
+    let stats: StatsIn =
+        serde_json::from_str(json).map_err(|e| CountError::BadStats(e.to_string()))?;
+    let matching: Vec<&ExecutionIn> = stats
+        .executions
+        .iter()
+        .filter(|e| e.xid == xid && e.procedure.eq_ignore_ascii_case(procedure))
+        .collect();
+    if matching.is_empty() {
+        return Err(CountError::NotInStats(xid));
+    }
+    Ok(matching
+        .iter()
+        .fold(0usize, |n, e| n.saturating_add(e.executions)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TRACE: &str = "\
+# tracer: nop
+#
+# entries-in-buffer/entries-written: 9/9   #P:2
+#
+#           TASK-PID     CPU#  |||||  TIMESTAMP  FUNCTION
+#              | |         |   |||||     |         |
+            nfsd-812     [001] ..... 1234.000100: svc_process: addr=10.99.0.2 xid=0x5a3f0011 service=nfsd vers=3 proc=CREATE
+            nfsd-812     [001] ..... 1234.000200: rig_cache_update: (nfsd_cache_update+0x0/0x2a0 [nfsd])
+            nfsd-812     [001] ..... 1234.000300: svc_process: addr=10.99.0.2 xid=0x5a3f0012 service=nfsd vers=3 proc=REMOVE
+            nfsd-812     [001] ..... 1234.000400: rig_cache_update: (nfsd_cache_update+0x0/0x2a0 [nfsd])
+            nfsd-813     [000] ..... 1234.000500: svc_process: xid=0x5a3f0012 server=10.99.0.1:20049 client=10.99.0.2:40000 service=nfsd vers=3 proc=REMOVE
+            nfsd-813     [000] ..... 1234.000600: nfsd_drc_found: boot_time=   6571a2b3c xid=0x5a3f0012 result=REPLY
+            lockd-90     [000] ..... 1234.000700: svc_process: addr=10.99.0.2 xid=0x00000001 service=lockd vers=4 proc=NULL
+            nfsd-813     [000] ..... 1234.000800: svc_process: addr=10.99.0.2 xid=0x5a3f0012 service=nfsd vers=3 proc=REMOVE
+            nfsd-813     [000] ..... 1234.000900: nfsd_drc_found: boot_time=   6571a2b3c xid=0x5a3f0012 result=DROPIT
+            nfsd-813     [000] ..... 1234.001000: svc_rdma_sendto: something we do not parse
+";
+
+    #[test]
+    fn counts_calls_replays_and_drops_per_xid() {
+        let c = FtraceCounts::parse(TRACE);
+        let remove = c.xid(0x5a3f_0012).unwrap();
+        assert_eq!(remove.calls, 3);
+        assert_eq!(remove.replays, 1);
+        assert_eq!(remove.drops, 1);
+        assert_eq!(remove.executions(), Some(1));
+        assert_eq!(remove.procedure.as_deref(), Some("REMOVE"));
+        assert_eq!(c.xid(0x5a3f_0011).unwrap().executions(), Some(1));
+        // lockd is not nfsd: neither counted nor kept.
+        assert_eq!(c.xid(1), Err(CountError::XidNotSeen(1)));
+        assert_eq!(c.total_calls, 4);
+        assert_eq!(c.total_executions(), Some(2));
+        assert_eq!(c.cache_update_hits, 2);
+        assert_eq!(c.counts_agree(), Some(true));
+        assert_eq!(c.lines_ignored, 1);
+    }
+
+    #[test]
+    fn a_re_execution_is_counted() {
+        let trace = TRACE.replace("result=REPLY", "result=DOIT");
+        let c = FtraceCounts::parse(&trace);
+        let remove = c.xid(0x5a3f_0012).unwrap();
+        assert_eq!(remove.executions(), Some(2));
+        assert_eq!(remove.found_doit, 1);
+        // Two executions per the arithmetic, two kprobe hits: the cross-check says so.
+        assert_eq!(c.total_executions(), Some(3));
+        assert_eq!(c.counts_agree(), Some(false));
+    }
+
+    #[test]
+    fn declared_sources_gate_the_counts() {
+        let all = format!("{SOURCES_HEADER} sunrpc:svc_process nfsd:nfsd_drc_found kprobes:rig_cache_update\n{TRACE}");
+        let c = FtraceCounts::parse(&all);
+        assert!(c.sources.declared && c.sources.cache_update);
+        assert!(c.xid(0x5a3f_0012).is_ok());
+        let no_drc =
+            format!("{SOURCES_HEADER} sunrpc:svc_process kprobes:rig_cache_update\n{TRACE}");
+        let c = FtraceCounts::parse(&no_drc);
+        assert_eq!(
+            c.xid(0x5a3f_0012),
+            Err(CountError::SourceMissing("nfsd:nfsd_drc_found"))
+        );
+        assert_eq!(c.counts_agree(), None);
+        let no_probe = format!("{SOURCES_HEADER} sunrpc:svc_process nfsd:nfsd_drc_found\n{TRACE}");
+        let c = FtraceCounts::parse(&no_probe);
+        assert!(c.xid(0x5a3f_0012).is_ok());
+        assert_eq!(c.counts_agree(), None);
+    }
+
+    #[test]
+    fn lost_events_and_inconsistencies_are_unknown_not_wrong() {
+        let lost = format!("{TRACE}CPU:1 [LOST 17 EVENTS]\n");
+        let c = FtraceCounts::parse(&lost);
+        assert_eq!(c.lost_events, 17);
+        assert_eq!(c.xid(0x5a3f_0012), Err(CountError::LostEvents(17)));
+        assert_eq!(c.counts_agree(), None);
+        let orphan =
+            "  nfsd-1 [000] ..... 1.0: nfsd_drc_found: boot_time= 1 xid=0x00000007 result=REPLY\n";
+        let c = FtraceCounts::parse(orphan);
+        assert!(matches!(c.xid(7), Err(CountError::XidNotSeen(7))));
+        let both = format!(
+            "{orphan}  nfsd-1 [000] ..... 1.0: svc_process: addr=a xid=0x00000007 service=nfsd vers=3 proc=REMOVE\n{orphan}"
+        );
+        let c = FtraceCounts::parse(&both);
+        assert!(matches!(
+            c.xid(7),
+            Err(CountError::Inconsistent { xid: 7, .. })
+        ));
+    }
+
+    #[test]
+    fn garbage_never_panics_and_is_ignored() {
+        let junk = "svc_process:\n svc_process: xid=0xzz service=nfsd\n svc_process: xid=0x1\n\
+                    nfsd_drc_found: xid=0x1 result=MAYBE\n xid= service= \u{fffd}\u{0}\n\
+                    [LOST x EVENTS]\n rig_cache_updates: no\n";
+        let c = FtraceCounts::parse(junk);
+        assert_eq!(c.total_calls, 0);
+        assert_eq!(c.cache_update_hits, 0);
+        assert_eq!(c.lost_events, 0);
+        assert!(c.xids.is_empty());
+        assert_eq!(c.lines_ignored, 7);
+    }
+
+    #[test]
+    fn xids_beyond_the_cap_are_not_kept() {
+        let mut text = String::new();
+        for xid in 0..=MAX_XIDS as u32 {
+            text.push_str(&format!(
+                " n-1 [000] . 1.0: svc_process: xid={xid:#010x} service=nfsd proc=NULL\n"
+            ));
+        }
+        let c = FtraceCounts::parse(&text);
+        assert_eq!(c.xids.len(), MAX_XIDS);
+        assert_eq!(c.xids_dropped, 1);
+        assert_eq!(c.total_calls, MAX_XIDS + 1);
+        assert_eq!(
+            c.xid(MAX_XIDS as u32),
+            Err(CountError::XidNotKept(MAX_XIDS as u32))
+        );
+    }
+
+    #[test]
+    fn serve_stats_are_summed_over_slots() {
+        let json = r#"{"listen": "10.99.0.1:20049", "policy": "classic", "executions": [
+            {"slot": 0, "xid": 7, "procedure": "REMOVE", "executions": 1, "statuses": ["NFS3_OK"]},
+            {"slot": 1, "xid": 7, "procedure": "REMOVE", "executions": 1, "statuses": ["NFS3ERR_NOENT"]},
+            {"slot": 0, "xid": 7, "procedure": "LOOKUP", "executions": 5, "statuses": []},
+            {"slot": 0, "xid": 8, "procedure": "REMOVE", "executions": 1, "statuses": []}
+        ]}"#;
+        assert_eq!(serve_stats_executions(json, 7, "REMOVE"), Ok(2));
+        assert_eq!(
+            serve_stats_executions(json, 9, "REMOVE"),
+            Err(CountError::NotInStats(9))
+        );
+        assert!(matches!(
+            serve_stats_executions("{", 7, "REMOVE"),
+            Err(CountError::BadStats(_))
+        ));
+        assert!(matches!(
+            serve_stats_executions(r#"{"executions": [{"xid": -1}]}"#, 7, "REMOVE"),
+            Err(CountError::BadStats(_))
+        ));
+    }
+}
