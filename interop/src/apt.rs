@@ -11,7 +11,7 @@ use std::time::{Duration, SystemTime};
 use anyhow::{bail, ensure, Context, Result};
 
 use crate::cache::sha256_file;
-use crate::matrix::{KernelSpec, Layout};
+use crate::matrix::{KernelOrigin, KernelSpec, Layout};
 use crate::process::run_logged;
 
 /// The keyring that signs the Debian archive; `signed-by` makes apt verify InRelease with it.
@@ -270,25 +270,31 @@ impl PrivateApt {
 
     /// Resolve a matrix entry to the packages holding its vmlinuz and modules.
     pub fn resolve_kernel(&self, spec: &KernelSpec) -> Result<Vec<PackageRef>> {
-        let meta = self.show(&format!("{}/{}", spec.meta_package, spec.suite))?;
+        let KernelOrigin::Binary {
+            meta_package,
+            layout,
+        } = spec.origin()?
+        else {
+            bail!("{}: a source entry has no binary packages", spec.name);
+        };
+        let meta = self.show(&format!("{meta_package}/{}", spec.suite))?;
         let depends = meta.get("Depends").cloned().unwrap_or_default();
         let (image, version) = pinned_dependency(&depends, "linux-image-").with_context(|| {
             format!(
-                "{}: {} has no pinned linux-image-* dependency",
-                spec.name, spec.meta_package
+                "{}: {meta_package} has no pinned linux-image-* dependency",
+                spec.name
             )
         })?;
         ensure!(
             version.starts_with(&spec.version_prefix),
-            "{}: {} in {} is now {version}, the matrix expects {}*",
+            "{}: {meta_package} in {} is now {version}, the matrix expects {}*",
             spec.name,
-            spec.meta_package,
             spec.suite,
             spec.version_prefix
         );
         let image_stanza = self.show(&format!("{image}={version}"))?;
         let image_depends = image_stanza.get("Depends").cloned().unwrap_or_default();
-        match spec.layout {
+        match layout {
             Layout::Image => Ok(vec![PackageRef::from_stanza(&image_stanza)?]),
             Layout::Split => {
                 let mut packages = Vec::new();

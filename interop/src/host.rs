@@ -25,6 +25,20 @@ pub const HOST_TOOLS: &[(&str, &str)] = &[
     ("tshark", "tshark"),
 ];
 
+/// (tool or header, Debian package): what building a kernel from source needs, checked only when
+/// a source-built kernel is selected. Paths are checked as files, bare names as tools.
+pub const KERNEL_BUILD_TOOLS: &[(&str, &str)] = &[
+    ("gcc", "gcc"),
+    ("make", "make"),
+    ("flex", "flex"),
+    ("bison", "bison"),
+    ("bc", "bc"),
+    ("patch", "patch"),
+    ("perl", "perl"),
+    ("/usr/include/gelf.h", "libelf-dev"),
+    ("/usr/include/openssl/ssl.h", "libssl-dev"),
+];
+
 /// The keyring apt and debootstrap verify the archive with.
 pub const KEYRING_PACKAGE: (&str, &str) = (
     "/usr/share/keyrings/debian-archive-keyring.gpg",
@@ -79,6 +93,28 @@ pub fn ensure_host_packages(log: &Path) -> Result<Vec<&'static str>> {
         |tool| find_tool(tool).is_some(),
         Path::new(KEYRING_PACKAGE.0).is_file(),
     );
+    install_packages(missing, log)
+}
+
+/// The packages a kernel build needs that are missing, installed the same way.
+pub fn ensure_kernel_build_packages(log: &Path) -> Result<Vec<&'static str>> {
+    let mut missing: Vec<&'static str> = KERNEL_BUILD_TOOLS
+        .iter()
+        .filter(|(what, _)| {
+            if what.starts_with('/') {
+                !Path::new(what).is_file()
+            } else {
+                find_tool(what).is_none()
+            }
+        })
+        .map(|(_, package)| *package)
+        .collect();
+    missing.sort_unstable();
+    missing.dedup();
+    install_packages(missing, log)
+}
+
+fn install_packages(missing: Vec<&'static str>, log: &Path) -> Result<Vec<&'static str>> {
     if missing.is_empty() {
         return Ok(missing);
     }

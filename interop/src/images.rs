@@ -13,9 +13,10 @@ use xshell::{cmd, Shell};
 
 use crate::apt::{host_mirror, PackageRef, PrivateApt};
 use crate::cache::{cache_root, disk_size, sha256_file, workspace_root, Entry, KeyBuilder};
-use crate::host::ensure_host_packages;
+use crate::host::{ensure_host_packages, ensure_kernel_build_packages};
+use crate::kbuild::{fragment_path, series_patches, SourceBuild, SourceTree};
 use crate::kmod::{missing_config_options, parse_show_depends, ModuleIndex, Provided};
-use crate::matrix::{parse_package_list, KernelSpec, Matrix};
+use crate::matrix::{parse_package_list, KernelOrigin, KernelSpec, Matrix};
 use crate::process::run_logged;
 use crate::progress::{human_size, Phase, Progress};
 
@@ -29,6 +30,17 @@ pub struct KernelImage {
     /// mini-init + busybox + this kernel's module set.
     pub initrd: PathBuf,
     pub key: String,
+    /// Extra kernel command-line words (the matrix entry's `cmdline`, then `--kernel-cmdline`).
+    pub cmdline: Vec<String>,
+    /// The suites this kernel runs (all when empty).
+    pub suites: Vec<String>,
+}
+
+impl KernelImage {
+    /// Whether this kernel runs `suite`.
+    pub fn runs_suite(&self, suite: &str) -> bool {
+        self.suites.is_empty() || self.suites.iter().any(|s| s == suite)
+    }
 }
 
 /// Everything a run needs.
@@ -42,9 +54,24 @@ pub struct Images {
 #[derive(Debug, Clone)]
 pub struct CustomKernel {
     pub name: String,
-    pub image: PathBuf,
-    /// The `lib/modules/<release>` directory (`make modules_install` output, with modules.dep).
-    pub modules_dir: PathBuf,
+    pub kind: CustomKind,
+}
+
+/// A developer's kernel: already built, or a tree the harness builds.
+#[derive(Debug, Clone)]
+pub enum CustomKind {
+    Prebuilt {
+        image: PathBuf,
+        /// The `lib/modules/<release>` directory (`make modules_install` output, with modules.dep).
+        modules_dir: PathBuf,
+    },
+    Source {
+        tree: PathBuf,
+        /// Patch files in apply order.
+        patches: Vec<PathBuf>,
+        /// Optional fragments (by name or path) beyond `rig`.
+        fragments: Vec<String>,
+    },
 }
 
 /// Where the declarative inputs live (`vm-images/`).
@@ -113,7 +140,15 @@ impl<'a> Builder<'a> {
         let (base_cpio, base_key) = self.initramfs_base()?;
         let mut images = Vec::new();
         for spec in &selected {
-            images.push(self.debian_kernel(spec, &base_cpio, &base_key)?);
+            let mut image = match spec.origin()? {
+                KernelOrigin::Binary { .. } => self.debian_kernel(spec, &base_cpio, &base_key)?,
+                KernelOrigin::Source { package, version } => {
+                    self.source_kernel(spec, package, version, &base_cpio, &base_key)?
+                }
+            };
+            image.cmdline = spec.cmdline.clone();
+            image.suites = spec.suites.clone();
+            images.push(image);
         }
         if let Some(custom) = custom {
             images.push(self.custom_kernel(custom, &base_cpio, &base_key)?);
@@ -397,16 +432,123 @@ impl<'a> Builder<'a> {
         Ok(image)
     }
 
+    /// A matrix entry built from Debian's source package, with its patch series.
+    fn source_kernel(
+        &self,
+        spec: &KernelSpec,
+        package: &str,
+        version: &str,
+        base_cpio: &Path,
+        base_key: &str,
+    ) -> Result<KernelImage> {
+        let source = self.apt()?.package(package, version)?;
+        let deb = self.download(&source, &spec.name)?;
+        let patches = spec
+            .patches
+            .iter()
+            .map(|series| series_patches(series))
+            .collect::<Result<Vec<_>>>()?
+            .concat();
+        // Entries that share source, patches and fragments share one build (the mutants do).
+        let mut build_name = package.to_owned();
+        for part in spec.patches.iter().chain(&spec.fragments) {
+            build_name.push('+');
+            build_name.push_str(part);
+        }
+        let build = SourceBuild {
+            name: build_name,
+            tree: SourceTree::DebianPackage {
+                deb,
+                version: version.to_owned(),
+            },
+            patches,
+            fragments: self.fragments(&spec.fragments)?,
+        };
+        self.built_kernel(&spec.name, &build, base_cpio, base_key)
+    }
+
+    /// `rig` first, then the named optional fragments.
+    fn fragments(&self, names: &[String]) -> Result<Vec<PathBuf>> {
+        std::iter::once("rig")
+            .chain(names.iter().map(String::as_str))
+            .map(fragment_path)
+            .collect()
+    }
+
+    /// Build (or reuse) `build`, then its module set and initramfs under `name`.
+    fn built_kernel(
+        &self,
+        name: &str,
+        build: &SourceBuild,
+        base_cpio: &Path,
+        base_key: &str,
+    ) -> Result<KernelImage> {
+        let installed = ensure_kernel_build_packages(&self.log("kernel-build-packages.log"))?;
+        if !installed.is_empty() {
+            self.progress.done(
+                Phase::HostPackages,
+                "kernel-build",
+                &format!("installed {}", installed.join(" ")),
+                None,
+            );
+        }
+        let built = build.build(&self.cache, self.progress)?;
+        let mut key = KeyBuilder::new("source-kernel");
+        key.add("build", built.key.as_bytes())
+            .add("modules", format!("{:?}", self.matrix.modules).as_bytes())
+            .add("base", base_key.as_bytes())
+            .add("release", built.release.as_bytes());
+        let key = key.finish();
+        let entry = Entry::new(&self.cache, "kernels", name, &key);
+        if let Some(image) = self.cached_kernel(&entry, name, &key)? {
+            return Ok(image);
+        }
+        entry.reset()?;
+        fs::copy(&built.log, entry.path("build.log"))?;
+        self.module_set(
+            &entry,
+            name,
+            &built.release,
+            &built.modules_dir,
+            &built.bzimage,
+            base_cpio,
+            &key,
+        )
+    }
+
     fn custom_kernel(
         &self,
         custom: &CustomKernel,
         base_cpio: &Path,
         base_key: &str,
     ) -> Result<KernelImage> {
-        let modules_dir = custom
-            .modules_dir
+        let (image, modules_dir) = match &custom.kind {
+            CustomKind::Prebuilt { image, modules_dir } => (image, modules_dir),
+            CustomKind::Source {
+                tree,
+                patches,
+                fragments,
+            } => {
+                let tree = tree
+                    .canonicalize()
+                    .with_context(|| format!("--kernel-src {}", tree.display()))?;
+                ensure!(
+                    tree.join("Makefile").is_file() && tree.join("Kconfig").is_file(),
+                    "--kernel-src {}: not a kernel tree (no Makefile and Kconfig)",
+                    tree.display()
+                );
+                let build = SourceBuild {
+                    name: custom.name.clone(),
+                    tree: SourceTree::Local(tree),
+                    patches: patches.clone(),
+                    fragments: self.fragments(fragments)?,
+                };
+                return self.built_kernel(&custom.name, &build, base_cpio, base_key);
+            }
+        };
+        let modules_dir = modules_dir
             .canonicalize()
-            .with_context(|| format!("--modules-dir {}", custom.modules_dir.display()))?;
+            .with_context(|| format!("--modules-dir {}", modules_dir.display()))?;
         let dep = modules_dir.join("modules.dep");
         ensure!(
             dep.is_file(),
@@ -415,7 +557,7 @@ impl<'a> Builder<'a> {
         );
         let release = file_name(&modules_dir);
         let mut key = KeyBuilder::new("custom-kernel");
-        key.add("image", sha256_file(&custom.image)?.as_bytes())
+        key.add("image", sha256_file(image)?.as_bytes())
             .add_file(&dep)?
             .add("modules", format!("{:?}", self.matrix.modules).as_bytes())
             .add("base", base_key.as_bytes())
@@ -436,7 +578,7 @@ impl<'a> Builder<'a> {
             &custom.name,
             &release,
             &modules_dir,
-            &custom.image,
+            image,
             base_cpio,
             &key,
         )?;
@@ -470,6 +612,8 @@ impl<'a> Builder<'a> {
             vmlinuz: entry.path("vmlinuz"),
             initrd,
             key: key.to_owned(),
+            cmdline: Vec::new(),
+            suites: Vec::new(),
         }))
     }
 
@@ -529,7 +673,8 @@ impl<'a> Builder<'a> {
             .read()?;
             files.extend(parse_show_depends(&output));
         }
-        ensure!(!files.is_empty(), "{name}: no loadable modules selected");
+        // A kernel with every driver built in (a developer's config, our source builds) has no
+        // loadable module to stage: modules.builtin alone lets the guests' modprobe succeed.
         let stage = entry.path("stage");
         let stage_modules = stage.join("usr/lib/modules").join(release);
         fs::create_dir_all(&stage_modules)?;
@@ -611,6 +756,8 @@ impl<'a> Builder<'a> {
             vmlinuz: entry.path("vmlinuz"),
             initrd: entry.path("initrd.img"),
             key: key.to_owned(),
+            cmdline: Vec::new(),
+            suites: Vec::new(),
         })
     }
 }

@@ -3,8 +3,9 @@
 //! described as data (`vm-images/suites/*.toml`), and reports per kernel × suite × case.
 //!
 //! Code map: [`matrix`] (kernel matrix) → [`apt`] (private apt, checksums) → [`images`] (rootfs,
-//! initramfs, module sets in the [`cache`]) → [`runner`] (qemu pair, 9p share, [`process`]
-//! groups) → [`results`] (RESULT/STEP lines, dmesg scan) → [`report`] (table, JSON, JUnit).
+//! initramfs, module sets in the [`cache`]; source-built kernels in [`kbuild`]) → [`runner`] (qemu pair, 9p share, [`process`]
+//! groups) → [`results`] (RESULT/STEP lines, dmesg scan) → [`expect`] (mutants that must be caught,
+//! known failures) → [`report`] (table, JSON, JUnit).
 //!
 //! Architecture Invariant: nothing here touches the host's apt state or network; the only
 //! network is the unix-socket wire between the two guests.
@@ -13,8 +14,10 @@
 pub mod apt;
 pub mod bench;
 pub mod cache;
+pub mod expect;
 pub mod host;
 pub mod images;
+pub mod kbuild;
 pub mod kmod;
 pub mod matrix;
 pub mod process;

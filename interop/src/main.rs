@@ -7,7 +7,9 @@ use anyhow::{ensure, Context, Result};
 use clap::{Parser, Subcommand};
 
 use interop::cache::output_root;
-use interop::images::{vm_images_dir, Builder, CustomKernel, Images};
+use interop::images::{vm_images_dir, Builder, CustomKernel, CustomKind, Images};
+use interop::kbuild::series_patches;
+use interop::matrix::is_cmdline_word;
 use interop::process::{install_signal_handler, kill_all_groups};
 use interop::progress::{Phase, Progress};
 use interop::report::Report;
@@ -31,11 +33,26 @@ struct KernelArgs {
     #[arg(long = "kernel")]
     kernels: Vec<String>,
     /// A custom kernel image (bzImage/vmlinuz) to test instead of / besides the matrix.
-    #[arg(long, requires = "modules_dir")]
+    #[arg(long, requires = "modules_dir", conflicts_with = "kernel_src")]
     kernel_image: Option<PathBuf>,
     /// The custom kernel's lib/modules/<release> directory (with modules.dep).
     #[arg(long, requires = "kernel_image")]
     modules_dir: Option<PathBuf>,
+    /// A kernel tree (e.g. your git checkout) to build with the rig's config and test; the
+    /// build is cached by HEAD + diff, patches, fragments and compiler.
+    #[arg(long)]
+    kernel_src: Option<PathBuf>,
+    /// Patch series for --kernel-src, applied in order to a copy of the tree: a directory of
+    /// *.patch (or a name under fixtures/kernel-patches), or one .patch file (repeatable).
+    #[arg(long = "kernel-patches", requires = "kernel_src")]
+    kernel_patches: Vec<String>,
+    /// Optional config fragments for --kernel-src beyond `rig` (kasan, debug, or a path).
+    #[arg(long = "kernel-fragment", requires = "kernel_src")]
+    kernel_fragments: Vec<String>,
+    /// Extra kernel command-line word for every kernel of the run (repeatable), after the
+    /// matrix entry's own: `--kernel-cmdline nfsd.drc_mutation=none` reverts a mutant.
+    #[arg(long = "kernel-cmdline")]
+    kernel_cmdline: Vec<String>,
     /// Name of the custom kernel in reports.
     #[arg(long, default_value = "custom")]
     kernel_name: String,
@@ -73,17 +90,46 @@ enum Command {
     },
 }
 
-fn custom(args: &KernelArgs) -> Option<CustomKernel> {
-    Some(CustomKernel {
+fn custom(args: &KernelArgs) -> Result<Option<CustomKernel>> {
+    let kind = if let Some(tree) = &args.kernel_src {
+        let patches = args
+            .kernel_patches
+            .iter()
+            .map(|series| series_patches(series))
+            .collect::<Result<Vec<_>>>()?
+            .concat();
+        CustomKind::Source {
+            tree: tree.clone(),
+            patches,
+            fragments: args.kernel_fragments.clone(),
+        }
+    } else if let (Some(image), Some(modules_dir)) = (&args.kernel_image, &args.modules_dir) {
+        CustomKind::Prebuilt {
+            image: image.clone(),
+            modules_dir: modules_dir.clone(),
+        }
+    } else {
+        return Ok(None);
+    };
+    Ok(Some(CustomKernel {
         name: args.kernel_name.clone(),
-        image: args.kernel_image.clone()?,
-        modules_dir: args.modules_dir.clone()?,
-    })
+        kind,
+    }))
 }
 
 fn build(progress: &Progress, args: &KernelArgs) -> Result<Images> {
+    for word in &args.kernel_cmdline {
+        ensure!(
+            is_cmdline_word(word),
+            "--kernel-cmdline {word:?}: only key=value words of letters, digits and ._=,:-"
+        );
+    }
     let mut builder = Builder::new(progress)?;
-    builder.build(&args.kernels, custom(args).as_ref())
+    let mut images = builder.build(&args.kernels, custom(args)?.as_ref())?;
+    for image in &mut images.kernels {
+        image.cmdline.extend(args.kernel_cmdline.iter().cloned());
+    }
+    Ok(images)
 }
 
 fn main() -> ExitCode {
@@ -182,6 +228,23 @@ fn run(
     std::fs::create_dir_all(&settings.out_root)?;
     let work: Vec<(usize, &Suite)> = (0..images.kernels.len())
         .flat_map(|k| suites.iter().map(move |s| (k, s)))
+        .filter(|(k, suite)| {
+            let image = &images.kernels[*k];
+            let runs = image.runs_suite(&suite.name);
+            if !runs {
+                progress.done(
+                    Phase::Case,
+                    &image.name,
+                    &format!(
+                        "suite {} skipped: this kernel runs only {}",
+                        suite.name,
+                        image.suites.join(", ")
+                    ),
+                    None,
+                );
+            }
+            runs
+        })
         .collect();
     let mut runs = Vec::new();
     // Each kernel's run uses its own directories and sockets, so chunks can run side by side.
@@ -208,7 +271,9 @@ fn run(
             runs.push(run.map_err(|_| anyhow::anyhow!("a kernel run panicked"))?);
         }
     }
-    let report = Report { runs };
+    let mut report = Report { runs };
+    let expectations = interop::expect::load(&vm_images_dir().join("expectations.toml"))?;
+    interop::expect::apply(&mut report, &expectations);
     let json = settings.out_root.join("report.json");
     let junit = settings.out_root.join("junit.xml");
     std::fs::write(&json, report.to_json())?;

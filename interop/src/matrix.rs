@@ -16,19 +16,63 @@ pub enum Layout {
     Split,
 }
 
-/// One kernel of the matrix.
+/// One kernel of the matrix: a Debian binary package (`meta_package` + `layout`) or a kernel
+/// built from Debian's source package (`source_package` + `source_version`), optionally patched.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct KernelSpec {
     /// Short name used on the command line and in reports (`linux-6.1`).
     pub name: String,
-    /// Debian suite to take the kernel from (`bookworm`, `trixie`, `sid`).
+    /// Debian suite to take the kernel (or its source) from (`bookworm`, `trixie`, `sid`).
     pub suite: String,
-    /// Meta-package whose `Depends:` names the versioned kernel package.
-    pub meta_package: String,
-    pub layout: Layout,
+    /// Meta-package whose `Depends:` names the versioned kernel package (binary entries).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub meta_package: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layout: Option<Layout>,
     /// The resolved upstream version must start with this (guards against a suite moving on).
     pub version_prefix: String,
+    /// Source entries: the Debian package holding the kernel source tarball (`linux-source-6.12`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_package: Option<String>,
+    /// Source entries: the exact package version, so a build is reproducible.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_version: Option<String>,
+    /// Patch series applied in order: directories under `fixtures/kernel-patches/`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub patches: Vec<String>,
+    /// Optional config fragments (`vm-images/kernel-config/<name>.config`) beyond `rig`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fragments: Vec<String>,
+    /// Extra kernel command-line words (e.g. `nfsd.drc_mutation=acked-evict`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cmdline: Vec<String>,
+    /// The suites this entry runs (all when empty): a mutant kernel exists for the DRC suites.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub suites: Vec<String>,
+}
+
+/// Where a matrix entry's kernel comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KernelOrigin<'a> {
+    Binary {
+        meta_package: &'a str,
+        layout: Layout,
+    },
+    Source {
+        package: &'a str,
+        version: &'a str,
+    },
+}
+
+/// Kernel command-line words we pass on: `key=value` or `key`, no shell or quoting characters.
+pub fn is_cmdline_word(word: &str) -> bool {
+    !word.is_empty()
+        && word.len() <= 128
+        && word
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._=,:-".contains(&b))
+        && !word.starts_with('-')
 }
 
 /// Module names the guests need.
@@ -79,9 +123,16 @@ impl Matrix {
             for (field, value) in [
                 ("name", &kernel.name),
                 ("suite", &kernel.suite),
-                ("meta_package", &kernel.meta_package),
                 ("version_prefix", &kernel.version_prefix),
-            ] {
+            ]
+            .into_iter()
+            .chain(kernel.meta_package.as_ref().map(|m| ("meta_package", m)))
+            .chain(
+                kernel
+                    .source_package
+                    .as_ref()
+                    .map(|p| ("source_package", p)),
+            ) {
                 ensure!(
                     is_plain_name(value),
                     "kernel {:?}: bad {field} {value:?}",
@@ -93,6 +144,27 @@ impl Matrix {
                 "kernel {:?} listed twice",
                 kernel.name
             );
+            kernel.origin()?;
+            for word in kernel
+                .patches
+                .iter()
+                .chain(&kernel.fragments)
+                .chain(&kernel.suites)
+                .chain(&kernel.source_version)
+            {
+                ensure!(
+                    is_plain_name(word),
+                    "kernel {:?}: bad name {word:?}",
+                    kernel.name
+                );
+            }
+            for word in &kernel.cmdline {
+                ensure!(
+                    is_cmdline_word(word),
+                    "kernel {:?}: bad cmdline word {word:?}",
+                    kernel.name
+                );
+            }
         }
         for module in matrix
             .modules
@@ -135,6 +207,42 @@ impl Matrix {
 }
 
 impl KernelSpec {
+    /// Binary or source, checked: exactly one of the two field groups is complete.
+    pub fn origin(&self) -> Result<KernelOrigin<'_>> {
+        match (
+            &self.meta_package,
+            self.layout,
+            &self.source_package,
+            &self.source_version,
+        ) {
+            (Some(meta_package), Some(layout), None, None) if self.patches.is_empty() => {
+                Ok(KernelOrigin::Binary {
+                    meta_package,
+                    layout,
+                })
+            }
+            (None, None, Some(package), Some(version)) => {
+                ensure!(
+                    version.starts_with(&self.version_prefix),
+                    "kernel {:?}: source_version {version} does not start with {}",
+                    self.name,
+                    self.version_prefix
+                );
+                Ok(KernelOrigin::Source { package, version })
+            }
+            _ => bail!(
+                "kernel {:?}: give either meta_package + layout (a Debian binary kernel) or \
+                 source_package + source_version (built from source; patches only there)",
+                self.name
+            ),
+        }
+    }
+
+    /// Whether this entry runs `suite` (entries without a `suites` list run every suite).
+    pub fn runs_suite(&self, suite: &str) -> bool {
+        self.suites.is_empty() || self.suites.iter().any(|s| s == suite)
+    }
+
     /// Canonical text of this entry, for its cache key.
     pub fn key_material(&self) -> String {
         toml::to_string(self).unwrap_or_else(|_| format!("{self:?}"))
@@ -193,20 +301,32 @@ version_prefix = "7."
     fn parses_entries_and_layouts() {
         let matrix = Matrix::parse(SAMPLE).unwrap();
         assert_eq!(matrix.kernels.len(), 2);
-        assert_eq!(matrix.kernels[0].layout, Layout::Image);
-        assert_eq!(matrix.kernels[1].layout, Layout::Split);
+        assert_eq!(matrix.kernels[0].layout, Some(Layout::Image));
+        assert_eq!(matrix.kernels[1].layout, Some(Layout::Split));
         assert_eq!(matrix.kernels[1].suite, "sid");
         assert_eq!(matrix.modules.required, ["rdma_rxe", "rpcrdma", "nfsd"]);
         assert_eq!(matrix.mirror, None);
     }
 
     #[test]
-    fn the_committed_matrix_parses_and_has_three_kernels() {
+    fn the_committed_matrix_parses_with_three_debian_kernels_and_two_mutants() {
         let path = crate::cache::workspace_root().join("vm-images/kernels.toml");
         let matrix = Matrix::load(&path).unwrap();
         let names: Vec<&str> = matrix.kernels.iter().map(|k| k.name.as_str()).collect();
-        assert_eq!(names, ["linux-6.1", "linux-6.12", "linux-7.x"]);
-        assert!(matrix.kernels.iter().any(|k| k.layout == Layout::Split));
+        assert_eq!(
+            names,
+            [
+                "linux-6.1",
+                "linux-6.12",
+                "linux-7.x",
+                "linux-6.12-acked-evict",
+                "linux-6.12-no-checksum"
+            ]
+        );
+        assert!(matrix
+            .kernels
+            .iter()
+            .any(|k| k.layout == Some(Layout::Split)));
     }
 
     #[test]

@@ -190,7 +190,20 @@ pub fn wait_until(
 
 /// Run `command` to completion in its own process group with stdout+stderr appended to `log`;
 /// fail on non-zero exit or after `timeout` (the group is killed). Errors carry the log's tail.
-pub fn run_logged(name: &str, mut command: Command, log: &Path, timeout: Duration) -> Result<()> {
+pub fn run_logged(name: &str, command: Command, log: &Path, timeout: Duration) -> Result<()> {
+    run_logged_with_heartbeat(name, command, log, timeout, timeout, |_| {})
+}
+
+/// [`run_logged`], calling `heartbeat(elapsed)` every `every` while the command runs (a kernel
+/// build prints where it is, so a long phase is never silent).
+pub fn run_logged_with_heartbeat(
+    name: &str,
+    mut command: Command,
+    log: &Path,
+    timeout: Duration,
+    every: Duration,
+    mut heartbeat: impl FnMut(Duration),
+) -> Result<()> {
     let out = File::options()
         .create(true)
         .append(true)
@@ -200,8 +213,24 @@ pub fn run_logged(name: &str, mut command: Command, log: &Path, timeout: Duratio
         .stdin(Stdio::null())
         .stdout(out.try_clone()?)
         .stderr(out);
+    let started = std::time::Instant::now();
+    let mut last_beat = started;
     let mut child = GroupChild::spawn(name, command)?;
-    match child.wait_timeout(timeout)? {
+    let outcome = loop {
+        if let Some(status) = child.try_wait()? {
+            break WaitOutcome::Exited(status);
+        }
+        if started.elapsed() >= timeout {
+            child.kill_group();
+            break WaitOutcome::TimedOut;
+        }
+        if last_beat.elapsed() >= every {
+            last_beat = std::time::Instant::now();
+            heartbeat(started.elapsed());
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    match outcome {
         WaitOutcome::Exited(status) if status.success() => Ok(()),
         WaitOutcome::Exited(status) => {
             bail!(

@@ -37,7 +37,7 @@ impl KernelRun {
     pub fn passed(&self) -> bool {
         self.error.is_none()
             && !self.cases.is_empty()
-            && self.cases.iter().all(|c| c.verdict == Verdict::Pass)
+            && self.cases.iter().all(|c| c.verdict.is_ok())
     }
 }
 
@@ -59,9 +59,24 @@ impl Report {
     /// Summary table: one row per kernel × suite × case, then the failure reasons.
     pub fn table(&self) -> String {
         let mut out = String::new();
+        // Columns as wide as their longest value (kernel and case names vary a lot).
+        let kw = self
+            .runs
+            .iter()
+            .map(|r| r.kernel.len())
+            .max()
+            .unwrap_or(0)
+            .max(6);
+        let cw = self
+            .runs
+            .iter()
+            .flat_map(|r| r.cases.iter().map(|c| c.name.len()))
+            .max()
+            .unwrap_or(0)
+            .max(7);
         let _ = writeln!(
             out,
-            "{:<11} {:<22} {:<5} {:<8} {:<9} {:<8} {:>8}",
+            "{:<kw$} {:<22} {:<5} {:<8} {:<cw$} {:<8} {:>8}",
             "kernel", "release", "accel", "suite", "case", "verdict", "time"
         );
         let mut reasons = Vec::new();
@@ -69,7 +84,7 @@ impl Report {
             for case in &run.cases {
                 let _ = writeln!(
                     out,
-                    "{:<11} {:<22} {:<5} {:<8} {:<9} {:<8} {:>7.1}s",
+                    "{:<kw$} {:<22} {:<5} {:<8} {:<cw$} {:<8} {:>7.1}s",
                     run.kernel,
                     run.release,
                     run.accel,
@@ -88,7 +103,7 @@ impl Report {
             let status = if run.passed() { "PASS" } else { "FAIL" };
             let _ = writeln!(
                 out,
-                "{:<11} {:<22} {:<5} {:<8} {:<9} {:<8} {:>7.1}s",
+                "{:<kw$} {:<22} {:<5} {:<8} {:<cw$} {:<8} {:>7.1}s",
                 run.kernel,
                 run.release,
                 run.accel,
@@ -111,11 +126,7 @@ impl Report {
     pub fn junit(&self) -> String {
         let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n");
         for run in &self.runs {
-            let failures = run
-                .cases
-                .iter()
-                .filter(|c| c.verdict != Verdict::Pass)
-                .count()
+            let failures = run.cases.iter().filter(|c| !c.verdict.is_ok()).count()
                 + usize::from(run.error.is_some());
             let _ = writeln!(
                 out,
@@ -140,6 +151,14 @@ impl Report {
                 );
                 if case.verdict == Verdict::Pass {
                     out.push_str("/>\n");
+                } else if case.verdict.is_ok() {
+                    // Caught mutants and known failures: green, with the reason kept readable.
+                    let _ = writeln!(
+                        out,
+                        ">\n      <system-out>{}: {}</system-out>\n    </testcase>",
+                        case.verdict.as_str(),
+                        xml_escape(&case.reasons.join("\n"))
+                    );
                 } else {
                     let _ = writeln!(
                         out,

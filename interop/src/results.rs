@@ -80,6 +80,10 @@ pub enum Verdict {
     Fail,
     Timeout,
     NotRun,
+    /// Failed as vm-images/expectations.toml requires: a mutant kernel the gate caught.
+    Caught,
+    /// Failed, and listed there as a known failure (with a reason and a finding).
+    Known,
 }
 
 impl Verdict {
@@ -89,7 +93,14 @@ impl Verdict {
             Verdict::Fail => "fail",
             Verdict::Timeout => "timeout",
             Verdict::NotRun => "not-run",
+            Verdict::Caught => "caught",
+            Verdict::Known => "known",
         }
+    }
+
+    /// Whether the run stays green with this verdict.
+    pub fn is_ok(self) -> bool {
+        matches!(self, Verdict::Pass | Verdict::Caught | Verdict::Known)
     }
 }
 

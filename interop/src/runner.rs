@@ -241,8 +241,13 @@ fn qemu_command(launch: &Launch<'_>, role: Role, console: &Path, netdev: &str) -
         // watchdog_thresh=60: a vCPU starved by the host for 20 s tripped the default 20 s
         // soft-lockup detector (seen at load 14); a real lockup still shows after 120 s.
         .arg(format!(
-            "console=ttyS0 quiet panic=-1 no_timer_check watchdog_thresh=60 rig.name={} rig.ip={ip}",
-            role.as_str()
+            "console=ttyS0 quiet panic=-1 no_timer_check watchdog_thresh=60 rig.name={} rig.ip={ip}{}",
+            role.as_str(),
+            image
+                .cmdline
+                .iter()
+                .map(|word| format!(" {word}"))
+                .collect::<String>()
         ))
         .arg("-serial")
         .arg(format!("file:{}", console.display()))

@@ -1,0 +1,282 @@
+//! Expected outcomes as data (`vm-images/expectations.toml`): cases a mutant kernel must fail
+//! (the gate must catch it) and known failures of real kernels (reported as known, xfstests'
+//! expunge lists). Applied to a finished report, so the suites themselves only judge behaviour.
+//!
+//! Architecture Invariant: an expectation never turns a failure into a pass silently: a caught
+//! mutant is `caught`, a known failure `known`, each with its reason in the table and JUnit; a
+//! `catch` expectation whose case passes makes the run red ("the gate missed ...").
+
+use std::path::Path;
+
+use anyhow::{ensure, Context, Result};
+use serde::Deserialize;
+
+use crate::report::Report;
+use crate::results::Verdict;
+
+/// What an expectation says about a case.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    /// The case must fail: the kernel carries a bug the gate exists to catch.
+    Catch,
+    /// The case fails today for a known reason; a pass is reported, not an error.
+    Known,
+}
+
+/// One line of the expectations file.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Expectation {
+    /// Kernel name from the matrix, or `*`.
+    pub kernel: String,
+    pub suite: String,
+    pub case: String,
+    pub kind: Kind,
+    /// Why: the bug and what must show (counted executions, the status of the retransmit).
+    pub reason: String,
+    /// Where the finding is written up (docs/findings.md#...).
+    #[serde(default)]
+    pub link: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    #[serde(rename = "expect", default)]
+    expectations: Vec<Expectation>,
+}
+
+/// Parse the expectations file text.
+pub fn parse(text: &str) -> Result<Vec<Expectation>> {
+    let file: File = toml::from_str(text).context("parsing expectations")?;
+    for e in &file.expectations {
+        ensure!(
+            !e.reason.trim().is_empty(),
+            "expectation {}/{}/{} has no reason",
+            e.kernel,
+            e.suite,
+            e.case
+        );
+    }
+    Ok(file.expectations)
+}
+
+/// Load `path` (a missing file means no expectations).
+pub fn load(path: &Path) -> Result<Vec<Expectation>> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => parse(&text).with_context(|| format!("in {}", path.display())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
+    }
+}
+
+impl Expectation {
+    fn matches(&self, kernel: &str, suite: &str) -> bool {
+        (self.kernel == "*" || self.kernel == kernel) && self.suite == suite
+    }
+
+    fn why(&self) -> String {
+        match &self.link {
+            Some(link) => format!("{} ({link})", self.reason),
+            None => self.reason.clone(),
+        }
+    }
+}
+
+/// Apply `expectations` to every run of `report` whose kernel and suite they name.
+pub fn apply(report: &mut Report, expectations: &[Expectation]) {
+    for run in &mut report.runs {
+        if run.error.is_some() {
+            // A run that stopped early proves nothing either way; its error already fails it.
+            continue;
+        }
+        for expectation in expectations
+            .iter()
+            .filter(|e| e.matches(&run.kernel, &run.suite))
+        {
+            let Some(case) = run.cases.iter_mut().find(|c| c.name == expectation.case) else {
+                if expectation.kind == Kind::Catch {
+                    run.error = Some(format!(
+                        "the gate missed {}: case {} did not run ({})",
+                        run.kernel,
+                        expectation.case,
+                        expectation.why()
+                    ));
+                }
+                continue;
+            };
+            match (expectation.kind, case.verdict) {
+                (Kind::Catch, Verdict::Fail) => {
+                    case.verdict = Verdict::Caught;
+                    case.reasons
+                        .insert(0, format!("caught as expected: {}", expectation.why()));
+                }
+                (Kind::Catch, Verdict::Pass) => {
+                    case.verdict = Verdict::Fail;
+                    case.reasons.push(format!(
+                        "the gate missed {}: {} passed, it must fail: {}",
+                        run.kernel,
+                        case.name,
+                        expectation.why()
+                    ));
+                }
+                (Kind::Known, Verdict::Fail) => {
+                    case.verdict = Verdict::Known;
+                    case.reasons
+                        .insert(0, format!("known failure: {}", expectation.why()));
+                }
+                (Kind::Known, Verdict::Pass) => {
+                    case.reasons.push(format!(
+                        "known failure now passes (remove it from vm-images/expectations.toml): {}",
+                        expectation.why()
+                    ));
+                }
+                // Timeouts and cases that did not run stay what they are: a harness problem.
+                _ => {}
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::KernelRun;
+    use crate::results::CaseOutcome;
+
+    fn run(kernel: &str, cases: &[(&str, Verdict)]) -> KernelRun {
+        KernelRun {
+            kernel: kernel.into(),
+            release: "6.12.117".into(),
+            accel: "tcg".into(),
+            suite: "drc".into(),
+            wall_ms: 1,
+            boot_ms: None,
+            cases: cases
+                .iter()
+                .map(|(name, verdict)| CaseOutcome {
+                    name: (*name).into(),
+                    verdict: *verdict,
+                    duration_ms: 1,
+                    reasons: Vec::new(),
+                    results: Vec::new(),
+                })
+                .collect(),
+            artifacts: Vec::new(),
+            error: None,
+        }
+    }
+
+    const FILE: &str = r#"
+[[expect]]
+kernel = "mutant"
+suite = "drc"
+case = "nfsd.after-ack"
+kind = "catch"
+reason = "acked-evict re-executes"
+[[expect]]
+kernel = "*"
+suite = "drc"
+case = "nfsd.burst"
+kind = "known"
+reason = "timing"
+link = "docs/findings.md#burst"
+"#;
+
+    #[test]
+    fn a_caught_mutant_is_green_and_says_so() {
+        let expectations = parse(FILE).unwrap();
+        let mut report = Report {
+            runs: vec![run("mutant", &[("nfsd.after-ack", Verdict::Fail)])],
+        };
+        apply(&mut report, &expectations);
+        assert_eq!(report.runs[0].cases[0].verdict, Verdict::Caught);
+        assert!(report.passed());
+        assert!(report.table().contains("caught as expected"));
+    }
+
+    #[test]
+    fn a_missed_mutant_turns_the_run_red() {
+        let expectations = parse(FILE).unwrap();
+        let mut report = Report {
+            runs: vec![run("mutant", &[("nfsd.after-ack", Verdict::Pass)])],
+        };
+        apply(&mut report, &expectations);
+        assert!(!report.passed());
+        assert!(report.table().contains("the gate missed mutant"));
+        // A mutant whose case never ran is missed too.
+        let mut report = Report {
+            runs: vec![run("mutant", &[("nfsd.once", Verdict::Pass)])],
+        };
+        apply(&mut report, &expectations);
+        assert!(!report.passed());
+    }
+
+    #[test]
+    fn expectations_bind_to_their_kernel_only() {
+        let expectations = parse(FILE).unwrap();
+        let mut report = Report {
+            runs: vec![run("linux-6.12", &[("nfsd.after-ack", Verdict::Fail)])],
+        };
+        apply(&mut report, &expectations);
+        assert_eq!(report.runs[0].cases[0].verdict, Verdict::Fail);
+        assert!(!report.passed());
+    }
+
+    #[test]
+    fn known_failures_are_known_and_a_fix_is_reported() {
+        let expectations = parse(FILE).unwrap();
+        let mut report = Report {
+            runs: vec![run(
+                "linux-6.1",
+                &[("nfsd.burst", Verdict::Fail), ("nfsd.once", Verdict::Pass)],
+            )],
+        };
+        apply(&mut report, &expectations);
+        assert_eq!(report.runs[0].cases[0].verdict, Verdict::Known);
+        assert!(report.passed());
+        let mut report = Report {
+            runs: vec![run("linux-6.1", &[("nfsd.burst", Verdict::Pass)])],
+        };
+        apply(&mut report, &expectations);
+        assert!(report.runs[0].cases[0].reasons[0].contains("now passes"));
+    }
+
+    #[test]
+    fn entries_need_a_reason_and_known_fields() {
+        assert!(
+            parse("[[expect]]\nkernel='a'\nsuite='b'\ncase='c'\nkind='catch'\nreason=' '\n")
+                .is_err()
+        );
+        assert!(
+            parse("[[expect]]\nkernel='a'\nsuite='b'\ncase='c'\nkind='maybe'\nreason='r'\n")
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn the_committed_expectations_parse_and_name_matrix_kernels() {
+        let root = crate::cache::workspace_root();
+        let expectations = load(&root.join("vm-images/expectations.toml")).unwrap();
+        let matrix = crate::matrix::Matrix::load(&root.join("vm-images/kernels.toml")).unwrap();
+        assert!(expectations.iter().any(|e| e.kind == Kind::Catch));
+        for e in &expectations {
+            assert!(
+                e.kernel == "*" || matrix.kernels.iter().any(|k| k.name == e.kernel),
+                "{} is not in the matrix",
+                e.kernel
+            );
+        }
+        // Every mutant entry of the matrix has at least one case it must fail.
+        for kernel in matrix.kernels.iter().filter(|k| !k.patches.is_empty()) {
+            assert!(
+                expectations
+                    .iter()
+                    .any(|e| e.kernel == kernel.name && e.kind == Kind::Catch),
+                "mutant {} has no catch expectation",
+                kernel.name
+            );
+        }
+    }
+}
