@@ -326,21 +326,34 @@ struct ExecutionIn {
     executions: usize,
 }
 
-/// Executions of `xid` (as `procedure`) in `rig serve --stats` JSON, summed over slots.
-pub fn serve_stats_executions(json: &str, xid: u32, procedure: &str) -> Result<usize, CountError> {
-    let stats: StatsIn =
-        serde_json::from_str(json).map_err(|e| CountError::BadStats(e.to_string()))?;
-    let matching: Vec<&ExecutionIn> = stats
-        .executions
-        .iter()
-        .filter(|e| e.xid == xid && e.procedure.eq_ignore_ascii_case(procedure))
-        .collect();
-    if matching.is_empty() {
-        return Err(CountError::NotInStats(xid));
+/// The per-XID execution counts of `rig serve --stats` JSON.
+#[derive(Debug)]
+pub struct ServeCounts {
+    executions: Vec<ExecutionIn>,
+}
+
+impl ServeCounts {
+    /// Parse the stats; only `executions[].{xid, procedure, executions}` are read.
+    pub fn parse(json: &str) -> Result<ServeCounts, CountError> {
+        let stats: StatsIn =
+            serde_json::from_str(json).map_err(|e| CountError::BadStats(e.to_string()))?;
+        Ok(ServeCounts {
+            executions: stats.executions,
+        })
     }
-    Ok(matching
-        .iter()
-        .fold(0usize, |n, e| n.saturating_add(e.executions)))
+
+    /// Executions of `xid` as `procedure`, summed over the server's slots.
+    pub fn executions(&self, xid: u32, procedure: &str) -> Result<usize, CountError> {
+        let mut matching = self
+            .executions
+            .iter()
+            .filter(|e| e.xid == xid && e.procedure.eq_ignore_ascii_case(procedure))
+            .peekable();
+        if matching.peek().is_none() {
+            return Err(CountError::NotInStats(xid));
+        }
+        Ok(matching.fold(0usize, |n, e| n.saturating_add(e.executions)))
+    }
 }
 
 #[cfg(test)]
@@ -477,18 +490,22 @@ mod tests {
             {"slot": 0, "xid": 7, "procedure": "LOOKUP", "executions": 5, "statuses": []},
             {"slot": 0, "xid": 8, "procedure": "REMOVE", "executions": 1, "statuses": []}
         ]}"#;
-        assert_eq!(serve_stats_executions(json, 7, "REMOVE"), Ok(2));
+        let counts = ServeCounts::parse(json).unwrap();
+        assert_eq!(counts.executions(7, "REMOVE"), Ok(2));
         assert_eq!(
-            serve_stats_executions(json, 9, "REMOVE"),
+            counts.executions(9, "REMOVE"),
             Err(CountError::NotInStats(9))
         );
-        assert!(matches!(
-            serve_stats_executions("{", 7, "REMOVE"),
-            Err(CountError::BadStats(_))
-        ));
-        assert!(matches!(
-            serve_stats_executions(r#"{"executions": [{"xid": -1}]}"#, 7, "REMOVE"),
-            Err(CountError::BadStats(_))
-        ));
+        for bad in [
+            "{",
+            "[]",
+            r#"{"executions": [{"xid": -1}]}"#,
+            r#"{"policy": "x"}"#,
+        ] {
+            assert!(
+                matches!(ServeCounts::parse(bad), Err(CountError::BadStats(_))),
+                "{bad}"
+            );
+        }
     }
 }

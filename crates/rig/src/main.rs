@@ -5,6 +5,7 @@ use clap::{Parser, Subcommand};
 mod bench_rpc;
 mod decode;
 mod fuzz_wire;
+mod judge;
 mod scenarios;
 mod serve;
 mod trace_cmd;
@@ -33,6 +34,8 @@ enum Command {
     /// NULL rate/latency or READ/WRITE throughput against a live NFSv3/RDMA server.
     #[command(name = "bench-rpc")]
     BenchRpc(bench_rpc::Args),
+    /// Re-judge a scenario verdict with executions counted on the server (ftrace or serve stats).
+    Judge(judge::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -44,6 +47,7 @@ fn main() -> std::process::ExitCode {
         Command::FuzzWire(args) => fuzz_wire::run(args),
         Command::Serve(args) => serve::run(args),
         Command::BenchRpc(args) => bench_rpc::run(args),
+        Command::Judge(args) => judge::run(args),
     };
     match result {
         Ok(code) => std::process::ExitCode::from(code),

@@ -1,0 +1,522 @@
+//! `rig judge`: re-judge a `rig scenarios --format json` verdict file with executions counted on
+//! the server (kernel ftrace text or `rig serve --stats` JSON), by the one rule in
+//! [`rdma::judge`]. Prints one summary line per verdict and `key=value` lines for the case's
+//! kernel.txt; `--write` rewrites the verdict file in place. Exit 0 pass, 1 fail, 2 bad input.
+
+use std::fs;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, ensure, Context, Result};
+use rdma::counted::{FtraceCounts, ServeCounts};
+use rdma::judge::Basis;
+use rdma::scenarios::Verdict;
+
+/// Largest input file read (verdict, trace or stats).
+const MAX_INPUT: u64 = 16 << 20;
+/// Most verdicts judged from one file.
+const MAX_VERDICTS: usize = 1024;
+
+#[derive(Debug, clap::Args)]
+#[command(group(clap::ArgGroup::new("count").required(true).args(["ftrace", "serve_stats"])))]
+pub struct Args {
+    /// The case's verdict file (`rig scenarios --format json`).
+    #[arg(long)]
+    verdict: PathBuf,
+    /// Kernel ftrace text (a copy of /sys/kernel/tracing/trace) with sunrpc:svc_process,
+    /// nfsd:nfsd_drc_found and the rig_cache_update kprobe.
+    #[arg(long)]
+    ftrace: Option<PathBuf>,
+    /// `rig serve --stats` JSON (per-XID execution counts of our server).
+    #[arg(long)]
+    serve_stats: Option<PathBuf>,
+    /// Rewrite the verdict file with the counted executions and the new judgement.
+    #[arg(long)]
+    write: bool,
+}
+
+/// Where the counts come from.
+enum Source {
+    Ftrace(Box<FtraceCounts>),
+    ServeStats(ServeCounts),
+}
+
+/// What judging one verdict printed.
+#[derive(Debug)]
+struct Judged {
+    summary: String,
+    keys: Vec<(&'static str, String)>,
+    failed: bool,
+}
+
+fn read_bounded(path: &Path) -> Result<String> {
+    let file = fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
+    let mut bytes = Vec::new();
+    file.take(MAX_INPUT + 1)
+        .read_to_end(&mut bytes)
+        .with_context(|| format!("reading {}", path.display()))?;
+    ensure!(
+        bytes.len() as u64 <= MAX_INPUT,
+        "{} is larger than {MAX_INPUT} bytes",
+        path.display()
+    );
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// An array of verdicts (what `rig scenarios --format json` prints) or one verdict.
+fn parse_verdicts(text: &str) -> Result<Vec<Verdict>> {
+    let value: serde_json::Value = serde_json::from_str(text).context("verdict JSON")?;
+    let verdicts: Vec<Verdict> = if value.is_array() {
+        serde_json::from_value(value).context("verdict JSON: not a list of verdicts")?
+    } else {
+        vec![serde_json::from_value(value).context("verdict JSON: not a verdict")?]
+    };
+    ensure!(!verdicts.is_empty(), "verdict JSON: no verdict");
+    ensure!(
+        verdicts.len() <= MAX_VERDICTS,
+        "verdict JSON: {} verdicts, more than {MAX_VERDICTS}",
+        verdicts.len()
+    );
+    Ok(verdicts)
+}
+
+fn number(n: Option<usize>) -> String {
+    n.map_or_else(|| "unknown".to_string(), |n| n.to_string())
+}
+
+fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// Count, set and judge one verdict.
+fn judge_one(verdict: &mut Verdict, source: &Source) -> Judged {
+    let inferred = verdict.executions;
+    let head = format!(
+        "{} {} xid={:#010x}",
+        verdict.scenario, verdict.procedure, verdict.xid
+    );
+    let mut keys = Vec::new();
+    // The count, or why there is none.
+    let counted: Result<(usize, Basis, String), String> = if verdict.outcome != "ok"
+        || verdict.xid == 0
+    {
+        Err(format!("no XID under test (outcome {})", verdict.outcome))
+    } else {
+        match source {
+            Source::Ftrace(trace) => match trace.xid(verdict.xid) {
+                Ok(c) => {
+                    let n = c.executions().unwrap_or(0);
+                    Ok((
+                        n,
+                        Basis::Kernel,
+                        format!(
+                            "{} - {} - {}",
+                            plural(c.calls, "call", "calls"),
+                            plural(c.replays, "replay", "replays"),
+                            plural(c.drops, "drop", "drops")
+                        ),
+                    ))
+                }
+                Err(e) => Err(e.to_string()),
+            },
+            Source::ServeStats(stats) => match stats.executions(verdict.xid, &verdict.procedure) {
+                Ok(n) => Ok((n, Basis::Serve, "per-XID execution count".to_string())),
+                Err(e) => Err(e.to_string()),
+            },
+        }
+    };
+    let (basis, count_text) = match &counted {
+        Ok((n, basis, how)) => {
+            verdict.executions = Some(*n);
+            verdict.executions_basis = basis.verdict_name().to_string();
+            (
+                *basis,
+                format!(
+                    "executions {n} {} ({how}; inferred {})",
+                    basis.describe(),
+                    number(inferred)
+                ),
+            )
+        }
+        Err(why) => (
+            Basis::Inferred,
+            format!(
+                "executions not counted: {why}; judged on inferred {}",
+                number(inferred)
+            ),
+        ),
+    };
+    keys.push((
+        "executions_counted",
+        number(counted.as_ref().ok().map(|c| c.0)),
+    ));
+    keys.push(("executions_inferred", number(inferred)));
+    if let Source::Ftrace(trace) = source {
+        let per_xid = trace.xid(verdict.xid).ok().filter(|_| counted.is_ok());
+        keys.push(("svc_calls", number(per_xid.as_ref().map(|c| c.calls))));
+        keys.push(("drc_replays", number(per_xid.as_ref().map(|c| c.replays))));
+        keys.push(("drc_drops", number(per_xid.as_ref().map(|c| c.drops))));
+        keys.push(("executions_total", number(trace.total_executions())));
+        keys.push((
+            "cache_update_hits",
+            if trace.sources.cache_update {
+                trace.cache_update_hits.to_string()
+            } else {
+                "unknown".to_string()
+            },
+        ));
+        keys.push((
+            "counts_agree",
+            trace
+                .counts_agree()
+                .map_or_else(|| "unknown".to_string(), |a| a.to_string()),
+        ));
+        if trace.lost_events > 0 {
+            keys.push(("trace_lost_events", trace.lost_events.to_string()));
+        }
+    }
+    let result = verdict.apply_judgement(basis);
+    let sets = plural(verdict.argument_sets, "argument set", "argument sets");
+    let summary = match &result {
+        Ok(()) => format!("rig judge: pass: {head}: {count_text}, {sets}"),
+        Err(failure) => format!("rig judge: fail: {head}: {failure} [{count_text}]"),
+    };
+    Judged {
+        summary,
+        keys,
+        failed: result.is_err(),
+    }
+}
+
+/// Replace `path` by `text` (a sibling temporary file renamed over it).
+fn write_in_place(path: &Path, text: &str) -> Result<()> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".judge.tmp");
+    let tmp = PathBuf::from(tmp);
+    fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
+    fs::rename(&tmp, path).with_context(|| format!("replacing {}", path.display()))
+}
+
+/// Judge the file; the summary and key lines go to `out`. Returns whether any verdict failed.
+fn judge_file(args: &Args, out: &mut Vec<String>) -> Result<bool> {
+    let mut verdicts = parse_verdicts(&read_bounded(&args.verdict)?)?;
+    let source = match (&args.ftrace, &args.serve_stats) {
+        (Some(path), None) => Source::Ftrace(Box::new(FtraceCounts::parse(&read_bounded(path)?))),
+        (None, Some(path)) => Source::ServeStats(
+            ServeCounts::parse(&read_bounded(path)?)
+                .with_context(|| format!("{}", path.display()))?,
+        ),
+        _ => bail!("exactly one of --ftrace and --serve-stats"),
+    };
+    let several = verdicts.len() > 1;
+    let mut failed = false;
+    for verdict in &mut verdicts {
+        let judged = judge_one(verdict, &source);
+        failed |= judged.failed;
+        out.push(judged.summary);
+        for (key, value) in judged.keys {
+            if several {
+                out.push(format!("{}.{key}={value}", verdict.scenario));
+            } else {
+                out.push(format!("{key}={value}"));
+            }
+        }
+    }
+    if args.write {
+        let text = serde_json::to_string_pretty(&verdicts)? + "\n";
+        write_in_place(&args.verdict, &text)?;
+    }
+    Ok(failed)
+}
+
+pub fn run(args: Args) -> Result<u8> {
+    let mut out = Vec::new();
+    let failed = judge_file(&args, &mut out)?;
+    for line in out {
+        println!("{line}");
+    }
+    Ok(u8::from(failed))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: Args,
+    }
+
+    const VERDICT: &str = r#"[
+  {
+    "scenario": "after-ack",
+    "label": "nfsd",
+    "procedure": "REMOVE",
+    "outcome": "ok",
+    "xid": 1514078226,
+    "transmissions": 2,
+    "argument_sets": 1,
+    "replies": 2,
+    "replies_identical": true,
+    "statuses": [
+      "NFS3_OK",
+      "NFS3_OK"
+    ],
+    "executions": 1,
+    "executions_basis": "inferred",
+    "inference": "inferred: 0 later reply(ies) NFS3ERR_NOENT (executed again), 1 NFS3_OK (replayed)",
+    "judgement": "pass",
+    "failure": "",
+    "credits_requested": 32,
+    "credits_granted": 32,
+    "unanswered": 0,
+    "credits_balanced": true,
+    "transport_errors": 0,
+    "connects": 1,
+    "connection": "up",
+    "note": "retransmitted after the reply was processed"
+  }
+]
+"#;
+
+    fn trace(second: &str) -> String {
+        format!(
+            "# rig-sources: sunrpc:svc_process nfsd:nfsd_drc_found kprobes:rig_cache_update\n\
+             # tracer: nop\n\
+             \x20 nfsd-1 [000] ..... 1.1: svc_process: addr=10.99.0.2 xid=0x5a3f0012 service=nfsd vers=3 proc=REMOVE\n\
+             \x20 nfsd-1 [000] ..... 1.2: rig_cache_update: (nfsd_cache_update+0x0/0x2a0 [nfsd])\n\
+             \x20 nfsd-1 [000] ..... 1.3: svc_process: addr=10.99.0.2 xid=0x5a3f0012 service=nfsd vers=3 proc=REMOVE\n\
+             {second}"
+        )
+    }
+
+    const REPLAYED: &str =
+        "  nfsd-1 [000] ..... 1.4: nfsd_drc_found: boot_time=  6571a2b3c xid=0x5a3f0012 result=REPLY\n";
+    const RE_EXECUTED: &str =
+        "  nfsd-1 [000] ..... 1.4: rig_cache_update: (nfsd_cache_update+0x0/0x2a0 [nfsd])\n";
+
+    fn case(trace_text: &str) -> (tempfile_dir::Dir, Args) {
+        let dir = tempfile_dir::Dir::new();
+        let verdict = dir.path().join("nfsd.after-ack.verdict.json");
+        let ftrace = dir.path().join("nfsd.after-ack.ftrace.txt");
+        fs::write(&verdict, VERDICT).unwrap();
+        fs::write(&ftrace, trace_text).unwrap();
+        let cli = Cli::parse_from([
+            "rig",
+            "--verdict",
+            verdict.to_str().unwrap(),
+            "--ftrace",
+            ftrace.to_str().unwrap(),
+            "--write",
+        ]);
+        (dir, cli.args)
+    }
+
+    /// A scratch directory removed on drop (no tempfile crate in this workspace's rig deps).
+    mod tempfile_dir {
+        use std::path::{Path, PathBuf};
+        use std::sync::atomic::{AtomicUsize, Ordering};
+
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+
+        pub struct Dir(PathBuf);
+
+        impl Dir {
+            pub fn new() -> Dir {
+                let path = std::env::temp_dir().join(format!(
+                    "rig-judge-test-{}-{}",
+                    std::process::id(),
+                    NEXT.fetch_add(1, Ordering::Relaxed)
+                ));
+                std::fs::create_dir_all(&path).unwrap();
+                Dir(path)
+            }
+
+            pub fn path(&self) -> &Path {
+                &self.0
+            }
+        }
+
+        impl Drop for Dir {
+            fn drop(&mut self) {
+                let _ = std::fs::remove_dir_all(&self.0);
+            }
+        }
+    }
+
+    #[test]
+    fn a_replayed_retransmit_passes_with_counted_executions() {
+        let (_dir, args) = case(&trace(REPLAYED));
+        let mut out = Vec::new();
+        assert!(!judge_file(&args, &mut out).unwrap());
+        assert!(out[0].starts_with("rig judge: pass: after-ack REMOVE xid=0x5a3f0012: executions 1 counted in the kernel (2 calls - 1 replay - 0 drops; inferred 1)"), "{out:?}");
+        assert_eq!(
+            out[1..],
+            [
+                "executions_counted=1",
+                "executions_inferred=1",
+                "svc_calls=2",
+                "drc_replays=1",
+                "drc_drops=0",
+                "executions_total=1",
+                "cache_update_hits=1",
+                "counts_agree=true",
+            ]
+        );
+        let written = parse_verdicts(&fs::read_to_string(&args.verdict).unwrap()).unwrap();
+        assert_eq!(written[0].executions_basis, "counted");
+        assert_eq!(written[0].judgement, "pass");
+        assert!(written[0].inference.starts_with("inferred: 0 later"));
+        // Same pretty format as `rig scenarios --format json` (here: only the basis changed).
+        assert_eq!(
+            fs::read_to_string(&args.verdict).unwrap(),
+            VERDICT.replace(
+                "\"executions_basis\": \"inferred\"",
+                "\"executions_basis\": \"counted\""
+            )
+        );
+    }
+
+    #[test]
+    fn a_re_executed_retransmit_fails_and_is_written_back() {
+        let (_dir, args) = case(&trace(RE_EXECUTED));
+        let mut out = Vec::new();
+        assert!(judge_file(&args, &mut out).unwrap());
+        assert!(out[0].starts_with("rig judge: fail: after-ack REMOVE xid=0x5a3f0012: non-idempotent REMOVE executed 2 times for XID 0x5a3f0012 with 1 argument set (counted in the kernel); on a live connection"), "{out:?}");
+        assert!(out.contains(&"counts_agree=true".to_string()), "{out:?}");
+        assert!(out.contains(&"executions_counted=2".to_string()), "{out:?}");
+        let written = parse_verdicts(&fs::read_to_string(&args.verdict).unwrap()).unwrap();
+        assert_eq!(written[0].executions, Some(2));
+        assert_eq!(written[0].judgement, "fail");
+        assert!(written[0].failure.contains("executed 2 times"));
+        // The CLI's exit code: 1.
+        assert_eq!(run(args).unwrap(), 1);
+    }
+
+    #[test]
+    fn an_xid_missing_from_the_trace_is_not_counted() {
+        let (_dir, args) = case("# rig-sources: sunrpc:svc_process nfsd:nfsd_drc_found\n");
+        let mut out = Vec::new();
+        assert!(!judge_file(&args, &mut out).unwrap());
+        assert!(
+            out[0].contains("executions not counted: no svc_process line"),
+            "{out:?}"
+        );
+        assert!(out.contains(&"executions_counted=unknown".to_string()));
+        assert!(out.contains(&"cache_update_hits=unknown".to_string()));
+        assert!(out.contains(&"counts_agree=unknown".to_string()));
+        let written = parse_verdicts(&fs::read_to_string(&args.verdict).unwrap()).unwrap();
+        assert_eq!(written[0].executions_basis, "inferred");
+    }
+
+    #[test]
+    fn serve_stats_count_too() {
+        let dir = tempfile_dir::Dir::new();
+        let verdict = dir.path().join("classic.after-ack.verdict.json");
+        let stats = dir.path().join("serve-classic.stats.json");
+        fs::write(&verdict, VERDICT).unwrap();
+        fs::write(
+            &stats,
+            r#"{"executions": [{"slot": 0, "xid": 1514078226, "procedure": "REMOVE", "executions": 2, "statuses": []}]}"#,
+        )
+        .unwrap();
+        let cli = Cli::parse_from([
+            "rig",
+            "--verdict",
+            verdict.to_str().unwrap(),
+            "--serve-stats",
+            stats.to_str().unwrap(),
+        ]);
+        let mut out = Vec::new();
+        assert!(judge_file(&cli.args, &mut out).unwrap());
+        assert!(out[0].contains("(counted by rig serve)"), "{out:?}");
+        assert_eq!(out[1..], ["executions_counted=2", "executions_inferred=1"]);
+        // Without --write the file is untouched.
+        assert_eq!(fs::read_to_string(&verdict).unwrap(), VERDICT);
+    }
+
+    #[test]
+    fn bad_input_is_an_error() {
+        let dir = tempfile_dir::Dir::new();
+        let verdict = dir.path().join("v.json");
+        let trace = dir.path().join("t.txt");
+        fs::write(&trace, "").unwrap();
+        for bad in ["", "{", "[]", "42", "[{\"scenario\": 1}]"] {
+            fs::write(&verdict, bad).unwrap();
+            let cli = Cli::parse_from([
+                "rig",
+                "--verdict",
+                verdict.to_str().unwrap(),
+                "--ftrace",
+                trace.to_str().unwrap(),
+            ]);
+            assert!(run(cli.args).is_err(), "{bad:?}");
+        }
+        fs::write(&verdict, VERDICT).unwrap();
+        let big = dir.path().join("big.txt");
+        fs::write(&big, vec![b'x'; MAX_INPUT as usize + 1]).unwrap();
+        let cli = Cli::parse_from([
+            "rig",
+            "--verdict",
+            verdict.to_str().unwrap(),
+            "--ftrace",
+            big.to_str().unwrap(),
+        ]);
+        let err = run(cli.args).unwrap_err().to_string();
+        assert!(err.contains("larger than"), "{err}");
+        let cli = Cli::parse_from([
+            "rig",
+            "--verdict",
+            verdict.to_str().unwrap(),
+            "--serve-stats",
+            trace.to_str().unwrap(),
+        ]);
+        assert!(run(cli.args).is_err());
+        // One count source is required, and only one.
+        assert!(Cli::try_parse_from(["rig", "--verdict", "v"]).is_err());
+        assert!(Cli::try_parse_from([
+            "rig",
+            "--verdict",
+            "v",
+            "--ftrace",
+            "a",
+            "--serve-stats",
+            "b"
+        ])
+        .is_err());
+    }
+
+    #[test]
+    fn verdicts_without_an_xid_make_no_claim() {
+        let dir = tempfile_dir::Dir::new();
+        let verdict = dir.path().join("v.json");
+        let trace_path = dir.path().join("t.txt");
+        fs::write(
+            &verdict,
+            VERDICT
+                .replace("\"xid\": 1514078226", "\"xid\": 0")
+                .replace(
+                    "\"outcome\": \"ok\"",
+                    "\"outcome\": \"unsupported-on-rdma\"",
+                ),
+        )
+        .unwrap();
+        fs::write(&trace_path, trace(REPLAYED)).unwrap();
+        let cli = Cli::parse_from([
+            "rig",
+            "--verdict",
+            verdict.to_str().unwrap(),
+            "--ftrace",
+            trace_path.to_str().unwrap(),
+        ]);
+        let mut out = Vec::new();
+        assert!(!judge_file(&cli.args, &mut out).unwrap());
+        assert!(
+            out[0].contains("no XID under test (outcome unsupported-on-rdma)"),
+            "{out:?}"
+        );
+        assert!(out.contains(&"executions_counted=unknown".to_string()));
+    }
+}
