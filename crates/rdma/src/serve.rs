@@ -101,6 +101,9 @@ pub struct Controls<'a> {
     pub stop: &'a AtomicBool,
     /// Disconnect every connection now (SIGUSR1), then clear the flag.
     pub drop_all: &'a AtomicBool,
+    /// Called with up-to-date statistics each time a connection closes (`rig serve --stats`
+    /// rewrites its file, so a client can count its executions before the server stops).
+    pub checkpoint: Option<&'a dyn Fn(&ServeStats)>,
 }
 
 /// Serve until `controls.stop` is set; returns the statistics.
@@ -145,7 +148,11 @@ pub fn serve(options: &ServeOptions, controls: Controls<'_>) -> Result<ServeStat
         let ready = wait_any_readable(&fds, TICK)?;
         if ready[0] {
             if let Ok(event) = channel.next_event(Duration::ZERO) {
-                on_cm_event(event, options, &mut slots, &mut live, &mut stats, clock);
+                let closed = on_cm_event(event, options, &mut slots, &mut live, &mut stats, clock);
+                if let (true, Some(checkpoint)) = (closed, controls.checkpoint) {
+                    tally(&slots, &mut stats);
+                    checkpoint(&stats);
+                }
             }
         }
         for l in &mut live {
@@ -190,6 +197,15 @@ pub fn serve(options: &ServeOptions, controls: Controls<'_>) -> Result<ServeStat
         stats.connections[l.stats_index].open = true;
         let _ = l.conn.id.disconnect();
     }
+    tally(&slots, &mut stats);
+    Ok(stats)
+}
+
+/// Recompute the per-(xid, procedure) execution counts and the DRC decision totals of `stats`
+/// from every slot.
+fn tally(slots: &[Slot], stats: &mut ServeStats) {
+    stats.executions.clear();
+    stats.drc_decisions.clear();
     for (index, slot) in slots.iter().enumerate() {
         let mut counts: BTreeMap<(u32, String), Vec<String>> = BTreeMap::new();
         for execution in slot.server.executions() {
@@ -214,7 +230,6 @@ pub fn serve(options: &ServeOptions, controls: Controls<'_>) -> Result<ServeStat
                 .or_default() += 1;
         }
     }
-    Ok(stats)
 }
 
 /// Post the server's work and run its upper layer until it has nothing left (bounded).
@@ -234,6 +249,7 @@ fn drive(server: &mut Server, conn: &mut Connection) {
     }
 }
 
+/// Handle one CM event; returns whether a connection closed.
 fn on_cm_event(
     mut event: CmEvent,
     options: &ServeOptions,
@@ -241,11 +257,11 @@ fn on_cm_event(
     live: &mut Vec<Live>,
     stats: &mut ServeStats,
     clock: u64,
-) {
+) -> bool {
     match event.kind {
         CmEventKind::ConnectRequest => {
             let Some(id) = event.new_id.take() else {
-                return;
+                return false;
             };
             stats.connections_seen += 1;
             let slot = pick_slot(slots, options);
@@ -253,14 +269,14 @@ fn on_cm_event(
                 eprintln!("rig serve: connection refused: --max-connections reached");
                 stats.connections_rejected += 1;
                 let _ = id.reject(&[]);
-                return;
+                return false;
             };
             let mut conn = match Connection::set_up(id, options.config.credits, Role::Responder) {
                 Ok(conn) => conn,
                 Err(error) => {
                     eprintln!("rig serve: connection set-up failed: {error}");
                     stats.connections_rejected += 1;
-                    return;
+                    return false;
                 }
             };
             // Like svcrdma, post the Receives before accepting: the client may send as soon as
@@ -280,7 +296,7 @@ fn on_cm_event(
                 eprintln!("rig serve: accept failed: {error}");
                 server.handle_event(Event::ConnectionLost);
                 stats.connections_rejected += 1;
-                return;
+                return false;
             }
             slots[slot].busy = true;
             slots[slot].last_used = clock;
@@ -339,10 +355,12 @@ fn on_cm_event(
                     l.stats_index + 1,
                     event.kind.name()
                 );
+                return true;
             }
         }
         _ => {}
     }
+    false
 }
 
 fn pick_slot(slots: &mut Vec<Slot>, options: &ServeOptions) -> Option<usize> {
@@ -408,6 +426,31 @@ mod tests {
     }
 
     #[test]
+    fn the_stats_json_is_what_rig_judge_counts_from() {
+        let mut stats = ServeStats {
+            listen: "10.99.0.1:20049".to_string(),
+            policy: "classic".to_string(),
+            connections_seen: 1,
+            connections_rejected: 0,
+            connections: Vec::new(),
+            executions: Vec::new(),
+            drc_decisions: BTreeMap::new(),
+        };
+        for slot in [0, 1] {
+            stats.executions.push(ExecutionCount {
+                slot,
+                xid: 0x5a3f_0012,
+                procedure: "REMOVE".to_string(),
+                executions: 1,
+                statuses: vec!["NFS3_OK".to_string()],
+            });
+        }
+        let json = serde_json::to_string_pretty(&stats).unwrap();
+        let counts = crate::counted::ServeCounts::parse(&json).unwrap();
+        assert_eq!(counts.executions(0x5a3f_0012, "REMOVE"), Ok(2));
+    }
+
+    #[test]
     fn unknown_policies_are_refused_before_any_rdma_call() {
         let mut options = options(1);
         options.policy = "lru".to_string();
@@ -418,6 +461,7 @@ mod tests {
             Controls {
                 stop: &stop,
                 drop_all: &drop_all,
+                checkpoint: None,
             },
         )
         .err()
