@@ -90,7 +90,10 @@ fn plural(n: usize, one: &str, many: &str) -> String {
 
 /// Count, set and judge one verdict.
 fn judge_one(verdict: &mut Verdict, source: &Source) -> Judged {
-    let inferred = verdict.executions;
+    // What `rig scenarios` inferred (a verdict judged before already holds a counted value).
+    let inferred = verdict
+        .executions
+        .filter(|_| verdict.executions_basis == Basis::Inferred.verdict_name());
     let head = format!(
         "{} {} xid={:#010x}",
         verdict.scenario, verdict.procedure, verdict.xid

@@ -1,5 +1,6 @@
 # Server: soft-RoCE, kernel nfsd with an RDMA listener on 20049, rpc.mountd on TCP 20048 (our
-# client's MOUNT), a tmpfs export, and a fresh duplicate reply cache.
+# client's MOUNT), a tmpfs export, a fresh duplicate reply cache, and the ftrace events that
+# count nfsd's executions per XID.
 . /rig/lib/rig-suite.sh
 set -x
 rxe_up
@@ -18,4 +19,28 @@ rig_check rdma-listener sh -c "echo 'rdma $NFS_RDMA_PORT' > /proc/fs/nfsd/portli
 cat /proc/fs/nfsd/portlist
 grep -q "rdma $NFS_RDMA_PORT" /proc/fs/nfsd/portlist || { rig_result fail step=portlist; exit 1; }
 cat /proc/fs/nfsd/reply_cache_stats
-rig_result pass nfsd_rdma_port=$NFS_RDMA_PORT mountd_tcp_port=$MOUNT_TCP_PORT kernel=$(uname -r)
+# Executions counted in the kernel (`rig judge` in observe-nfsd.sh, per case): sunrpc:svc_process
+# (every call nfsd begins), nfsd:nfsd_drc_found (REPLY = replayed from the cache, DROPIT = an
+# in-progress duplicate dropped) and a kprobe on nfsd_cache_update (one hit per executed
+# procedure: the cross-check). Enabled once, after nfsd is loaded; a source this kernel lacks is
+# left out, and /tmp/rig-trace-sources lists those enabled (rig judge counts nothing without them).
+T=/sys/kernel/tracing
+[ -e $T/trace ] || mount -t tracefs tracefs $T
+sources=
+if [ -e $T/trace ]; then
+  echo 0 > $T/tracing_on
+  echo 4096 > $T/buffer_size_kb
+  for ev in sunrpc/svc_process nfsd/nfsd_drc_found; do
+    [ -e "$T/events/$ev/enable" ] && echo 1 > "$T/events/$ev/enable" && sources="$sources ${ev%%/*}:${ev#*/}"
+  done
+  if [ -e $T/kprobe_events ] && echo 'p:rig_cache_update nfsd_cache_update' >> $T/kprobe_events &&
+     [ -e $T/events/kprobes/rig_cache_update/enable ] && echo 1 > $T/events/kprobes/rig_cache_update/enable; then
+    sources="$sources kprobes:rig_cache_update"
+  fi
+  : > $T/trace
+  echo 1 > $T/tracing_on
+fi
+sources=${sources# }
+echo "$sources" > /tmp/rig-trace-sources
+rig_result pass nfsd_rdma_port=$NFS_RDMA_PORT mountd_tcp_port=$MOUNT_TCP_PORT kernel=$(uname -r) \
+  trace_sources=$(echo "${sources:-none}" | tr ' ' ',')

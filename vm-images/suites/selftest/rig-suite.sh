@@ -5,6 +5,7 @@
 #   capture_start / capture_stop   a per-case RoCEv2 capture into /rig/out/<case>.pcap
 #   run_scenario   one `rig scenarios --transport rdma` run → /rig/out/<case>.verdict.json + RESULT
 #   serve_start / serve_stop       `rig serve` in the background, its --stats JSON into /rig/out
+#   closed_connections / judge_serve_stats   re-judge a case's verdict with `rig serve`'s counts
 RIG=/rig/bin/rig
 NFS_RDMA_PORT=20049
 MOUNT_TCP_PORT=20048
@@ -75,10 +76,16 @@ run_scenario() {
   # means the scenario could not reach a verdict.
   verdict=pass
   [ "$outcome" = error ] || [ "$rc" != 0 ] && verdict=fail
+  # judgement/failure: the one rule on the *inferred* executions, recorded here; the server side
+  # (drc) or judge_serve_stats (selftest) re-judges with counted executions and fails the case.
   rig_result $verdict label=$label scenario=$scenario outcome=$outcome rc=$rc \
     procedure=$(json_field procedure "$out") \
+    xid=$(json_field xid "$out") \
     transmissions=$(json_field transmissions "$out") \
+    argument_sets=$(json_field argument_sets "$out") \
     executions=$(json_field executions "$out") \
+    judgement=$(json_field judgement "$out") \
+    failure=$(json_field failure "$out" | tr -s ' \t=' '___') \
     replies=$(json_field replies "$out") \
     replies_identical=$(json_field replies_identical "$out") \
     statuses=$(json_list statuses "$out") \
@@ -124,4 +131,39 @@ serve_stop() {
     return 1
   fi
   rm -f /tmp/serve.pid
+}
+
+# closed_connections <stats file>: connections `rig serve` has seen close ("open": false in its
+# pretty-printed --stats JSON; 0 when the file is not there yet).
+closed_connections() {
+  n=$(grep -c '"open": false' "$1" 2>/dev/null)
+  echo "${n:-0}"
+}
+
+# judge_serve_stats <policy> <closed connections before the scenario>: re-judge this case's
+# verdict with the executions `rig serve` counted for its XID. `rig serve --stats-on-close`
+# rewrites the stats each time a connection closes; wait (bounded) until every connection the
+# scenario made (the verdict's "connects") has closed, so the counts are final, then
+# `rig judge --serve-stats --write` and report: pass, or fail with the rule's reason.
+judge_serve_stats() {
+  stats="$RIG_OUT/serve-$1.stats.json"
+  out="$RIG_OUT/$RIG_CASE.verdict.json"
+  connects=$(json_field connects "$out")
+  case $connects in ''|*[!0-9]*) connects=0 ;; esac
+  want=$(( $2 + connects ))
+  for i in $(seq 50); do
+    [ "$(closed_connections "$stats")" -ge "$want" ] && break
+    sleep 0.2
+  done
+  "$RIG" judge --verdict "$out" --serve-stats "$stats" --write > "/tmp/$RIG_CASE.judge" 2>&1
+  judge_rc=$?
+  echo "== rig judge (exit $judge_rc)"; cat "/tmp/$RIG_CASE.judge"
+  counted=$(sed -n 's/^executions_counted=//p' "/tmp/$RIG_CASE.judge" | head -1)
+  case $judge_rc in
+    0) rig_result pass step=judge count=serve-stats executions_counted=${counted:-unknown} ;;
+    1) rig_result fail step=judge count=serve-stats executions_counted=${counted:-unknown} \
+         reason=$(json_field failure "$out" | tr -s ' \t=' '___') ;;
+    # Bad input (no verdict, no stats): recorded; the scenario's own RESULT says what ran.
+    *) rig_result pass step=judge count=serve-stats judge=error ;;
+  esac
 }

@@ -1,7 +1,12 @@
 # Case <policy>.<scenario>: one catalogue scenario from the client guest against `rig serve`
 # (started by the preceding serve-<policy> case). The root handle comes from MOUNT over TCP, as
 # against kernel nfsd (MNT over the RDMA connection answered PROG_UNAVAIL in the first run).
+# Then the verdict is re-judged with the executions `rig serve` counted for the XID under test
+# (its --stats, shared through /rig/out and rewritten whenever a connection closes): a second
+# RESULT line, fail when the rule fails.
 . /rig/lib/rig-suite.sh
 policy=${RIG_CASE%%.*}
 scenario=${RIG_CASE#*.}
-run_scenario "$policy" "$scenario" --mount-tcp "$RIG_SERVER_IP:$MOUNT_TCP_PORT" --export /export
+closed_before=$(closed_connections "$RIG_OUT/serve-$policy.stats.json")
+run_scenario "$policy" "$scenario" --mount-tcp "$RIG_SERVER_IP:$MOUNT_TCP_PORT" --export /export || exit $?
+judge_serve_stats "$policy" "$closed_before"

@@ -3,7 +3,9 @@
 # first, which writes its --stats JSON.
 . /rig/lib/rig-suite.sh
 policy=${RIG_CASE#serve-}
-if serve_start "$policy" --mount-tcp "$RIG_SERVER_IP:$MOUNT_TCP_PORT"; then
+# --stats-on-close: the stats are rewritten as each connection closes, so every scenario case
+# can count its own executions (judge_serve_stats) while this server runs.
+if serve_start "$policy" --mount-tcp "$RIG_SERVER_IP:$MOUNT_TCP_PORT" --stats-on-close; then
   rig_result pass policy=$policy pid=$(cat /tmp/serve.pid)
 else
   rig_result fail step=serve-start policy=$policy
