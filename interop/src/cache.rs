@@ -38,6 +38,17 @@ pub fn output_root() -> PathBuf {
         .unwrap_or_else(|| workspace_root().join("target").join("interop"))
 }
 
+/// The newest run's directory (`<output root>/last`, a link into `runs/`), or the output root
+/// itself when no run has been kept yet.
+pub fn last_run_root() -> PathBuf {
+    let last = output_root().join("last");
+    if last.is_dir() {
+        last
+    } else {
+        output_root()
+    }
+}
+
 /// Accumulates named inputs into a cache key. Each part is length-prefixed, so ("ab","c") and
 /// ("a","bc") give different keys.
 #[derive(Debug, Clone)]

@@ -165,6 +165,7 @@ mod tests {
                 .collect(),
             artifacts: Vec::new(),
             error: None,
+            attempt: 1,
         }
     }
 

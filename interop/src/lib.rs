@@ -25,5 +25,6 @@ pub mod progress;
 pub mod report;
 pub mod results;
 pub mod runner;
+pub mod runs;
 pub mod snapshots;
 pub mod suite;

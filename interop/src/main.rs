@@ -14,6 +14,7 @@ use interop::process::{install_signal_handler, kill_all_groups};
 use interop::progress::{Phase, Progress};
 use interop::report::Report;
 use interop::runner::{run_kernel, AccelChoice, RunSettings};
+use interop::runs::{create_run_dir, link_last, prune_runs, select_cases};
 use interop::suite::Suite;
 
 /// What `just interop` runs without `--suite`: the kernel's own NFS/RDMA, our client against our
@@ -69,25 +70,44 @@ enum Command {
     Run {
         #[command(flatten)]
         kernels: KernelArgs,
-        /// Suites from vm-images/suites/<name>.toml (repeatable or comma-separated; default: smoke,selftest,drc,kclient).
-        #[arg(long = "suite", value_delimiter = ',')]
-        suites: Vec<String>,
-        #[arg(long, value_enum, default_value = "auto")]
-        accel: AccelChoice,
-        /// Kernels run at the same time (each runs two guests). Measured on 2 cores under TCG:
-        /// three kernels side by side finish 1.6-2.2x sooner than one after another.
-        #[arg(long, default_value_t = 3)]
-        jobs: usize,
-        /// Memory per guest.
-        #[arg(long, default_value_t = 256)]
-        memory_mib: u32,
-        /// vCPUs per guest (1 boots faster under TCG and keeps 6 guests on 2 cores responsive).
-        #[arg(long, default_value_t = 1)]
-        vcpus: u32,
-        /// Extra file for the share, HOST_PATH:SHARE_PATH (repeatable).
-        #[arg(long = "share-file")]
-        share_files: Vec<String>,
+        #[command(flatten)]
+        run: RunArgs,
     },
+}
+
+#[derive(clap::Args)]
+struct RunArgs {
+    /// Suites from vm-images/suites/<name>.toml (repeatable or comma-separated; default: smoke,selftest,drc,kclient).
+    #[arg(long = "suite", value_delimiter = ',')]
+    suites: Vec<String>,
+    /// Only these cases (repeatable, glob: `after-ack`, `nfsd.after-*`); a pattern matches the
+    /// case name or the scenario after its first dot. Setup and server cases always run.
+    #[arg(long = "case")]
+    cases: Vec<String>,
+    /// Run each chosen suite N times (fresh guests each time) and report pass ratios.
+    #[arg(long, default_value_t = 1)]
+    repeat: u32,
+    /// Print the matrix, the suites and their cases, and run nothing.
+    #[arg(long)]
+    list: bool,
+    /// Run directories kept under target/interop/runs/ (older ones are pruned).
+    #[arg(long, default_value_t = 20)]
+    keep_runs: usize,
+    #[arg(long, value_enum, default_value = "auto")]
+    accel: AccelChoice,
+    /// Kernels run at the same time (each runs two guests). Measured on 2 cores under TCG:
+    /// three kernels side by side finish 1.6-2.2x sooner than one after another.
+    #[arg(long, default_value_t = 3)]
+    jobs: usize,
+    /// Memory per guest.
+    #[arg(long, default_value_t = 256)]
+    memory_mib: u32,
+    /// vCPUs per guest (1 boots faster under TCG and keeps 6 guests on 2 cores responsive).
+    #[arg(long, default_value_t = 1)]
+    vcpus: u32,
+    /// Extra file for the share, HOST_PATH:SHARE_PATH (repeatable).
+    #[arg(long = "share-file")]
+    share_files: Vec<String>,
 }
 
 fn custom(args: &KernelArgs) -> Result<Option<CustomKernel>> {
@@ -156,23 +176,8 @@ fn main() -> ExitCode {
                 true
             })
         }
-        Command::Run {
-            kernels,
-            suites,
-            accel,
-            jobs,
-            memory_mib,
-            vcpus,
-            share_files,
-        } => run(
-            &kernels,
-            &suites,
-            accel,
-            jobs,
-            memory_mib,
-            vcpus,
-            &share_files,
-        ),
+        Command::Run { kernels, run: args } if args.list => list(&kernels, &args),
+        Command::Run { kernels, run: args } => run(&kernels, &args),
     };
     // Belt and braces: no process group outlives the command.
     kill_all_groups();
@@ -186,26 +191,94 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(
-    kernels: &KernelArgs,
-    suite_names: &[String],
-    accel: AccelChoice,
-    jobs: usize,
-    memory_mib: u32,
-    vcpus: u32,
-    share_files: &[String],
-) -> Result<bool> {
-    let progress = Progress::default();
-    let suite_names = if suite_names.is_empty() {
+fn load_suites(args: &RunArgs) -> Result<Vec<Suite>> {
+    let suite_names = if args.suites.is_empty() {
         DEFAULT_SUITES.iter().map(|s| (*s).to_owned()).collect()
     } else {
-        suite_names.to_vec()
+        args.suites.clone()
     };
     let suites: Vec<Suite> = suite_names
         .iter()
         .map(|name| Suite::load(&vm_images_dir().join("suites").join(format!("{name}.toml"))))
         .collect::<Result<_>>()?;
-    let extra_files = share_files
+    let chosen: Vec<Suite> = suites
+        .iter()
+        .filter_map(|suite| select_cases(suite, &args.cases))
+        .collect();
+    ensure!(
+        !chosen.is_empty(),
+        "--case {} matches no case of the suites {}",
+        args.cases.join(" --case "),
+        suite_names.join(", ")
+    );
+    Ok(chosen)
+}
+
+/// `--list`: the matrix, suites and cases, without building or running anything.
+fn list(kernels: &KernelArgs, args: &RunArgs) -> Result<bool> {
+    let matrix = interop::matrix::Matrix::load(&vm_images_dir().join("kernels.toml"))?;
+    println!("kernels (vm-images/kernels.toml):");
+    for spec in matrix.select(&kernels.kernels)? {
+        let origin = match spec.origin()? {
+            interop::matrix::KernelOrigin::Binary { meta_package, .. } => {
+                format!("debian {}/{meta_package}", spec.suite)
+            }
+            interop::matrix::KernelOrigin::Source { package, version } => {
+                let mut origin = format!("source {package}={version}");
+                if !spec.patches.is_empty() {
+                    origin.push_str(&format!(" + {}", spec.patches.join(" + ")));
+                }
+                origin
+            }
+        };
+        println!(
+            "  {:<24} {origin}{}{}",
+            spec.name,
+            if spec.cmdline.is_empty() {
+                String::new()
+            } else {
+                format!("  cmdline: {}", spec.cmdline.join(" "))
+            },
+            if spec.suites.is_empty() {
+                String::new()
+            } else {
+                format!("  suites: {}", spec.suites.join(","))
+            }
+        );
+    }
+    for suite in load_suites(args)? {
+        println!(
+            "suite {} ({} cases): {}",
+            suite.name,
+            suite.cases.len(),
+            suite.description
+        );
+        for case in &suite.cases {
+            println!(
+                "  {}{}",
+                case.name,
+                if case.always { "  (always)" } else { "" }
+            );
+        }
+    }
+    let expectations = interop::expect::load(&vm_images_dir().join("expectations.toml"))?;
+    if !expectations.is_empty() {
+        println!("expectations (vm-images/expectations.toml):");
+        for e in expectations {
+            println!(
+                "  {:?} {} {} {}: {}",
+                e.kind, e.kernel, e.suite, e.case, e.reason
+            );
+        }
+    }
+    Ok(true)
+}
+
+fn run(kernels: &KernelArgs, args: &RunArgs) -> Result<bool> {
+    let progress = Progress::default();
+    let suites = load_suites(args)?;
+    let extra_files = args
+        .share_files
         .iter()
         .map(|spec| {
             let (from, to) = spec
@@ -214,16 +287,33 @@ fn run(
             Ok((PathBuf::from(from), to.to_owned()))
         })
         .collect::<Result<Vec<_>>>()?;
-    ensure!(jobs >= 1, "--jobs must be at least 1");
+    ensure!(args.jobs >= 1, "--jobs must be at least 1");
+    ensure!(
+        (1..=1000).contains(&args.repeat),
+        "--repeat must be 1..=1000"
+    );
     let out_root = output_root();
     let _output_lock = interop::runner::lock_output(&out_root)?;
+    let runs_root = out_root.join("runs");
+    let run_root = create_run_dir(&runs_root)?;
+    link_last(&out_root, &run_root)?;
+    progress.done(
+        Phase::Report,
+        "run",
+        &format!(
+            "results in {} (also {}/last)",
+            run_root.display(),
+            out_root.display()
+        ),
+        None,
+    );
     let images = build(&progress, kernels)?;
-    let settings = RunSettings {
-        accel,
-        memory_mib,
-        vcpus,
+    let mut settings = RunSettings {
+        accel: args.accel,
+        memory_mib: args.memory_mib,
+        vcpus: args.vcpus,
         extra_files,
-        out_root,
+        out_root: run_root.clone(),
     };
     std::fs::create_dir_all(&settings.out_root)?;
     let work: Vec<(usize, &Suite)> = (0..images.kernels.len())
@@ -247,35 +337,43 @@ fn run(
         })
         .collect();
     let mut runs = Vec::new();
-    // Each kernel's run uses its own directories and sockets, so chunks can run side by side.
-    for chunk in work.chunks(jobs) {
-        let chunk_runs: Vec<_> = std::thread::scope(|scope| {
-            let handles: Vec<_> = chunk
-                .iter()
-                .map(|(k, suite)| {
-                    let (images, settings, progress) = (&images, &settings, &progress);
-                    scope.spawn(move || {
-                        run_kernel(
-                            &images.kernels[*k],
-                            &images.rootfs,
-                            suite,
-                            settings,
-                            progress,
-                        )
+    for attempt in 1..=args.repeat {
+        if attempt > 1 {
+            // Later attempts keep their own case files beside the first's.
+            settings.out_root = run_root.join(format!("attempt-{attempt}"));
+        }
+        // Each kernel's run uses its own directories and sockets, so chunks can run side by side.
+        for chunk in work.chunks(args.jobs) {
+            let chunk_runs: Vec<_> = std::thread::scope(|scope| {
+                let handles: Vec<_> = chunk
+                    .iter()
+                    .map(|(k, suite)| {
+                        let (images, settings, progress) = (&images, &settings, &progress);
+                        scope.spawn(move || {
+                            run_kernel(
+                                &images.kernels[*k],
+                                &images.rootfs,
+                                suite,
+                                settings,
+                                progress,
+                            )
+                        })
                     })
-                })
-                .collect();
-            handles.into_iter().map(|h| h.join()).collect()
-        });
-        for run in chunk_runs {
-            runs.push(run.map_err(|_| anyhow::anyhow!("a kernel run panicked"))?);
+                    .collect();
+                handles.into_iter().map(|h| h.join()).collect()
+            });
+            for run in chunk_runs {
+                let mut run = run.map_err(|_| anyhow::anyhow!("a kernel run panicked"))?;
+                run.attempt = attempt;
+                runs.push(run);
+            }
         }
     }
     let mut report = Report { runs };
     let expectations = interop::expect::load(&vm_images_dir().join("expectations.toml"))?;
     interop::expect::apply(&mut report, &expectations);
-    let json = settings.out_root.join("report.json");
-    let junit = settings.out_root.join("junit.xml");
+    let json = run_root.join("report.json");
+    let junit = run_root.join("junit.xml");
     std::fs::write(&json, report.to_json())?;
     std::fs::write(&junit, report.junit())?;
     progress.done(
@@ -285,5 +383,11 @@ fn run(
         Some(progress.elapsed()),
     );
     print!("{}", report.table());
+    if args.repeat > 1 {
+        print!("{}", report.repeat_summary());
+    }
+    for pruned in prune_runs(&runs_root, args.keep_runs)? {
+        progress.done(Phase::Report, "prune", &pruned.display().to_string(), None);
+    }
     Ok(report.passed())
 }

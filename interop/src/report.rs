@@ -31,6 +31,8 @@ pub struct KernelRun {
     pub artifacts: Vec<Artifact>,
     /// A harness-level failure (boot timeout, qemu crash) that stopped the run.
     pub error: Option<String>,
+    /// Which repetition this is (`--repeat`), from 1.
+    pub attempt: u32,
 }
 
 impl KernelRun {
@@ -118,6 +120,49 @@ impl Report {
         }
         for reason in reasons {
             let _ = writeln!(out, "  - {reason}");
+        }
+        out
+    }
+
+    /// `--repeat`: per kernel × suite × case, how many attempts passed, and the distribution of
+    /// the outcomes the client reported (statuses, replies) — timing-dependent scenarios differ.
+    pub fn repeat_summary(&self) -> String {
+        use std::collections::BTreeMap;
+        type Key = (String, String, String);
+        let mut tally: BTreeMap<Key, (usize, usize, BTreeMap<String, usize>)> = BTreeMap::new();
+        for run in &self.runs {
+            for case in &run.cases {
+                let entry = tally
+                    .entry((run.kernel.clone(), run.suite.clone(), case.name.clone()))
+                    .or_default();
+                entry.1 += 1;
+                if case.verdict.is_ok() {
+                    entry.0 += 1;
+                }
+                let outcome: Vec<String> = case
+                    .results
+                    .iter()
+                    .filter(|r| r.role == "cli")
+                    .flat_map(|r| {
+                        ["statuses", "replies", "executions"]
+                            .iter()
+                            .filter_map(|k| r.fields.get(*k).map(|v| format!("{k}={v}")))
+                            .collect::<Vec<_>>()
+                    })
+                    .collect();
+                if !outcome.is_empty() {
+                    *entry.2.entry(outcome.join(" ")).or_default() += 1;
+                }
+            }
+        }
+        let mut out = String::from("repeat summary (passed/attempts, outcomes seen):\n");
+        for ((kernel, suite, case), (passed, total, outcomes)) in tally {
+            let _ = writeln!(out, "  {kernel} {suite} {case}: {passed}/{total}");
+            if outcomes.len() > 1 {
+                for (outcome, count) in outcomes {
+                    let _ = writeln!(out, "      {count}x {outcome}");
+                }
+            }
         }
         out
     }
@@ -232,6 +277,7 @@ mod tests {
             cases,
             artifacts: vec![],
             error: None,
+            attempt: 1,
         }
     }
 

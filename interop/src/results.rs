@@ -315,6 +315,7 @@ mod tests {
             equal: equal.iter().map(|s| s.to_string()).collect(),
             artifacts: vec![],
             concurrent: false,
+            always: false,
         }
     }
 

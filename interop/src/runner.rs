@@ -355,6 +355,7 @@ pub fn run_kernel(
         cases: Vec::new(),
         artifacts: Vec::new(),
         error: None,
+        attempt: 1,
     };
     let result = accel.and_then(|accel| {
         boot_and_wait(
@@ -774,6 +775,7 @@ mod tests {
             cases: vec![],
             artifacts: vec![],
             error: None,
+            attempt: 1,
         };
         judge(&suite, dir.path(), &mut run).unwrap();
         assert_eq!(run.cases.len(), suite.cases.len() + 2);

@@ -76,6 +76,9 @@ pub struct Case {
     /// The client starts without waiting for the server's ready marker (independent setup).
     #[serde(default)]
     pub concurrent: bool,
+    /// Runs even when `--case` picks other cases: setup, server start/stop, teardown.
+    #[serde(default)]
+    pub always: bool,
 }
 
 impl Case {

@@ -9,7 +9,7 @@ use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use serde_json::Value;
 
-use interop::cache::{output_root, workspace_root};
+use interop::cache::{last_run_root, workspace_root};
 use interop::images::vm_images_dir;
 use interop::snapshots::{
     accept, collect, compare, divergences, read_bounded, scenario_of_case, Comparison,
@@ -36,7 +36,7 @@ enum Command {
         #[arg(long, default_value = "target/release/rig")]
         rig: PathBuf,
         /// Output directories of runs (each with report.json and runs/); repeatable, so suites
-        /// run in separate invocations are compared together. Default: target/interop.
+        /// run in separate invocations are compared together. Default: target/interop/last.
         #[arg(long = "out")]
         outs: Vec<PathBuf>,
     },
@@ -49,7 +49,7 @@ fn main() -> ExitCode {
     let outcome = match cli.command {
         Command::Snapshots { accept, rig, outs } => {
             let outs = if outs.is_empty() {
-                vec![output_root()]
+                vec![last_run_root()]
             } else {
                 outs
             };
@@ -212,7 +212,7 @@ fn snapshots(accept_all: bool, rig: &Path, outs: &[PathBuf]) -> Result<bool> {
 }
 
 fn bench() -> Result<bool> {
-    let pairs = interop::bench::pairs(&last_report(&output_root())?);
+    let pairs = interop::bench::pairs(&last_report(&last_run_root())?);
     if pairs.is_empty() {
         println!("no bench-interop pairs in the last report (did both targets pass?)");
         return Ok(false);
