@@ -7,13 +7,16 @@
 //! - [`link`]: Ethernet/VLAN/IP/UDP 4791 (RoCEv2) or ethertype 0x8915 + GRH (RoCEv1).
 //! - [`ib`]: BTH and RC extended headers (RETH, AETH, ImmDt, IETH, DETH); [`icrc`] checks the ICRC.
 //! - [`cm`]: connection management MADs on QP1 (REQ/REP/RTU/DREQ/DREP/REJ).
-//! - [`reassembly`]: per-QP PSN ordering; multi-packet SEND, RDMA WRITE, RDMA READ responses;
-//!   duplicates, gaps, NAKs reported as events.
+//! - [`reassembly`]: per-QP PSN ordering (each PSN executed once, in order, as the responder
+//!   does: packets ahead of a gap are held until the retransmission fills it); multi-packet
+//!   SEND, RDMA WRITE, RDMA READ responses; duplicates, gaps, NAKs reported as events.
 //! - [`session`]: connections (from CM, else from traffic), roles, RPC-over-RDMA headers, chunk
 //!   data attached by handle and offset, Call/Reply pairing by xid, retransmissions.
 //! - [`upper`]: rebuild full RPC messages from chunks; RPC, NFSv3, NFSACL, MOUNT decode;
 //!   [`nfs4`] names NFSv4 COMPOUND operations.
-//! - [`model`] the trace types; [`render`] text/JSON lines and the normalised diff.
+//! - [`model`] the trace types; [`level`] the one normalisation level (the exchange gates, RC
+//!   transport events are counted) and the capture's completeness; [`render`] text/JSON lines
+//!   and the normalised diff.
 //!
 //! Architecture Invariant: every byte of a capture is untrusted. Nothing here panics on any input,
 //! and every buffer is bounded by an explicit limit, not by a length read from the capture.
@@ -24,6 +27,7 @@ pub mod capture;
 pub mod cm;
 pub mod ib;
 pub mod icrc;
+pub mod level;
 pub mod link;
 pub mod model;
 pub mod nfs4;
@@ -32,5 +36,6 @@ pub mod render;
 pub mod session;
 pub mod upper;
 
+pub use level::{capture_status, CaptureStatus, Incompleteness, Level, TransportCounts};
 pub use model::{Event, EventBody, Message, Role, Trace};
 pub use session::{trace_capture, Options};

@@ -7,9 +7,19 @@
 //! request) travel on the requester's flow; READ responses and ACKs come back on the reverse flow
 //! and are matched to the outstanding READ by PSN.
 //!
+//! Packets are taken in the order the responder executes them, which is PSN order (IBTA Vol 1
+//! §9.7.5.1): a request ahead of the expected PSN is *held* (bounded) rather than executed, since
+//! a responder that lost the packets before it drops it and the requester goes back to the
+//! missing PSN; when the missing PSN arrives the held packets follow it in order, so a message
+//! whose RC packets were lost and retransmitted is delivered exactly once, at the same place in
+//! the exchange as without the loss. Held packets are released with a final gap when the
+//! responder acknowledges the missing PSN (the capture lost it, the responder did not), when the
+//! hold is full, or at the end of the capture. READ responses are taken in sequence only: an
+//! ahead response is ignored, the requester re-reads from the missing PSN.
+//!
 //! Architecture Invariant: every buffer here is bounded by [`Limits`]; a length declared in a RETH
-//! is never used to size an allocation, only to cap it; the number of flows and outstanding READs
-//! is bounded, the oldest being dropped (and reported) first.
+//! is never used to size an allocation, only to cap it; the number of flows, of outstanding READs
+//! and of held packets is bounded, the oldest being dropped (and reported) first.
 
 use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;
@@ -18,8 +28,10 @@ use std::time::Duration;
 use crate::cm::CmMessage;
 use crate::ib::{self, AckSyndrome, IbPacket, Opcode, Reth};
 
-/// Most gap ranges remembered per flow (older ones are forgotten first).
+/// Most gap ranges remembered per flow (older ones are forgotten first, and counted as lost).
 const MAX_MISSING_RANGES: usize = 64;
+/// Most request packets held per flow while waiting for a missing PSN.
+const MAX_HELD_PACKETS: usize = 256;
 
 /// Bounds on what reassembly keeps in memory.
 #[derive(Debug, Clone)]
@@ -32,6 +44,8 @@ pub struct Limits {
     pub max_outstanding_reads: usize,
     /// Most flows tracked at once.
     pub max_flows: usize,
+    /// Payload bytes of request packets held ahead of a PSN gap, over all flows.
+    pub max_held_bytes: usize,
 }
 
 impl Default for Limits {
@@ -41,6 +55,7 @@ impl Default for Limits {
             max_rdma_bytes: 16 << 20,
             max_outstanding_reads: 1024,
             max_flows: 4096,
+            max_held_bytes: 8 << 20,
         }
     }
 }
@@ -65,7 +80,7 @@ pub struct At {
     pub time: Duration,
 }
 
-/// What the InfiniBand transport delivered, in capture order.
+/// What the InfiniBand transport delivered, in the order the responders executed it.
 #[derive(Debug, Clone)]
 pub enum Delivery {
     /// A complete SEND message.
@@ -125,10 +140,17 @@ impl Delivery {
 pub enum TransportEvent {
     /// A request PSN already seen: a retransmission (or a duplicate in the capture).
     Duplicate { psn: u32, opcode: &'static str },
-    /// PSNs skipped: packets lost or not captured.
+    /// A request (or READ response) ahead of the expected PSN: held until the missing PSNs
+    /// arrive (a READ response: ignored, the requester reads again from the missing PSN).
+    OutOfSequence {
+        expected: u32,
+        psn: u32,
+        opcode: &'static str,
+    },
+    /// PSNs skipped for good: packets lost or not captured (held packets released past them).
     Gap { expected: u32, got: u32 },
     /// A NAK or RNR NAK from the responder.
-    Nak { psn: u32, syndrome: String },
+    Nak { psn: u32, syndrome: AckSyndrome },
     /// A request filling a PSN earlier skipped by a gap: processed out of order.
     LateFill { psn: u32, opcode: &'static str },
     /// A multi-packet operation that never completed (or was interrupted).
@@ -145,6 +167,8 @@ pub enum TransportEvent {
     Undecodable { error: String },
     /// Tracking state was dropped to stay within limits.
     LimitReached { what: &'static str },
+    /// At the end of the capture: gap ranges of a flow that no packet ever filled.
+    Unfilled { ranges: u32, psns: u64 },
 }
 
 #[derive(Debug)]
@@ -161,24 +185,85 @@ struct Partial {
 struct OutstandingRead {
     frame: u32,
     psn: u32,
+    /// First PSN after this READ's responses, when the path MTU is known.
+    end_psn: Option<u32>,
     reth: Reth,
-    /// Next response PSN expected; responses at other PSNs are duplicates or gaps.
+    /// Next response PSN expected; responses at other PSNs are duplicates or out of sequence.
     next_psn: u32,
     first_response_frame: Option<u32>,
     data: Vec<u8>,
     truncated: bool,
 }
 
+/// A request packet ahead of the PSN sequence, kept until it is the responder's turn.
+#[derive(Debug)]
+struct Held {
+    at: At,
+    opcode: Opcode,
+    psn: u32,
+    reth: Option<Reth>,
+    immediate: Option<u32>,
+    invalidate_rkey: Option<u32>,
+    payload: Vec<u8>,
+}
+
+impl Held {
+    fn new(at: At, p: &IbPacket) -> Self {
+        Held {
+            at,
+            opcode: p.opcode,
+            psn: p.psn,
+            reth: p.reth,
+            immediate: p.immediate,
+            invalidate_rkey: p.invalidate_rkey,
+            payload: p.payload.to_vec(),
+        }
+    }
+
+    /// The packet again, as far as reassembly reads it.
+    fn packet(&self, dest_qp: u32) -> IbPacket<'_> {
+        IbPacket {
+            opcode: self.opcode,
+            solicited: false,
+            pad_count: 0,
+            pkey: 0,
+            dest_qp,
+            ack_request: false,
+            psn: self.psn,
+            reth: self.reth,
+            aeth: None,
+            immediate: self.immediate,
+            invalidate_rkey: self.invalidate_rkey,
+            deth: None,
+            payload: &self.payload,
+            icrc: [0; 4],
+            header_len: 0,
+        }
+    }
+}
+
 #[derive(Debug, Default)]
 struct FlowState {
     /// PSN ranges `[start, end)` skipped by gaps, oldest first (bounded).
     missing: VecDeque<(u32, u32)>,
+    /// PSNs of gap ranges forgotten to stay bounded (never filled as far as we know).
+    forgotten: (u32, u64),
     /// PSN of the next new request; `None` until the first request or after an unsized READ.
     expected_psn: Option<u32>,
     send: Option<Partial>,
     write: Option<Partial>,
     reads: VecDeque<OutstandingRead>,
+    /// Requests ahead of `expected_psn`, in arrival order (bounded).
+    held: Vec<Held>,
     last_frame: u32,
+}
+
+/// What to do with a request packet after the PSN check.
+enum Sequence {
+    /// Not executed (a duplicate, or held for later).
+    Skip,
+    /// Execute it; `resume` is the expected PSN to restore afterwards (a late fill).
+    Execute { resume: Option<u32> },
 }
 
 /// Reassembles RC traffic packet by packet. Sans-IO: feed packets, drain deliveries.
@@ -188,6 +273,8 @@ pub struct Reassembler {
     flows: HashMap<FlowKey, FlowState>,
     /// Path MTU per (unordered) address pair, from CM or from observed full-size packets.
     path_mtu: HashMap<(IpAddr, IpAddr), u32>,
+    /// Payload bytes held over all flows (bounded by `limits.max_held_bytes`).
+    held_bytes: usize,
     out: Vec<Delivery>,
 }
 
@@ -213,45 +300,54 @@ impl Reassembler {
         std::mem::take(&mut self.out)
     }
 
-    /// Report operations still incomplete at the end of the capture.
+    /// End of the capture: release held packets (their gaps are final), then report operations
+    /// still incomplete and gaps never filled.
     pub fn finish(&mut self, frame: u32, time: Duration) {
-        let mut flows: Vec<_> = self.flows.iter_mut().collect();
-        flows.sort_by_key(|(k, _)| **k);
-        for (key, state) in flows {
-            let at = At {
-                frame,
-                first_frame: frame,
-                time,
+        let mut keys: Vec<FlowKey> = self.flows.keys().copied().collect();
+        keys.sort_unstable();
+        for key in &keys {
+            self.release_all(*key);
+        }
+        let at = At {
+            frame,
+            first_frame: frame,
+            time,
+        };
+        for key in keys {
+            let Some(state) = self.flows.get_mut(&key) else {
+                continue;
             };
+            let mut events = Vec::new();
             if let Some(p) = state.send.take() {
-                self.out.push(Delivery::Event {
-                    at,
-                    flow: Some(*key),
-                    event: TransportEvent::Incomplete {
-                        what: "send",
-                        psn: p.next_psn,
-                    },
+                events.push(TransportEvent::Incomplete {
+                    what: "send",
+                    psn: p.next_psn,
                 });
             }
             if let Some(p) = state.write.take() {
-                self.out.push(Delivery::Event {
-                    at,
-                    flow: Some(*key),
-                    event: TransportEvent::Incomplete {
-                        what: "rdma_write",
-                        psn: p.next_psn,
-                    },
+                events.push(TransportEvent::Incomplete {
+                    what: "rdma_write",
+                    psn: p.next_psn,
                 });
             }
             for r in state.reads.drain(..) {
-                self.out.push(Delivery::Event {
-                    at,
-                    flow: Some(*key),
-                    event: TransportEvent::Incomplete {
-                        what: "rdma_read",
-                        psn: r.psn,
-                    },
+                events.push(TransportEvent::Incomplete {
+                    what: "rdma_read",
+                    psn: r.psn,
                 });
+            }
+            let (mut ranges, mut psns) = state.forgotten;
+            for &(start, end) in &state.missing {
+                ranges = ranges.saturating_add(1);
+                psns = psns.saturating_add(ib::psn_distance(end, start).max(0) as u64);
+            }
+            state.missing.clear();
+            state.forgotten = (0, 0);
+            if ranges > 0 {
+                events.push(TransportEvent::Unfilled { ranges, psns });
+            }
+            for e in events {
+                self.event(at, Some(key), e);
             }
         }
     }
@@ -352,7 +448,10 @@ impl Reassembler {
                 .iter()
                 .min_by_key(|(k, s)| (s.last_frame, **k))
                 .map(|(k, _)| *k)?;
-            self.flows.remove(&oldest);
+            if let Some(evicted) = self.flows.remove(&oldest) {
+                let held: usize = evicted.held.iter().map(|h| h.payload.len()).sum();
+                self.held_bytes = self.held_bytes.saturating_sub(held);
+            }
             self.event(
                 at,
                 Some(oldest),
@@ -365,35 +464,41 @@ impl Reassembler {
     }
 
     fn request(&mut self, at: At, key: FlowKey, p: &IbPacket) {
-        let mtu = self.path_mtu.get(&pair(key.src, key.dst)).copied();
-        let limits = self.limits.clone();
-        let mut events = Vec::new();
-        let mut deliveries = Vec::new();
-        let Some(state) = self.flow(key, at) else {
+        if self.flow(key, at).is_none() {
             return;
-        };
-        // IBTA Vol 1 §9.7.5.1: a responder executes each PSN once; a request PSN below the
-        // expected one is a duplicate, above it a sequence error. PSNs skipped by a gap are
-        // remembered: a packet that later fills one (the requester going back after a NAK, or
-        // a reordered capture) is processed, not dropped as a duplicate.
-        let mut resume_expected = None;
-        if let Some(expected) = state.expected_psn {
+        }
+        if let Sequence::Execute { resume } = self.sequence(at, key, p) {
+            self.execute(at, key, p, resume);
+            self.release_ready(key);
+        }
+    }
+
+    /// IBTA Vol 1 §9.7.5.1: a responder executes each PSN once, in order; a request PSN below
+    /// the expected one is a duplicate, above it a sequence error (held here). PSNs skipped by a
+    /// final gap are remembered: a packet that later fills one (the requester going back after
+    /// a NAK, or a reordered capture) is executed, not dropped as a duplicate.
+    fn sequence(&mut self, at: At, key: FlowKey, p: &IbPacket) -> Sequence {
+        let mut may_hold = true;
+        loop {
+            let room = self.limits.max_held_bytes.saturating_sub(self.held_bytes);
+            let Some(state) = self.flows.get_mut(&key) else {
+                return Sequence::Skip;
+            };
+            let Some(expected) = state.expected_psn else {
+                return Sequence::Execute { resume: None };
+            };
             let distance = ib::psn_distance(p.psn, expected);
+            if distance == 0 {
+                return Sequence::Execute { resume: None };
+            }
             if distance < 0 {
                 let fills = state.missing.iter().position(|&(start, end)| {
                     ib::psn_distance(p.psn, start) >= 0 && ib::psn_distance(end, p.psn) > 0
                 });
                 let Some(hole) = fills else {
-                    events.push(TransportEvent::Duplicate {
-                        psn: p.psn,
-                        opcode: p.opcode.name(),
-                    });
-                    return self.flush(at, key, events, deliveries);
+                    self.event(at, Some(key), duplicate(p));
+                    return Sequence::Skip;
                 };
-                events.push(TransportEvent::LateFill {
-                    psn: p.psn,
-                    opcode: p.opcode.name(),
-                });
                 let (start, end) = state.missing[hole];
                 state.missing.remove(hole);
                 if start != p.psn {
@@ -403,30 +508,151 @@ impl Reassembler {
                 if after != end {
                     state.missing.push_back((after, end));
                 }
-                resume_expected = Some(expected);
-            } else if distance > 0 {
-                events.push(TransportEvent::Gap {
-                    expected,
-                    got: p.psn,
-                });
-                if state.missing.len() >= MAX_MISSING_RANGES {
-                    state.missing.pop_front();
-                }
-                state.missing.push_back((expected, p.psn));
-                if let Some(s) = state.send.take() {
-                    events.push(TransportEvent::Incomplete {
-                        what: "send",
-                        psn: s.next_psn,
-                    });
-                }
-                if let Some(w) = state.write.take() {
-                    events.push(TransportEvent::Incomplete {
-                        what: "rdma_write",
-                        psn: w.next_psn,
-                    });
-                }
+                self.event(
+                    at,
+                    Some(key),
+                    TransportEvent::LateFill {
+                        psn: p.psn,
+                        opcode: p.opcode.name(),
+                    },
+                );
+                return Sequence::Execute {
+                    resume: Some(expected),
+                };
+            }
+            // Ahead of the sequence.
+            if state.held.iter().any(|h| h.psn == p.psn) {
+                self.event(at, Some(key), duplicate(p));
+                return Sequence::Skip;
+            }
+            if !may_hold {
+                self.final_gap(at, key, expected, p.psn);
+                return Sequence::Execute { resume: None };
+            }
+            if state.held.len() < MAX_HELD_PACKETS && p.payload.len() <= room {
+                state.held.push(Held::new(at, p));
+                self.held_bytes += p.payload.len();
+                self.event(
+                    at,
+                    Some(key),
+                    TransportEvent::OutOfSequence {
+                        expected,
+                        psn: p.psn,
+                        opcode: p.opcode.name(),
+                    },
+                );
+                return Sequence::Skip;
+            }
+            // No room to wait any longer: what is held goes first (its gaps final), then this
+            // packet is judged again against where the sequence got to.
+            self.event(
+                at,
+                Some(key),
+                TransportEvent::LimitReached {
+                    what: "held packets",
+                },
+            );
+            self.release_all(key);
+            may_hold = false;
+        }
+    }
+
+    /// PSNs `[expected, got)` will not come: remember them, abort what they interrupted.
+    fn final_gap(&mut self, at: At, key: FlowKey, expected: u32, got: u32) {
+        let Some(state) = self.flows.get_mut(&key) else {
+            return;
+        };
+        let mut events = vec![TransportEvent::Gap { expected, got }];
+        if state.missing.len() >= MAX_MISSING_RANGES {
+            if let Some((start, end)) = state.missing.pop_front() {
+                let (ranges, psns) = state.forgotten;
+                state.forgotten = (
+                    ranges.saturating_add(1),
+                    psns.saturating_add(ib::psn_distance(end, start).max(0) as u64),
+                );
             }
         }
+        state.missing.push_back((expected, got));
+        if let Some(s) = state.send.take() {
+            events.push(TransportEvent::Incomplete {
+                what: "send",
+                psn: s.next_psn,
+            });
+        }
+        if let Some(w) = state.write.take() {
+            events.push(TransportEvent::Incomplete {
+                what: "rdma_write",
+                psn: w.next_psn,
+            });
+        }
+        for e in events {
+            self.event(at, Some(key), e);
+        }
+    }
+
+    /// Execute held packets that the sequence has reached; drop copies it has passed.
+    fn release_ready(&mut self, key: FlowKey) {
+        loop {
+            let Some(state) = self.flows.get_mut(&key) else {
+                return;
+            };
+            let Some(expected) = state.expected_psn else {
+                return;
+            };
+            let mut dropped = 0usize;
+            state.held.retain(|h| {
+                let keep = ib::psn_distance(h.psn, expected) >= 0;
+                if !keep {
+                    dropped += h.payload.len();
+                }
+                keep
+            });
+            self.held_bytes = self.held_bytes.saturating_sub(dropped);
+            let Some(i) = state.held.iter().position(|h| h.psn == expected) else {
+                return;
+            };
+            let held = state.held.remove(i);
+            self.held_bytes = self.held_bytes.saturating_sub(held.payload.len());
+            self.execute(held.at, key, &held.packet(key.dest_qp), None);
+        }
+    }
+
+    /// Execute every held packet of a flow in PSN order, the gaps before them being final.
+    fn release_all(&mut self, key: FlowKey) {
+        loop {
+            self.release_ready(key);
+            let Some(state) = self.flows.get_mut(&key) else {
+                return;
+            };
+            let Some(first) = state.held.first().map(|h| h.psn) else {
+                return;
+            };
+            let reference = state.expected_psn.unwrap_or(first);
+            let Some(i) = (0..state.held.len())
+                .min_by_key(|&i| ib::psn_distance(state.held[i].psn, reference))
+            else {
+                return;
+            };
+            let held = state.held.remove(i);
+            self.held_bytes = self.held_bytes.saturating_sub(held.payload.len());
+            if let Some(expected) = state.expected_psn {
+                if ib::psn_distance(held.psn, expected) > 0 {
+                    self.final_gap(held.at, key, expected, held.psn);
+                }
+            }
+            self.execute(held.at, key, &held.packet(key.dest_qp), None);
+        }
+    }
+
+    /// Execute a request packet in sequence: advance the expected PSN, reassemble.
+    fn execute(&mut self, at: At, key: FlowKey, p: &IbPacket, resume: Option<u32>) {
+        let mtu = self.path_mtu.get(&pair(key.src, key.dst)).copied();
+        let limits = self.limits.clone();
+        let mut events = Vec::new();
+        let mut deliveries = Vec::new();
+        let Some(state) = self.flows.get_mut(&key) else {
+            return;
+        };
         state.expected_psn = Some(ib::psn_add(p.psn, 1));
         use Opcode::*;
         match p.opcode {
@@ -544,14 +770,11 @@ impl Reassembler {
             ReadRequest => {
                 if let Some(reth) = p.reth {
                     // A READ request consumes one PSN per response packet (IBTA Vol 1 §9.7.6.1).
-                    state.expected_psn = match mtu {
-                        Some(mtu) => {
-                            let packets =
-                                u64::from(reth.dma_length).div_ceil(u64::from(mtu)).max(1);
-                            Some(ib::psn_add(p.psn, (packets & 0xff_ffff) as u32))
-                        }
-                        None => None,
-                    };
+                    let end_psn = mtu.map(|mtu| {
+                        let packets = u64::from(reth.dma_length).div_ceil(u64::from(mtu)).max(1);
+                        ib::psn_add(p.psn, (packets & 0xff_ffff) as u32)
+                    });
+                    state.expected_psn = end_psn;
                     if state.reads.len() >= limits.max_outstanding_reads {
                         if let Some(old) = state.reads.pop_front() {
                             events.push(TransportEvent::Incomplete {
@@ -563,6 +786,7 @@ impl Reassembler {
                     state.reads.push_back(OutstandingRead {
                         frame: at.frame,
                         psn: p.psn,
+                        end_psn,
                         reth,
                         next_psn: p.psn,
                         first_response_frame: None,
@@ -574,7 +798,7 @@ impl Reassembler {
             // Atomics carry no data we reassemble; responses are not requests.
             _ => {}
         }
-        if let Some(expected) = resume_expected {
+        if let Some(expected) = resume {
             // A late fill does not move the sequence: new requests continue after the newest.
             state.expected_psn = Some(expected);
         }
@@ -594,15 +818,48 @@ impl Reassembler {
         self.out.extend(deliveries);
     }
 
+    /// A positive ACK of PSN `psn` from the responder on `key` (responder → requester): if it
+    /// covers a PSN that a flow towards that responder is waiting for, the responder has it and
+    /// the capture lost it, so nothing will fill that gap: release the flow's held packets.
+    fn acknowledged(&mut self, key: FlowKey, psn: u32) {
+        let mut waiting: Vec<FlowKey> = self
+            .flows
+            .iter()
+            .filter(|(flow, state)| {
+                let Some(expected) = state.expected_psn else {
+                    return false;
+                };
+                let newest = state
+                    .held
+                    .iter()
+                    .map(|h| ib::psn_distance(h.psn, expected))
+                    .max();
+                flow.src == key.dst
+                    && flow.dst == key.src
+                    && newest.is_some_and(|newest| {
+                        let acked = ib::psn_distance(psn, expected);
+                        acked >= 0 && acked <= newest
+                    })
+            })
+            .map(|(flow, _)| *flow)
+            .collect();
+        waiting.sort_unstable();
+        for flow in waiting {
+            self.release_all(flow);
+        }
+    }
+
     fn response(&mut self, at: At, key: FlowKey, p: &IbPacket) {
         if let Some(aeth) = p.aeth {
-            if !matches!(aeth.syndrome, AckSyndrome::Ack { .. }) {
+            if matches!(aeth.syndrome, AckSyndrome::Ack { .. }) {
+                self.acknowledged(key, p.psn);
+            } else {
                 self.event(
                     at,
                     Some(key),
                     TransportEvent::Nak {
                         psn: p.psn,
-                        syndrome: aeth.syndrome.describe(),
+                        syndrome: aeth.syndrome,
                     },
                 );
                 return;
@@ -619,14 +876,20 @@ impl Reassembler {
         // responder's peer to the responder for the READ whose PSN range holds this PSN.
         let max_rdma = self.limits.max_rdma_bytes;
         let mut found: Option<(FlowKey, usize)> = None;
-        for (flow, state) in self.flows.iter() {
-            if flow.src != key.dst || flow.dst != key.src {
-                continue;
-            }
+        let mut flows: Vec<(&FlowKey, &FlowState)> = self
+            .flows
+            .iter()
+            .filter(|(flow, _)| flow.src == key.dst && flow.dst == key.src)
+            .collect();
+        flows.sort_unstable_by_key(|(flow, _)| **flow);
+        for (flow, state) in flows {
             for (i, r) in state.reads.iter().enumerate() {
                 let span = ib::psn_distance(p.psn, r.psn);
-                let last = ib::psn_distance(r.next_psn, r.psn);
-                if span >= 0 && span <= last.max(0) + 1 {
+                let within = match r.end_psn {
+                    Some(end) => span >= 0 && ib::psn_distance(end, p.psn) > 0,
+                    None => span >= 0 && span <= ib::psn_distance(r.next_psn, r.psn).max(0) + 1,
+                };
+                if within {
                     found = Some((*flow, i));
                     break;
                 }
@@ -656,14 +919,15 @@ impl Reassembler {
                         psn: p.psn,
                         opcode: p.opcode.name(),
                     });
+                } else if d > 0 {
+                    // A response lost before it: the requester reads again from the missing
+                    // PSN, and the responses from there on are the ones it keeps.
+                    events.push(TransportEvent::OutOfSequence {
+                        expected: read.next_psn,
+                        psn: p.psn,
+                        opcode: p.opcode.name(),
+                    });
                 } else {
-                    if d > 0 {
-                        events.push(TransportEvent::Gap {
-                            expected: read.next_psn,
-                            got: p.psn,
-                        });
-                        read.truncated = true;
-                    }
                     if read.first_response_frame.is_none() {
                         read.first_response_frame = Some(at.frame);
                     }
@@ -678,9 +942,9 @@ impl Reassembler {
                     if matches!(p.opcode, ReadResponseLast | ReadResponseOnly) {
                         if let Some(done) = state.reads.remove(index) {
                             if done.truncated {
-                                events.push(TransportEvent::Incomplete {
+                                events.push(TransportEvent::Overlong {
                                     what: "rdma_read",
-                                    psn: done.psn,
+                                    declared: u64::from(done.reth.dma_length),
                                 });
                             }
                             delivery = Some(Delivery::Read {
@@ -702,6 +966,14 @@ impl Reassembler {
             self.event(at, Some(req_flow), e);
         }
         self.out.extend(delivery);
+    }
+}
+
+/// The event for a request PSN the responder has already executed.
+fn duplicate(p: &IbPacket) -> TransportEvent {
+    TransportEvent::Duplicate {
+        psn: p.psn,
+        opcode: p.opcode.name(),
     }
 }
 
@@ -755,26 +1027,15 @@ mod tests {
     }
 
     #[test]
-    fn gap_interrupts_send_and_is_reported() {
+    fn gap_holds_what_follows_and_the_end_of_the_capture_makes_it_final() {
         let mut r = Reassembler::default();
         feed(&mut r, 1, C, S, &packet(0x00, 5, 10, &[], &[1; 256]));
         feed(&mut r, 2, C, S, &packet(0x04, 5, 12, &[], &[9; 8]));
-        let out = r.drain();
-        let kinds: Vec<_> = out
-            .iter()
-            .map(|d| match d {
-                Delivery::Event { event, .. } => format!("{event:?}"),
-                Delivery::Send { payload, .. } => format!("send {}", payload.len()),
-                other => format!("{other:?}"),
-            })
-            .collect();
+        assert_eq!(seen(&r.drain()), ["out_of_sequence"]);
+        r.finish(2, Duration::ZERO);
         assert_eq!(
-            kinds,
-            [
-                "Gap { expected: 11, got: 12 }",
-                "Incomplete { what: \"send\", psn: 11 }",
-                "send 8"
-            ]
+            seen(&r.drain()),
+            ["gap", "incomplete send", "send 8", "unfilled 1/1"]
         );
     }
 
@@ -852,7 +1113,13 @@ mod tests {
         let out = r.drain();
         assert!(matches!(
             &out[0],
-            Delivery::Event { event: TransportEvent::Nak { syndrome, .. }, .. } if syndrome == "NAK PSN_SEQUENCE_ERROR"
+            Delivery::Event {
+                event: TransportEvent::Nak {
+                    syndrome: AckSyndrome::Nak { code: 0 },
+                    ..
+                },
+                ..
+            }
         ));
         assert!(matches!(
             &out[1],
@@ -864,7 +1131,7 @@ mod tests {
     }
 
     #[test]
-    fn go_back_n_retransmission_fills_the_gap_once() {
+    fn go_back_n_retransmission_executes_each_message_once_in_psn_order() {
         let mut r = Reassembler::default();
         feed(&mut r, 1, C, S, &packet(0x04, 5, 10, &[], &[10; 4]));
         // PSN 11 lost on the wire; the responder NAKs 12, the requester goes back to 11.
@@ -873,28 +1140,205 @@ mod tests {
         feed(&mut r, 4, C, S, &packet(0x04, 5, 11, &[], &[11; 4]));
         feed(&mut r, 5, C, S, &packet(0x04, 5, 12, &[], &[12; 4]));
         feed(&mut r, 6, C, S, &packet(0x04, 5, 13, &[], &[13; 4]));
-        let seen: Vec<String> = r
-            .drain()
-            .iter()
-            .map(|d| match d {
-                Delivery::Send { payload, .. } => format!("send {}", payload[0]),
-                Delivery::Event { event, .. } => transport_name(event),
-                other => format!("{other:?}"),
-            })
-            .collect();
+        r.finish(6, Duration::ZERO);
         assert_eq!(
-            seen,
+            seen(&r.drain()),
             [
-                "send 10",
-                "gap",
-                "send 12",
+                "send 4",
+                "out_of_sequence",
                 "nak",
-                "late_fill",
-                "send 11",
+                "send 4",
+                "send 4",
                 "duplicate",
-                "send 13"
+                "send 4"
             ]
         );
+        // ... and in PSN order: the held 12 follows the late 11.
+        let mut r = Reassembler::default();
+        for (frame, psn) in [(1, 10), (2, 12), (3, 11), (4, 12), (5, 13)] {
+            feed(
+                &mut r,
+                frame,
+                C,
+                S,
+                &packet(0x04, 5, psn, &[], &[psn as u8; 4]),
+            );
+        }
+        r.finish(5, Duration::ZERO);
+        let order: Vec<(u8, u32)> = r
+            .drain()
+            .iter()
+            .filter_map(|d| match d {
+                Delivery::Send { payload, at, .. } => Some((payload[0], at.frame)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(order, [(10, 1), (11, 3), (12, 2), (13, 5)]);
+    }
+
+    #[test]
+    fn multi_packet_send_survives_a_lost_middle_packet() {
+        let mut r = Reassembler::default();
+        feed(&mut r, 1, C, S, &packet(0x00, 5, 20, &[], &[1; 256]));
+        // 21 (SEND_MIDDLE) lost on the wire: 22 arrives first, then 21 and 22 again.
+        feed(&mut r, 2, C, S, &packet(0x02, 5, 22, &[], &[3; 10]));
+        feed(&mut r, 3, C, S, &packet(0x01, 5, 21, &[], &[2; 256]));
+        feed(&mut r, 4, C, S, &packet(0x02, 5, 22, &[], &[3; 10]));
+        r.finish(4, Duration::ZERO);
+        let out = r.drain();
+        assert_eq!(
+            seen(&out),
+            ["out_of_sequence", "send 522", "duplicate"],
+            "{out:?}"
+        );
+        let Delivery::Send { payload, at, .. } = &out[1] else {
+            panic!("{out:?}")
+        };
+        assert_eq!((at.first_frame, at.frame), (1, 2));
+        assert_eq!((payload[0], payload[256], payload[512]), (1, 2, 3));
+    }
+
+    #[test]
+    fn rnr_retry_of_a_send_is_one_message() {
+        let mut r = Reassembler::default();
+        feed(&mut r, 1, C, S, &packet(0x04, 5, 30, &[], &[1; 8]));
+        feed(&mut r, 2, S, C, &packet(0x11, 3, 30, &[0x20, 0, 0, 0], &[]));
+        feed(&mut r, 3, C, S, &packet(0x04, 5, 30, &[], &[1; 8]));
+        feed(&mut r, 4, S, C, &packet(0x11, 3, 30, &[0x1f, 0, 0, 1], &[]));
+        r.finish(4, Duration::ZERO);
+        assert_eq!(seen(&r.drain()), ["send 8", "nak", "duplicate"]);
+    }
+
+    #[test]
+    fn an_ack_past_a_gap_means_the_capture_lost_it() {
+        let mut r = Reassembler::default();
+        feed(&mut r, 1, C, S, &packet(0x04, 5, 40, &[], &[40; 4]));
+        // 41 reached the responder but not the capture: 42 is held until the ACK of 42 shows
+        // that nothing will be retransmitted.
+        feed(&mut r, 2, C, S, &packet(0x04, 5, 42, &[], &[42; 4]));
+        feed(&mut r, 3, S, C, &packet(0x11, 3, 42, &[0x1f, 0, 0, 2], &[]));
+        feed(&mut r, 4, C, S, &packet(0x04, 5, 43, &[], &[43; 4]));
+        assert_eq!(
+            seen(&r.drain()),
+            ["send 4", "out_of_sequence", "gap", "send 4", "send 4"]
+        );
+        r.finish(4, Duration::ZERO);
+        assert_eq!(seen(&r.drain()), ["unfilled 1/1"]);
+    }
+
+    #[test]
+    fn holding_is_bounded() {
+        let mut r = Reassembler::new(Limits {
+            max_held_bytes: 64,
+            ..Limits::default()
+        });
+        feed(&mut r, 1, C, S, &packet(0x04, 5, 1, &[], &[0; 4]));
+        // PSN 2 never comes; 3.. arrive with 16 bytes each: four fit in 64 bytes.
+        for psn in 3..=8u32 {
+            feed(
+                &mut r,
+                psn,
+                C,
+                S,
+                &packet(0x04, 5, psn, &[], &[psn as u8; 16]),
+            );
+        }
+        let out = seen(&r.drain());
+        assert_eq!(out.iter().filter(|s| *s == "out_of_sequence").count(), 4);
+        assert!(out.contains(&"limit".to_string()), "{out:?}");
+        assert_eq!(out.iter().filter(|s| *s == "send 16").count(), 6, "{out:?}");
+        assert_eq!(r.held_bytes, 0);
+        for psn in 10..=(MAX_HELD_PACKETS as u32 + 20) {
+            feed(&mut r, psn, C, S, &packet(0x04, 5, psn, &[], &[]));
+        }
+        let state = r.flows.values().next().unwrap();
+        assert!(state.held.len() <= MAX_HELD_PACKETS);
+    }
+
+    #[test]
+    fn lost_read_response_is_read_again_from_the_missing_psn() {
+        let mut r = Reassembler::default();
+        r.set_path_mtu(C, S, 256);
+        // S reads 600 bytes (3 responses: 60, 61, 62); 61 is lost on the wire.
+        feed(
+            &mut r,
+            1,
+            S,
+            C,
+            &packet(0x0c, 9, 60, &reth(0x1000, 7, 600), &[]),
+        );
+        feed(
+            &mut r,
+            2,
+            C,
+            S,
+            &packet(0x0d, 3, 60, &[0, 0, 0, 1], &[1; 256]),
+        );
+        feed(
+            &mut r,
+            3,
+            C,
+            S,
+            &packet(0x0f, 3, 62, &[0, 0, 0, 3], &[3; 88]),
+        );
+        // The requester re-reads from 61 (remaining 344 bytes at va + 256).
+        feed(
+            &mut r,
+            4,
+            S,
+            C,
+            &packet(0x0c, 9, 61, &reth(0x1100, 7, 344), &[]),
+        );
+        feed(
+            &mut r,
+            5,
+            C,
+            S,
+            &packet(0x0d, 3, 61, &[0, 0, 0, 2], &[2; 256]),
+        );
+        feed(
+            &mut r,
+            6,
+            C,
+            S,
+            &packet(0x0f, 3, 62, &[0, 0, 0, 3], &[3; 88]),
+        );
+        r.finish(6, Duration::ZERO);
+        let out = r.drain();
+        assert_eq!(
+            seen(&out),
+            ["out_of_sequence", "duplicate", "read 600"],
+            "{out:?}"
+        );
+        let Delivery::Read { data, .. } = &out[2] else {
+            panic!("{out:?}")
+        };
+        assert_eq!((data[0], data[256], data[512]), (1, 2, 3));
+    }
+
+    /// Short names of deliveries: `send N`/`read N` (bytes), transport event kinds.
+    fn seen(out: &[Delivery]) -> Vec<String> {
+        out.iter()
+            .map(|d| match d {
+                Delivery::Send { payload, .. } => format!("send {}", payload.len()),
+                Delivery::Read { data, .. } => format!("read {}", data.len()),
+                Delivery::Write { data, .. } => format!("write {}", data.len()),
+                Delivery::Event {
+                    event: TransportEvent::Incomplete { what, .. },
+                    ..
+                } => format!("incomplete {what}"),
+                Delivery::Event {
+                    event: TransportEvent::Unfilled { ranges, psns },
+                    ..
+                } => format!("unfilled {ranges}/{psns}"),
+                Delivery::Event {
+                    event: TransportEvent::LimitReached { .. },
+                    ..
+                } => "limit".into(),
+                Delivery::Event { event, .. } => transport_name(event),
+                Delivery::Cm { .. } => "cm".into(),
+            })
+            .collect()
     }
 
     fn transport_name(e: &TransportEvent) -> String {

@@ -5,12 +5,18 @@
 //! appearance, offsets are shown relative to the segment a Call advertised, connections become
 //! `c1, c2…`, addresses become roles (C/S), and PSNs, QPNs and times are dropped. The same
 //! workload captured twice therefore renders to identical text.
+//!
+//! Which events are lines is the [`Level`]'s business ([`crate::level`]): at the default
+//! [`Level::Exchange`] RC-level transport events are left out of the lines and summarised after
+//! them ([`Rendered`]: a `transport: ...` line of counts and a `capture: ...` line), so the same
+//! workload captured on a loaded host, with retransmissions, renders to the same lines too.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
 use serde_json::{json, Value};
 
+use crate::level::{capture_status, CaptureStatus, Level, TransportCounts};
 use crate::model::{Event, EventBody, Message, Trace};
 use crate::reassembly::TransportEvent;
 use wire::rpcrdma::{ChunkLists, Segment};
@@ -54,11 +60,56 @@ pub enum Style {
     Normalised,
 }
 
-/// Render a trace as text, one line per event.
+/// Start of the summary line with the RC-level transport counts.
+pub const TRANSPORT_PREFIX: &str = "transport: ";
+/// Start of the summary line with the capture's completeness.
+pub const CAPTURE_PREFIX: &str = "capture: ";
+
+/// Render a trace as text, one line per event, every event included ([`Level::Transport`], no
+/// summary); [`render`] is the levelled form.
 pub fn text(trace: &Trace, style: Style) -> String {
+    lines(trace, style, Level::Transport)
+}
+
+/// A trace rendered at one level: the event lines (what `rig trace diff` and the interop
+/// snapshots compare) and, beside them, what is summarised rather than compared.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rendered {
+    pub lines: String,
+    pub transport: TransportCounts,
+    pub capture: CaptureStatus,
+}
+
+impl Rendered {
+    /// The summary: `transport: duplicates=0 naks=0 ...` and `capture: complete` (or
+    /// `capture: incomplete (...)`). Event lines always start with a connection tag (`c1 `,
+    /// `c? `) or, raw, a frame number, so these two lines cannot be mistaken for events.
+    pub fn summary(&self) -> String {
+        format!(
+            "{TRANSPORT_PREFIX}{}\n{CAPTURE_PREFIX}{}\n",
+            self.transport, self.capture
+        )
+    }
+
+    /// The lines, then the summary: what `rig trace show --format text` prints.
+    pub fn to_text(&self) -> String {
+        format!("{}{}", self.lines, self.summary())
+    }
+}
+
+/// Render `trace` at `level`, with its transport counts and capture status.
+pub fn render(trace: &Trace, style: Style, level: Level) -> Rendered {
+    Rendered {
+        lines: lines(trace, style, level),
+        transport: TransportCounts::of(trace),
+        capture: capture_status(trace),
+    }
+}
+
+fn lines(trace: &Trace, style: Style, level: Level) -> String {
     let mut out = String::new();
     let mut sym = Symbols::default();
-    for e in &trace.events {
+    for e in trace.events.iter().filter(|e| level.shows(&e.body)) {
         let line = event_line(e, style, &mut sym);
         if style == Style::Raw {
             let _ = write!(out, "{:>6} {:>10.6} ", e.frame, e.time.as_secs_f64());
@@ -66,8 +117,10 @@ pub fn text(trace: &Trace, style: Style) -> String {
         out.push_str(&line);
         out.push('\n');
     }
-    if let Some(err) = &trace.capture_error {
-        let _ = writeln!(out, "! capture: {err}");
+    if level == Level::Transport {
+        if let Some(err) = &trace.capture_error {
+            let _ = writeln!(out, "! capture: {err}");
+        }
     }
     out
 }
@@ -281,7 +334,19 @@ fn transport_text(t: &TransportEvent, raw: bool) -> String {
         TransportEvent::Gap { expected, got } => {
             format!("GAP missing={}", crate::ib::psn_distance(*got, *expected))
         }
-        TransportEvent::Nak { syndrome, .. } => syndrome.clone(),
+        TransportEvent::Nak { syndrome, psn } if raw => {
+            format!("{} psn={psn}", syndrome.describe())
+        }
+        TransportEvent::Nak { syndrome, .. } => syndrome.describe(),
+        TransportEvent::OutOfSequence {
+            expected,
+            psn,
+            opcode,
+        } if raw => format!("OUT_OF_SEQUENCE {opcode} psn={psn} expected_psn={expected}"),
+        TransportEvent::OutOfSequence { opcode, .. } => format!("OUT_OF_SEQUENCE {opcode}"),
+        TransportEvent::Unfilled { ranges, psns } => {
+            format!("UNFILLED ranges={ranges} psns={psns}")
+        }
         TransportEvent::LateFill { psn, opcode } if raw => format!("LATE_FILL {opcode} psn={psn}"),
         TransportEvent::LateFill { opcode, .. } => format!("LATE_FILL {opcode}"),
         TransportEvent::Incomplete { what, .. } => format!("INCOMPLETE {what}"),
@@ -489,6 +554,30 @@ pub fn diff(a_name: &str, a: &str, b_name: &str, b: &str) -> Option<String> {
                     }
                 }
             }
+        }
+    }
+    Some(out)
+}
+
+/// [`diff`] of two traces' lines at one level; when they differ, what was not compared (the
+/// transport counts, an incomplete capture) follows as `# not compared:` lines for context.
+pub fn diff_rendered(a_name: &str, a: &Rendered, b_name: &str, b: &Rendered) -> Option<String> {
+    let mut out = diff(a_name, &a.lines, b_name, &b.lines)?;
+    if a.transport != b.transport {
+        let _ = writeln!(
+            out,
+            "# not compared: {a_name}: {TRANSPORT_PREFIX}{}",
+            a.transport
+        );
+        let _ = writeln!(
+            out,
+            "# not compared: {b_name}: {TRANSPORT_PREFIX}{}",
+            b.transport
+        );
+    }
+    for (name, r) in [(a_name, a), (b_name, b)] {
+        if !r.capture.is_complete() {
+            let _ = writeln!(out, "# not compared: {name}: {CAPTURE_PREFIX}{}", r.capture);
         }
     }
     Some(out)

@@ -1,4 +1,5 @@
-//! insta snapshots of the normalised traces of the fixture captures: a kernel change that alters
+//! insta snapshots of the normalised traces of the fixture captures at the default (exchange)
+//! level, with the summary lines (transport counts, capture status): a kernel change that alters
 //! what goes on the wire shows up as a reviewable snapshot diff.
 
 use std::path::Path;
@@ -12,7 +13,14 @@ fn normalised(name: &str) -> String {
         ..Default::default()
     };
     let t = trace::trace_capture(&bytes, &options).unwrap();
-    trace::render::text(&t, trace::render::Style::Normalised)
+    let rendered =
+        trace::render::render(&t, trace::render::Style::Normalised, trace::Level::Exchange);
+    // No RC-level events in these captures: every event is a line at both levels.
+    assert_eq!(
+        rendered.lines,
+        trace::render::text(&t, trace::render::Style::Normalised)
+    );
+    rendered.to_text()
 }
 
 #[test]

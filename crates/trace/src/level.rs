@@ -1,0 +1,373 @@
+//! The one normalisation level of `rig trace show`, `rig trace diff` and the interop snapshots,
+//! decided here once: which events are the RPC-over-RDMA *exchange* (calls, replies,
+//! retransmitted calls, DRC replays, chunk movements, CM connect and disconnect: a change there is
+//! a behaviour change) and which are the RC *transport* underneath (PSN duplicates, NAKs, RNR
+//! NAKs and retries, packets held out of sequence, gaps and late fills: timing, summarised as
+//! [`TransportCounts`]); and whether a capture is complete enough to be judged at all
+//! ([`CaptureStatus`]).
+//!
+//! Reassembly already executes each PSN once and in order, so a message whose RC packets were
+//! retransmitted is one event; what is left here is to keep the transport events out of the
+//! gating lines.
+
+use std::fmt;
+
+use serde::Serialize;
+
+use crate::ib::AckSyndrome;
+use crate::model::{EventBody, Trace};
+use crate::reassembly::TransportEvent;
+
+/// Which events a rendering shows as lines.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Level {
+    /// The gating level (the default): the RPC-over-RDMA exchange, plus transport anomalies that
+    /// no retransmission explains (oversized operations, undecodable packets, fatal NAKs, limits).
+    /// RC-level events are counted, not shown.
+    #[default]
+    Exchange,
+    /// Every event, RC-level transport events included, one line each.
+    Transport,
+}
+
+impl Level {
+    /// Whether `body` is a line at this level.
+    pub fn shows(self, body: &EventBody) -> bool {
+        match (self, body) {
+            (Level::Transport, _) => true,
+            (Level::Exchange, EventBody::Transport(t)) => !is_rc_level(t),
+            (Level::Exchange, _) => true,
+        }
+    }
+}
+
+/// Whether a transport event belongs to the RC transport's own recovery (retransmission, flow
+/// control, loss, capture artefacts) rather than to the exchange: such events vary with host
+/// load and are counted at the [`Level::Exchange`] level instead of shown.
+pub fn is_rc_level(event: &TransportEvent) -> bool {
+    match event {
+        TransportEvent::Duplicate { .. }
+        | TransportEvent::OutOfSequence { .. }
+        | TransportEvent::Gap { .. }
+        | TransportEvent::LateFill { .. }
+        | TransportEvent::Incomplete { .. }
+        | TransportEvent::UnmatchedResponse { .. }
+        | TransportEvent::Orphan { .. }
+        | TransportEvent::BadIcrc { .. }
+        | TransportEvent::Unfilled { .. } => true,
+        // PSN sequence errors and RNR NAKs start a retransmission; the other NAKs (invalid
+        // request, remote access or operational error) end the connection: behaviour.
+        TransportEvent::Nak { syndrome, .. } => matches!(
+            syndrome,
+            AckSyndrome::RnrNak { .. } | AckSyndrome::Nak { code: 0 }
+        ),
+        TransportEvent::Overlong { .. }
+        | TransportEvent::Undecodable { .. }
+        | TransportEvent::LimitReached { .. } => false,
+    }
+}
+
+/// RC-level transport events of a trace, counted (not compared: they vary with host load).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct TransportCounts {
+    /// Request PSNs (or READ responses) seen again: RC retransmissions and RNR retries.
+    pub duplicates: u64,
+    /// NAK PSN_SEQUENCE_ERROR: the responder asking the requester to go back.
+    pub naks: u64,
+    /// RNR NAKs: no Receive posted; the requester retries after the timer.
+    pub rnr_naks: u64,
+    /// Packets that arrived ahead of the PSN sequence (held, or ignored for READ responses).
+    pub out_of_sequence: u64,
+    /// Gaps taken as final (PSNs not in the capture).
+    pub gaps: u64,
+    /// Packets filling an earlier final gap.
+    pub late_fills: u64,
+    /// READ responses matching no outstanding READ (re-sent after a repeated READ request).
+    pub unmatched: u64,
+    /// Middle or last packets without their first.
+    pub orphans: u64,
+    /// Multi-packet operations cut short.
+    pub incomplete: u64,
+    /// Packets dropped for a wrong ICRC.
+    pub bad_icrc: u64,
+    /// PSNs of gaps never filled.
+    pub lost_psns: u64,
+}
+
+impl TransportCounts {
+    /// Count the RC-level events of `trace`.
+    pub fn of(trace: &Trace) -> Self {
+        let mut counts = TransportCounts::default();
+        for e in &trace.events {
+            if let EventBody::Transport(t) = &e.body {
+                counts.add(t);
+            }
+        }
+        counts
+    }
+
+    /// Count one event (events that are not RC-level are ignored).
+    pub fn add(&mut self, event: &TransportEvent) {
+        let slot = match event {
+            TransportEvent::Duplicate { .. } => &mut self.duplicates,
+            TransportEvent::Nak {
+                syndrome: AckSyndrome::RnrNak { .. },
+                ..
+            } => &mut self.rnr_naks,
+            TransportEvent::Nak {
+                syndrome: AckSyndrome::Nak { code: 0 },
+                ..
+            } => &mut self.naks,
+            TransportEvent::OutOfSequence { .. } => &mut self.out_of_sequence,
+            TransportEvent::Gap { .. } => &mut self.gaps,
+            TransportEvent::LateFill { .. } => &mut self.late_fills,
+            TransportEvent::UnmatchedResponse { .. } => &mut self.unmatched,
+            TransportEvent::Orphan { .. } => &mut self.orphans,
+            TransportEvent::Incomplete { .. } => &mut self.incomplete,
+            TransportEvent::BadIcrc { .. } => &mut self.bad_icrc,
+            TransportEvent::Unfilled { psns, .. } => {
+                self.lost_psns = self.lost_psns.saturating_add(*psns);
+                return;
+            }
+            _ => return,
+        };
+        *slot = slot.saturating_add(1);
+    }
+
+    /// Whether no RC-level event happened.
+    pub fn is_empty(&self) -> bool {
+        *self == TransportCounts::default()
+    }
+}
+
+impl fmt::Display for TransportCounts {
+    /// `duplicates=12 naks=1 rnr_naks=0 ...`, every counter, always in this order.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "duplicates={} naks={} rnr_naks={} out_of_sequence={} gaps={} late_fills={} \
+             unmatched={} orphans={} incomplete={} bad_icrc={} lost_psns={}",
+            self.duplicates,
+            self.naks,
+            self.rnr_naks,
+            self.out_of_sequence,
+            self.gaps,
+            self.late_fills,
+            self.unmatched,
+            self.orphans,
+            self.incomplete,
+            self.bad_icrc,
+            self.lost_psns
+        )
+    }
+}
+
+/// Why a capture cannot be judged as a whole.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "reason", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Incompleteness {
+    /// The capture file ends in a malformed or cut record.
+    Truncated { error: String },
+    /// RPC-over-RDMA connections with no CM DREQ, DREP or REJ after their last event: the
+    /// capture stopped before the disconnect.
+    NoDisconnect { open: usize, of: usize },
+    /// PSNs that no packet of the capture carried, even after retransmissions.
+    LostPackets { psns: u64 },
+    /// Multi-packet operations whose packets were not all captured.
+    Unfinished { operations: u64 },
+}
+
+impl fmt::Display for Incompleteness {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Incompleteness::Truncated { error } => write!(f, "truncated: {error}"),
+            Incompleteness::NoDisconnect { open, of } => write!(
+                f,
+                "no disconnect after the last message on {open} of {of} connections"
+            ),
+            Incompleteness::LostPackets { psns } => write!(f, "{psns} PSNs never captured"),
+            Incompleteness::Unfinished { operations } => {
+                write!(f, "{operations} RC operations not captured whole")
+            }
+        }
+    }
+}
+
+/// Whether a capture holds the whole exchange it recorded.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "capture", content = "reasons", rename_all = "snake_case")]
+pub enum CaptureStatus {
+    Complete,
+    Incomplete(Vec<Incompleteness>),
+}
+
+impl CaptureStatus {
+    pub fn is_complete(&self) -> bool {
+        matches!(self, CaptureStatus::Complete)
+    }
+}
+
+impl fmt::Display for CaptureStatus {
+    /// `complete`, or `incomplete (reason; reason)`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CaptureStatus::Complete => f.write_str("complete"),
+            CaptureStatus::Incomplete(reasons) => {
+                let reasons: Vec<String> = reasons.iter().map(ToString::to_string).collect();
+                write!(f, "incomplete ({})", reasons.join("; "))
+            }
+        }
+    }
+}
+
+fn ends_connection(name: &str) -> bool {
+    matches!(name, "CM_DREQ" | "CM_DREP" | "CM_REJ")
+}
+
+/// Judge whether `trace` holds a whole exchange: the capture file is intact, every PSN gap was
+/// filled, every multi-packet operation completed, and every RPC-over-RDMA connection was
+/// disconnected after its last event. A capture without any connection is complete (nothing
+/// connected); whether something should have is for the caller to say.
+pub fn capture_status(trace: &Trace) -> CaptureStatus {
+    let mut reasons = Vec::new();
+    if let Some(error) = &trace.capture_error {
+        reasons.push(Incompleteness::Truncated {
+            error: error.clone(),
+        });
+    }
+    let rpcrdma: Vec<usize> = trace
+        .connections
+        .iter()
+        .filter(|c| c.rpcrdma)
+        .map(|c| c.id)
+        .collect();
+    // Per connection: whether an ending CM message follows the last other event.
+    let mut closed = vec![false; trace.connections.len()];
+    for e in &trace.events {
+        let Some(slot) = e.conn.and_then(|c| closed.get_mut(c)) else {
+            continue;
+        };
+        match &e.body {
+            EventBody::Transport(_) => {}
+            EventBody::Cm { name, .. } if ends_connection(name) => *slot = true,
+            _ => *slot = false,
+        }
+    }
+    let open = rpcrdma
+        .iter()
+        .filter(|&&c| !closed.get(c).copied().unwrap_or(false))
+        .count();
+    if open > 0 {
+        reasons.push(Incompleteness::NoDisconnect {
+            open,
+            of: rpcrdma.len(),
+        });
+    }
+    let counts = TransportCounts::of(trace);
+    if counts.lost_psns > 0 {
+        reasons.push(Incompleteness::LostPackets {
+            psns: counts.lost_psns,
+        });
+    }
+    if counts.incomplete > 0 {
+        reasons.push(Incompleteness::Unfinished {
+            operations: counts.incomplete,
+        });
+    }
+    if reasons.is_empty() {
+        CaptureStatus::Complete
+    } else {
+        CaptureStatus::Incomplete(reasons)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Event;
+    use std::time::Duration;
+
+    fn event(body: EventBody) -> Event {
+        Event {
+            frame: 1,
+            first_frame: 1,
+            time: Duration::ZERO,
+            conn: Some(0),
+            dir: None,
+            body,
+        }
+    }
+
+    #[test]
+    fn retransmission_naks_are_counted_fatal_naks_stay_lines() {
+        let nak = |syndrome| TransportEvent::Nak { psn: 1, syndrome };
+        let seq = nak(AckSyndrome::Nak { code: 0 });
+        let rnr = nak(AckSyndrome::RnrNak { timer: 3 });
+        let access = nak(AckSyndrome::Nak { code: 2 });
+        assert!(is_rc_level(&seq) && is_rc_level(&rnr));
+        assert!(!is_rc_level(&access));
+        let overlong = TransportEvent::Overlong {
+            what: "send",
+            declared: 9,
+        };
+        for (e, shown) in [
+            (&seq, false),
+            (&rnr, false),
+            (&access, true),
+            (&overlong, true),
+        ] {
+            let body = EventBody::Transport(e.clone());
+            assert_eq!(Level::Exchange.shows(&body), shown, "{e:?}");
+            assert!(Level::Transport.shows(&body));
+        }
+        let mut counts = TransportCounts::default();
+        for e in [&seq, &rnr, &rnr, &access, &overlong] {
+            counts.add(e);
+        }
+        assert_eq!((counts.naks, counts.rnr_naks), (1, 2));
+        assert_eq!(
+            counts.to_string(),
+            "duplicates=0 naks=1 rnr_naks=2 out_of_sequence=0 gaps=0 late_fills=0 unmatched=0 \
+             orphans=0 incomplete=0 bad_icrc=0 lost_psns=0"
+        );
+    }
+
+    #[test]
+    fn a_connection_is_closed_only_by_a_disconnect_after_its_last_event() {
+        let cm = |name: &str| EventBody::Cm {
+            name: name.into(),
+            detail: String::new(),
+        };
+        let mut trace = Trace {
+            connections: vec![crate::model::Connection {
+                rpcrdma: true,
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        assert_eq!(capture_status(&Trace::default()), CaptureStatus::Complete);
+        trace.events = vec![event(cm("CM_REQ")), event(cm("CM_DREQ"))];
+        assert_eq!(capture_status(&trace), CaptureStatus::Complete);
+        // A transport event after the disconnect does not reopen it; a Send does.
+        trace
+            .events
+            .push(event(EventBody::Transport(TransportEvent::Duplicate {
+                psn: 1,
+                opcode: "SEND_ONLY",
+            })));
+        assert_eq!(capture_status(&trace), CaptureStatus::Complete);
+        trace.events.push(event(EventBody::Send { length: 4 }));
+        assert_eq!(
+            capture_status(&trace),
+            CaptureStatus::Incomplete(vec![Incompleteness::NoDisconnect { open: 1, of: 1 }])
+        );
+        trace.capture_error = Some("cut record".into());
+        assert_eq!(
+            capture_status(&trace).to_string(),
+            "incomplete (truncated: cut record; no disconnect after the last message on 1 of 1 \
+             connections)"
+        );
+    }
+}
