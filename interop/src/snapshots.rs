@@ -5,9 +5,18 @@
 //! against our server's classic policy, where every divergence must be listed with a reason in
 //! `fixtures/interop/expected-differences.toml`.
 //!
+//! The trace is `rig trace show` at its default level: the RPC-over-RDMA exchange only; the RC
+//! transport's own recovery (PSN duplicates, NAKs, RNR retries) varies with host load and is
+//! reported beside the snapshot as counts, never compared. A capture that does not hold the
+//! whole exchange (cut before the disconnect, packets lost for good) makes the case a harness
+//! failure ([`Comparison::HarnessFailure`]), not a snapshot change. A timing-dependent scenario
+//! (listed in expected-differences.toml) records a set of alternative outcomes ([`Baseline`]); a
+//! run passes when it reproduces one of them.
+//!
 //! Architecture Invariant: a snapshot holds only what a kernel change could alter; volatile values
-//! (times, pids, run prefixes) are dropped here and xids/handles/PSNs by `rig trace show`, so an
-//! unchanged kernel gives a byte-identical snapshot.
+//! (times, pids, run prefixes) are dropped here and xids/handles/PSNs and RC-level transport
+//! events by `rig trace show`, so an unchanged kernel gives a byte-identical snapshot (or, for a
+//! timing-dependent scenario, one of its recorded outcomes).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -17,7 +26,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use anyhow::{bail, ensure, Context, Result};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::process::{GroupChild, WaitOutcome};
@@ -141,10 +150,7 @@ pub fn mask_xids(text: &str) -> String {
     while let Some(at) = rest.find("XID 0x") {
         let (head, tail) = rest.split_at(at);
         out.push_str(head);
-        let digits = tail[6..]
-            .bytes()
-            .take_while(u8::is_ascii_hexdigit)
-            .count();
+        let digits = tail[6..].bytes().take_while(u8::is_ascii_hexdigit).count();
         out.push_str("XID <xid>");
         rest = &tail[6 + digits..];
     }
@@ -219,9 +225,80 @@ pub fn render(
     text
 }
 
-/// `rig trace show --format text` (normalised) of a capture, run in its own process group with
-/// a timeout; stdout goes through a file in `scratch` so a huge trace cannot fill a pipe.
-pub fn normalised_trace(rig: &Path, pcap: &Path, scratch: &Path) -> Result<String> {
+/// Start of `rig trace show`'s summary line with the RC-level transport counts (not compared).
+pub const TRANSPORT_PREFIX: &str = "transport: ";
+/// Start of `rig trace show`'s summary line with the capture's completeness.
+pub const CAPTURE_PREFIX: &str = "capture: ";
+/// Most alternative outcomes one baseline file may record.
+pub const MAX_OUTCOMES: usize = 32;
+/// The trace section of a baseline outcome whose capture was incomplete when it was recorded.
+pub const TRACE_NOT_RECORDED: &str = "## trace: not recorded";
+
+/// Whether a case's capture holds its whole exchange, as `rig trace show` judged it (no
+/// disconnect after the last message, PSNs never captured, a truncated file: incomplete).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "status", content = "reason", rename_all = "snake_case")]
+pub enum CaptureStatus {
+    Complete,
+    /// The reason as `rig trace show` printed it.
+    Incomplete(String),
+    /// `rig trace show` printed no `capture:` line (a rig older than this harness).
+    Unknown,
+}
+
+impl CaptureStatus {
+    pub fn is_complete(&self) -> bool {
+        matches!(self, CaptureStatus::Complete)
+    }
+}
+
+/// `rig trace show --format text` of one capture (the default, gating level), split into what
+/// a snapshot compares and what it only reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TraceOutput {
+    /// One line per exchange event: calls, replies, retransmits, DRC replays, chunk movements,
+    /// CM. Compared.
+    pub lines: String,
+    /// RC-level transport counts (`duplicates=12 naks=1 ...`): host load, not behaviour.
+    pub transport: Option<String>,
+    pub capture: CaptureStatus,
+}
+
+impl TraceOutput {
+    /// Split `rig trace show` output: event lines start with a connection tag (`c1 `, `c? `),
+    /// the summary lines with [`TRANSPORT_PREFIX`] and [`CAPTURE_PREFIX`].
+    pub fn parse(text: &str) -> Self {
+        let mut out = TraceOutput {
+            lines: String::new(),
+            transport: None,
+            capture: CaptureStatus::Unknown,
+        };
+        for line in text.lines() {
+            if let Some(counts) = line.strip_prefix(TRANSPORT_PREFIX) {
+                out.transport = Some(counts.to_owned());
+            } else if let Some(status) = line.strip_prefix(CAPTURE_PREFIX) {
+                out.capture = match status {
+                    "complete" => CaptureStatus::Complete,
+                    other => CaptureStatus::Incomplete(
+                        other
+                            .strip_prefix("incomplete (")
+                            .and_then(|r| r.strip_suffix(')'))
+                            .unwrap_or(other)
+                            .to_owned(),
+                    ),
+                };
+            } else {
+                out.lines.push_str(line);
+                out.lines.push('\n');
+            }
+        }
+        out
+    }
+}
+
+/// `rig trace show --format text` of a capture, run in its own process group with a timeout;
+/// stdout goes through a file in `scratch` so a huge trace cannot fill a pipe.
+pub fn trace_output(rig: &Path, pcap: &Path, scratch: &Path) -> Result<TraceOutput> {
     fs::create_dir_all(scratch)?;
     let name = pcap.file_name().unwrap_or_default().to_string_lossy();
     let stdout_path = scratch.join(format!("{name}.trace.txt"));
@@ -235,7 +312,9 @@ pub fn normalised_trace(rig: &Path, pcap: &Path, scratch: &Path) -> Result<Strin
         .stderr(fs::File::create(&stderr_path)?);
     let mut child = GroupChild::spawn(&format!("rig trace show {name}"), command)?;
     match child.wait_timeout(TRACE_TIMEOUT)? {
-        WaitOutcome::Exited(status) if status.success() => read_bounded(&stdout_path),
+        WaitOutcome::Exited(status) if status.success() => {
+            Ok(TraceOutput::parse(&read_bounded(&stdout_path)?))
+        }
         WaitOutcome::Exited(status) => bail!(
             "rig trace show {} failed ({status}): {}",
             pcap.display(),
@@ -249,15 +328,66 @@ pub fn normalised_trace(rig: &Path, pcap: &Path, scratch: &Path) -> Result<Strin
     }
 }
 
+/// Whether the capture of a case holds its whole exchange; for the runner, which may retry a
+/// case whose capture is incomplete (a harness failure, not a result).
+pub fn capture_status(rig: &Path, pcap: &Path, scratch: &Path) -> Result<CaptureStatus> {
+    Ok(trace_output(rig, pcap, scratch)?.capture)
+}
+
+/// Connections the client made, by its verdicts' `connects` fields (`None` when none says).
+fn expected_connections(verdicts: &[BTreeMap<String, String>]) -> Option<u64> {
+    let counts: Vec<u64> = verdicts
+        .iter()
+        .filter_map(|v| v.get("connects")?.parse().ok())
+        .collect();
+    (!counts.is_empty()).then(|| counts.iter().sum())
+}
+
+/// Why a case's capture cannot be compared (a harness failure of the case), if it cannot:
+/// `rig trace show` judged it incomplete or could not say, or it holds fewer connection requests
+/// than the client's verdicts report connections.
+pub fn capture_problem(
+    verdicts: &[BTreeMap<String, String>],
+    trace: &TraceOutput,
+) -> Option<String> {
+    match &trace.capture {
+        CaptureStatus::Complete => {}
+        CaptureStatus::Incomplete(reason) => return Some(format!("capture incomplete: {reason}")),
+        CaptureStatus::Unknown => {
+            return Some("rig trace show printed no capture status (rebuild rig)".into())
+        }
+    }
+    let captured = trace
+        .lines
+        .lines()
+        .filter(|l| l.split(' ').nth(2) == Some("CM_REQ"))
+        .count() as u64;
+    match expected_connections(verdicts) {
+        Some(expected) if captured < expected => Some(format!(
+            "capture incomplete: {captured} connection requests captured, the client made \
+             {expected} connections"
+        )),
+        _ => None,
+    }
+}
+
 /// One rendered snapshot and where its baseline lives.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Snapshot {
     pub kernel: String,
     pub suite: String,
     pub case: String,
+    /// Which repetition of the run (`interop run --repeat`) it came from, from 1.
+    pub attempt: u32,
+    /// The compared text: header, verdicts, kernel deltas, the trace at the gating level.
     pub text: String,
     /// Parsed verdicts, for the nfsd-vs-ours cross-check.
     pub verdicts: Vec<BTreeMap<String, String>>,
+    /// The capture's RC-level transport counts: reported, never compared.
+    pub transport: Option<String>,
+    /// Set when the case cannot be compared (its capture is incomplete, `rig trace show`
+    /// failed): a harness failure of the case, to retry, not a snapshot change.
+    pub harness_failure: Option<String>,
 }
 
 impl Snapshot {
@@ -267,11 +397,19 @@ impl Snapshot {
             .join(&self.suite)
             .join(format!("{}.snap", self.case))
     }
+
+    /// Whether `pattern` (a `*`/`?` glob) names this case: its name (`nfsd.burst`), its
+    /// scenario (`burst`), or its path without `.snap` (`linux-6.1/drc/nfsd.*`).
+    pub fn matches(&self, pattern: &str) -> bool {
+        let path = format!("{}/{}/{}", self.kernel, self.suite, self.case);
+        crate::runs::case_selected(&self.case, &[pattern.to_owned()])
+            || crate::runs::glob_match(pattern, &path)
+    }
 }
 
-/// Render the snapshot of every case of `cases` that left files in `out`. A capture that
-/// `rig trace show` cannot read becomes an `error:` line in the trace section (itself a change
-/// the reviewer sees) rather than aborting the other cases.
+/// Render the snapshot of every case of `cases` that left files in `out`. A capture that is
+/// incomplete, or that `rig trace show` cannot read, makes the case a harness failure (reported,
+/// not compared) rather than aborting the other cases.
 pub fn collect(
     kernel: &str,
     suite: &str,
@@ -295,38 +433,254 @@ pub fn collect(
             Some(path) => Some(kernel_fields(&read_bounded(path)?)),
             None => None,
         };
-        let trace = match (&files.pcap, rig) {
-            (Some(pcap), Some(rig)) => Some(
-                normalised_trace(rig, pcap, scratch).unwrap_or_else(|e| format!("error: {e:#}")),
-            ),
-            _ => None,
+        let (trace, harness_failure) = match (&files.pcap, rig) {
+            (Some(pcap), Some(rig)) => match trace_output(rig, pcap, scratch) {
+                Ok(trace) => {
+                    let problem = capture_problem(&verdicts, &trace);
+                    (Some(trace), problem)
+                }
+                Err(e) => (None, Some(format!("{e:#}"))),
+            },
+            _ => (None, None),
         };
         snapshots.push(Snapshot {
             kernel: kernel.to_owned(),
             suite: suite.to_owned(),
             case: case.clone(),
+            attempt: 1,
             text: render(
                 kernel,
                 suite,
                 case,
                 &verdicts,
                 deltas.as_ref(),
-                trace.as_deref(),
+                trace.as_ref().map(|t| t.lines.as_str()),
             ),
             verdicts,
+            transport: trace.as_ref().and_then(|t| t.transport.clone()),
+            harness_failure,
         });
     }
     Ok(snapshots)
 }
 
+/// Why a baseline file cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum BaselineError {
+    /// The first line is not `# interop snapshot: ...`.
+    NoHeader,
+    /// An `### outcome` line whose run count is not a number.
+    BadOutcomeMarker { line: usize, text: String },
+    /// Outcome markers, but other text before the first one.
+    TextBeforeOutcome { line: usize },
+    /// More than [`MAX_OUTCOMES`] outcomes.
+    TooManyOutcomes { count: usize },
+}
+
+impl std::fmt::Display for BaselineError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BaselineError::NoHeader => f.write_str("first line is not `# interop snapshot: ...`"),
+            BaselineError::BadOutcomeMarker { line, text } => {
+                write!(f, "line {line}: bad outcome marker {text:?}")
+            }
+            BaselineError::TextBeforeOutcome { line } => {
+                write!(f, "line {line}: text before the first `### outcome` marker")
+            }
+            BaselineError::TooManyOutcomes { count } => {
+                write!(f, "{count} outcomes, over the limit of {MAX_OUTCOMES}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for BaselineError {}
+
+/// One recorded outcome of a case: the compared text below the header.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outcome {
+    /// Runs that produced it (counted for timing-dependent scenarios, 1 otherwise).
+    pub runs: u32,
+    pub body: String,
+}
+
+/// The part of a snapshot body before its trace section (verdicts, kernel deltas).
+fn without_trace(body: &str) -> &str {
+    let mut at = 0;
+    for line in body.split_inclusive('\n') {
+        if line.starts_with("## trace") {
+            return &body[..at];
+        }
+        at += line.len();
+    }
+    body
+}
+
+impl Outcome {
+    /// Whether the trace of this outcome was left out (its capture was incomplete).
+    pub fn trace_missing(&self) -> bool {
+        self.body.lines().any(|l| l.starts_with(TRACE_NOT_RECORDED))
+    }
+}
+
+/// A baseline file: the header, whether the scenario is timing-dependent (and why), and one or
+/// more outcomes, any of which a run may reproduce.
+///
+/// ```text
+/// # interop snapshot: kernel=linux-6.1 suite=drc case=nfsd.burst
+/// # timing-dependent: <reason from expected-differences.toml>
+/// # single-run baseline: ...        (derived: written when only one run was recorded)
+/// ### outcome 1 (runs: 1)
+/// ## verdict 1
+/// ...
+/// ```
+///
+/// A scenario that is not timing-dependent has one outcome and no markers: the header, then the
+/// body, as a run renders it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Baseline {
+    pub header: String,
+    pub timing: Option<String>,
+    pub outcomes: Vec<Outcome>,
+}
+
+const TIMING_PREFIX: &str = "# timing-dependent: ";
+const OUTCOME_PREFIX: &str = "### outcome ";
+
+/// `# interop snapshot: ...` and the body below it.
+fn split_header(text: &str) -> (&str, &str) {
+    match text.split_once('\n') {
+        Some((header, body)) => (header, body),
+        None => (text, ""),
+    }
+}
+
+impl Baseline {
+    pub fn parse(text: &str) -> Result<Self, BaselineError> {
+        let (header, rest) = split_header(text);
+        if !header.starts_with("# interop snapshot:") {
+            return Err(BaselineError::NoHeader);
+        }
+        let mut timing = None;
+        let mut outcomes: Vec<Outcome> = Vec::new();
+        let mut plain = String::new();
+        let mut in_meta = true;
+        for (index, line) in rest.split_inclusive('\n').enumerate() {
+            let number = index + 2;
+            if in_meta && line.starts_with("# ") {
+                if let Some(reason) = line.trim_end().strip_prefix(TIMING_PREFIX) {
+                    timing = Some(reason.to_owned());
+                }
+                continue;
+            }
+            in_meta = false;
+            if let Some(marker) = line.trim_end().strip_prefix(OUTCOME_PREFIX) {
+                let runs = marker
+                    .split_once("(runs: ")
+                    .and_then(|(_, r)| r.strip_suffix(')'))
+                    .and_then(|r| r.parse().ok())
+                    .ok_or_else(|| BaselineError::BadOutcomeMarker {
+                        line: number,
+                        text: line.trim_end().to_owned(),
+                    })?;
+                if !plain.is_empty() {
+                    return Err(BaselineError::TextBeforeOutcome { line: number });
+                }
+                if outcomes.len() >= MAX_OUTCOMES {
+                    return Err(BaselineError::TooManyOutcomes {
+                        count: outcomes.len() + 1,
+                    });
+                }
+                outcomes.push(Outcome {
+                    runs,
+                    body: String::new(),
+                });
+            } else if let Some(last) = outcomes.last_mut() {
+                last.body.push_str(line);
+            } else {
+                plain.push_str(line);
+            }
+        }
+        if outcomes.is_empty() {
+            outcomes.push(Outcome {
+                runs: 1,
+                body: plain,
+            });
+        }
+        Ok(Baseline {
+            header: header.to_owned(),
+            timing,
+            outcomes,
+        })
+    }
+
+    /// Runs recorded over all outcomes.
+    pub fn runs(&self) -> u32 {
+        self.outcomes.iter().map(|o| o.runs).sum()
+    }
+
+    /// Header and one outcome's body: what a run reproducing it renders.
+    pub fn outcome_text(&self, index: usize) -> String {
+        let body = self.outcomes.get(index).map_or("", |o| o.body.as_str());
+        format!("{}\n{body}", self.header)
+    }
+
+    pub fn to_text(&self) -> String {
+        let mut text = format!("{}\n", self.header);
+        let marked = self.timing.is_some() || self.outcomes.len() > 1;
+        if let Some(reason) = &self.timing {
+            let _ = writeln!(text, "{TIMING_PREFIX}{reason}");
+            if self.runs() <= 1 {
+                text.push_str(
+                    "# single-run baseline: recorded from one run of a timing-dependent \
+                     scenario; its other legitimate outcomes are not recorded yet (run it \
+                     with --repeat and accept each outcome with interop-post snapshots \
+                     --accept CASE)\n",
+                );
+            } else {
+                let _ = writeln!(
+                    text,
+                    "# recorded: {} outcomes from {} runs",
+                    self.outcomes.len(),
+                    self.runs()
+                );
+            }
+        }
+        for (index, outcome) in self.outcomes.iter().enumerate() {
+            if marked {
+                let _ = writeln!(
+                    text,
+                    "{OUTCOME_PREFIX}{} (runs: {})",
+                    index + 1,
+                    outcome.runs
+                );
+            }
+            text.push_str(&outcome.body);
+        }
+        text
+    }
+}
+
 /// How a snapshot compares with its baseline.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Comparison {
-    Unchanged,
+    /// Reproduces recorded outcome `outcome` (1-based) of `of`.
+    Unchanged { outcome: usize, of: usize },
     /// No baseline yet: accepting it is a reviewed step like any change.
     New,
-    /// The unified diff, baseline → this run.
-    Changed(String),
+    /// Verdicts and kernel deltas reproduce outcome `outcome`, whose trace was not recorded
+    /// (its capture was incomplete): this run's complete trace still has to be accepted.
+    TraceNotRecorded { outcome: usize },
+    /// Reproduces none of the `of` recorded outcomes; the unified diff is against the closest
+    /// one, `closest` (1-based).
+    Changed {
+        diff: String,
+        closest: usize,
+        of: usize,
+    },
+    /// Not compared: the case's capture cannot be judged (a harness failure, to retry).
+    HarnessFailure(String),
 }
 
 /// A unified diff (3 lines of context) from `old` to `new`, labelled with `path`.
@@ -338,32 +692,144 @@ pub fn unified_diff(old: &str, new: &str, path: &str) -> String {
         .to_string()
 }
 
-/// Compare `snapshot` with its baseline under `root`.
-pub fn compare(snapshot: &Snapshot, root: &Path) -> Result<Comparison> {
-    let path = root.join(snapshot.relative_path());
+fn read_baseline(path: &Path) -> Result<Option<Baseline>> {
     if !path.exists() {
-        return Ok(Comparison::New);
+        return Ok(None);
     }
-    let baseline = read_bounded(&path)?;
-    if baseline == snapshot.text {
-        Ok(Comparison::Unchanged)
-    } else {
-        Ok(Comparison::Changed(unified_diff(
-            &baseline,
-            &snapshot.text,
-            &snapshot.relative_path().display().to_string(),
-        )))
-    }
+    let text = read_bounded(path)?;
+    Baseline::parse(&text)
+        .map(Some)
+        .with_context(|| format!("baseline {}", path.display()))
 }
 
-/// Write `snapshot` as the new baseline under `root`.
-pub fn accept(snapshot: &Snapshot, root: &Path) -> Result<PathBuf> {
+/// Compare `snapshot` with its baseline under `root`: unchanged when it reproduces any recorded
+/// outcome.
+pub fn compare(snapshot: &Snapshot, root: &Path) -> Result<Comparison> {
+    if let Some(reason) = &snapshot.harness_failure {
+        return Ok(Comparison::HarnessFailure(reason.clone()));
+    }
+    let Some(baseline) = read_baseline(&root.join(snapshot.relative_path()))? else {
+        return Ok(Comparison::New);
+    };
+    let (_, body) = split_header(&snapshot.text);
+    let of = baseline.outcomes.len();
+    if let Some(index) = baseline.outcomes.iter().position(|o| o.body == body) {
+        return Ok(Comparison::Unchanged {
+            outcome: index + 1,
+            of,
+        });
+    }
+    if let Some(index) = baseline
+        .outcomes
+        .iter()
+        .position(|o| o.trace_missing() && without_trace(&o.body) == without_trace(body))
+    {
+        return Ok(Comparison::TraceNotRecorded { outcome: index + 1 });
+    }
+    let closest = (0..of)
+        .max_by(|&a, &b| {
+            let ratio = |i: usize| {
+                similar::TextDiff::from_lines(baseline.outcomes[i].body.as_str(), body).ratio()
+            };
+            ratio(a).total_cmp(&ratio(b)).then(b.cmp(&a))
+        })
+        .unwrap_or(0);
+    let mut label = snapshot.relative_path().display().to_string();
+    if of > 1 {
+        label.push_str(&format!(" (outcome {} of {of})", closest + 1));
+    }
+    Ok(Comparison::Changed {
+        diff: unified_diff(&baseline.outcome_text(closest), &snapshot.text, &label),
+        closest: closest + 1,
+        of,
+    })
+}
+
+/// What accepting a snapshot did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Accepted {
+    /// The baseline now holds this run's outcome only.
+    Written(PathBuf),
+    /// Timing-dependent: the run reproduced outcome `outcome`, now counted `runs` times (or
+    /// completed its trace, which had not been recorded).
+    Counted {
+        path: PathBuf,
+        outcome: usize,
+        runs: u32,
+    },
+    /// Timing-dependent: a new alternative outcome, number `outcome`.
+    Added { path: PathBuf, outcome: usize },
+    /// Not accepted: the case's capture cannot be judged.
+    Refused(String),
+}
+
+/// Record `snapshot` in its baseline under `root`. A scenario that is not timing-dependent
+/// (`timing` is `None`) gets this run's outcome as its only one; a timing-dependent one keeps
+/// its recorded outcomes and counts this run in the one it reproduces, or adds it as a new
+/// alternative. A harness failure is never accepted.
+pub fn accept(snapshot: &Snapshot, root: &Path, timing: Option<&str>) -> Result<Accepted> {
+    if let Some(reason) = &snapshot.harness_failure {
+        return Ok(Accepted::Refused(reason.clone()));
+    }
     let path = root.join(snapshot.relative_path());
     if let Some(parent) = path.parent() {
         fs::create_dir_all(parent)?;
     }
-    fs::write(&path, &snapshot.text).with_context(|| format!("writing {}", path.display()))?;
-    Ok(path)
+    let (header, body) = split_header(&snapshot.text);
+    let this_run = Outcome {
+        runs: 1,
+        body: body.to_owned(),
+    };
+    let (baseline, accepted) = match (timing, read_baseline(&path)?) {
+        (Some(reason), Some(mut baseline)) => {
+            baseline.header = header.to_owned();
+            baseline.timing = Some(reason.to_owned());
+            let same = baseline
+                .outcomes
+                .iter()
+                .position(|o| o.body == body)
+                .or_else(|| {
+                    baseline.outcomes.iter().position(|o| {
+                        o.trace_missing() && without_trace(&o.body) == without_trace(body)
+                    })
+                });
+            let accepted = match same {
+                Some(index) => {
+                    let outcome = &mut baseline.outcomes[index];
+                    outcome.runs = outcome.runs.saturating_add(1);
+                    outcome.body = body.to_owned();
+                    Accepted::Counted {
+                        path: path.clone(),
+                        outcome: index + 1,
+                        runs: outcome.runs,
+                    }
+                }
+                None => {
+                    ensure!(
+                        baseline.outcomes.len() < MAX_OUTCOMES,
+                        "{}: already {MAX_OUTCOMES} outcomes",
+                        path.display()
+                    );
+                    baseline.outcomes.push(this_run);
+                    Accepted::Added {
+                        path: path.clone(),
+                        outcome: baseline.outcomes.len(),
+                    }
+                }
+            };
+            (baseline, accepted)
+        }
+        (timing, _) => (
+            Baseline {
+                header: header.to_owned(),
+                timing: timing.map(str::to_owned),
+                outcomes: vec![this_run],
+            },
+            Accepted::Written(path.clone()),
+        ),
+    };
+    fs::write(&path, baseline.to_text()).with_context(|| format!("writing {}", path.display()))?;
+    Ok(accepted)
 }
 
 /// One listed divergence between kernel nfsd and our server's classic policy.
@@ -553,8 +1019,25 @@ mod tests {
             kernel: kernel.into(),
             suite: "x".into(),
             case: case.into(),
+            attempt: 1,
             text: render(kernel, "x", case, &verdicts, None, None),
             verdicts,
+            transport: None,
+            harness_failure: None,
+        }
+    }
+
+    /// A run's snapshot reproducing `text` (a baseline outcome's header and body).
+    fn run_of(text: &str) -> Snapshot {
+        Snapshot {
+            kernel: "linux-6.1".into(),
+            suite: "drc".into(),
+            case: "nfsd.burst".into(),
+            attempt: 1,
+            text: text.into(),
+            verdicts: Vec::new(),
+            transport: None,
+            harness_failure: None,
         }
     }
 
@@ -627,21 +1110,435 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let first = snapshot("linux-6.1", "nfsd.after-ack", VERDICT);
         assert_eq!(compare(&first, dir.path()).unwrap(), Comparison::New);
-        let written = accept(&first, dir.path()).unwrap();
-        assert!(written.ends_with("linux-6.1/x/nfsd.after-ack.snap"));
-        assert_eq!(compare(&first, dir.path()).unwrap(), Comparison::Unchanged);
+        let written = accept(&first, dir.path(), None).unwrap();
+        let Accepted::Written(path) = written else {
+            panic!("{written:?}")
+        };
+        assert!(path.ends_with("linux-6.1/x/nfsd.after-ack.snap"));
+        // Not timing-dependent: the file is the run's text, no markers.
+        assert_eq!(fs::read_to_string(&path).unwrap(), first.text);
+        assert_eq!(
+            compare(&first, dir.path()).unwrap(),
+            Comparison::Unchanged { outcome: 1, of: 1 }
+        );
         let changed = snapshot(
             "linux-6.1",
             "nfsd.after-ack",
             &VERDICT.replace("\"executions\": 2", "\"executions\": 1"),
         );
         match compare(&changed, dir.path()).unwrap() {
-            Comparison::Changed(diff) => {
+            Comparison::Changed { diff, closest, of } => {
+                assert_eq!((closest, of), (1, 1));
                 assert!(diff.contains("-executions: 2\n+executions: 1\n"), "{diff}");
                 assert!(diff.contains("baseline/linux-6.1/x/nfsd.after-ack.snap"));
             }
             other => panic!("expected a change, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn timing_dependent_baselines_record_alternative_outcomes() {
+        let dir = tempfile::tempdir().unwrap();
+        let reason = Some("race");
+        let two = snapshot("linux-6.1", "nfsd.burst", VERDICT);
+        let one = snapshot(
+            "linux-6.1",
+            "nfsd.burst",
+            &VERDICT.replace("\"executions\": 2", "\"executions\": 1"),
+        );
+        let path = match accept(&two, dir.path(), reason).unwrap() {
+            Accepted::Written(path) => path,
+            other => panic!("{other:?}"),
+        };
+        let text = fs::read_to_string(&path).unwrap();
+        assert!(
+            text.contains("\n# timing-dependent: race\n# single-run baseline: "),
+            "{text}"
+        );
+        assert!(
+            text.contains("\n### outcome 1 (runs: 1)\n## verdict 1\n"),
+            "{text}"
+        );
+        assert_eq!(
+            compare(&two, dir.path()).unwrap(),
+            Comparison::Unchanged { outcome: 1, of: 1 }
+        );
+        // The other outcome is a change until it is accepted as an alternative.
+        assert!(matches!(
+            compare(&one, dir.path()).unwrap(),
+            Comparison::Changed {
+                closest: 1,
+                of: 1,
+                ..
+            }
+        ));
+        assert_eq!(
+            accept(&one, dir.path(), reason).unwrap(),
+            Accepted::Added {
+                path: path.clone(),
+                outcome: 2
+            }
+        );
+        assert_eq!(
+            compare(&one, dir.path()).unwrap(),
+            Comparison::Unchanged { outcome: 2, of: 2 }
+        );
+        assert_eq!(
+            compare(&two, dir.path()).unwrap(),
+            Comparison::Unchanged { outcome: 1, of: 2 }
+        );
+        assert_eq!(
+            accept(&two, dir.path(), reason).unwrap(),
+            Accepted::Counted {
+                path: path.clone(),
+                outcome: 1,
+                runs: 2
+            }
+        );
+        let text = fs::read_to_string(&path).unwrap();
+        assert!(!text.contains("single-run"), "{text}");
+        assert!(text.contains("# recorded: 2 outcomes from 3 runs\n### outcome 1 (runs: 2)\n"));
+        let baseline = Baseline::parse(&text).unwrap();
+        assert_eq!(baseline.to_text(), text);
+        assert_eq!(baseline.outcomes.len(), 2);
+        // A third behaviour is red, diffed against the closest outcome.
+        let three = snapshot(
+            "linux-6.1",
+            "nfsd.burst",
+            &VERDICT.replace("\"executions\": 2", "\"executions\": 3"),
+        );
+        match compare(&three, dir.path()).unwrap() {
+            Comparison::Changed { diff, closest, of } => {
+                assert_eq!(of, 2);
+                assert!(
+                    diff.contains(&format!("(outcome {closest} of 2)")),
+                    "{diff}"
+                );
+                assert!(diff.contains("+executions: 3\n"), "{diff}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn an_incomplete_capture_is_a_harness_failure_never_accepted() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cut = snapshot("linux-6.1", "nfsd.once", VERDICT);
+        cut.harness_failure = Some("capture incomplete: no disconnect".into());
+        assert_eq!(
+            compare(&cut, dir.path()).unwrap(),
+            Comparison::HarnessFailure("capture incomplete: no disconnect".into())
+        );
+        assert!(matches!(
+            accept(&cut, dir.path(), None).unwrap(),
+            Accepted::Refused(_)
+        ));
+        assert!(!dir.path().join(cut.relative_path()).exists());
+    }
+
+    #[test]
+    fn rig_trace_output_splits_compared_lines_from_the_summary() {
+        let out = TraceOutput::parse(
+            "c1 C CM_REQ port=20049\nc1 C RDMA_MSG x1 cr=8 NFS3 NULL call\nc1 C CM_DREQ\n\
+             transport: duplicates=3 naks=1\ncapture: complete\n",
+        );
+        assert_eq!(
+            out.lines,
+            "c1 C CM_REQ port=20049\nc1 C RDMA_MSG x1 cr=8 NFS3 NULL call\nc1 C CM_DREQ\n"
+        );
+        assert_eq!(out.transport.as_deref(), Some("duplicates=3 naks=1"));
+        assert_eq!(out.capture, CaptureStatus::Complete);
+        let connects = parse_verdicts(r#"{"connects": 2}"#).unwrap();
+        assert_eq!(capture_problem(&connects[..0], &out), None);
+        assert_eq!(
+            capture_problem(&connects, &out).as_deref(),
+            Some(
+                "capture incomplete: 1 connection requests captured, the client made 2 \
+                 connections"
+            )
+        );
+        let cut = TraceOutput::parse(
+            "c1 C CM_REQ\ncapture: incomplete (no disconnect after the last message on 1 of 1 \
+             connections)\n",
+        );
+        assert_eq!(
+            cut.capture,
+            CaptureStatus::Incomplete(
+                "no disconnect after the last message on 1 of 1 connections".into()
+            )
+        );
+        assert!(capture_problem(&[], &cut)
+            .unwrap()
+            .starts_with("capture incomplete: no disc"));
+        // An older rig without the summary: the harness cannot tell, so it does not compare.
+        let old = TraceOutput::parse("c1 C CM_REQ\n");
+        assert_eq!(old.capture, CaptureStatus::Unknown);
+        assert!(capture_problem(&[], &old).is_some());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn collect_turns_an_incomplete_capture_into_a_harness_failure() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let rig = dir.path().join("fake-rig");
+        fs::write(
+            &rig,
+            "#!/bin/sh\ncase \"$5\" in\n*cut.pcap) end='capture: incomplete (3 PSNs never captured)' ;;\n\
+             *) end='capture: complete' ;;\nesac\n\
+             printf 'c1 C CM_REQ\\nc1 C CM_DREQ\\ntransport: duplicates=7\\n%s\\n' \"$end\"\n",
+        )
+        .unwrap();
+        fs::set_permissions(&rig, fs::Permissions::from_mode(0o755)).unwrap();
+        for case in ["nfsd.once", "nfsd.cut"] {
+            fs::write(dir.path().join(format!("{case}.verdict.json")), VERDICT).unwrap();
+            fs::write(dir.path().join(format!("{case}.pcap")), b"").unwrap();
+        }
+        let cases = vec!["nfsd.once".to_owned(), "nfsd.cut".to_owned()];
+        let scratch = dir.path().join("scratch");
+        let snaps = collect("k", "drc", &cases, dir.path(), Some(&rig), &scratch).unwrap();
+        assert_eq!(snaps[0].harness_failure, None);
+        assert!(
+            snaps[0]
+                .text
+                .ends_with("## trace\nc1 C CM_REQ\nc1 C CM_DREQ\n"),
+            "{}",
+            snaps[0].text
+        );
+        assert_eq!(snaps[0].transport.as_deref(), Some("duplicates=7"));
+        assert_eq!(
+            snaps[1].harness_failure.as_deref(),
+            Some("capture incomplete: 3 PSNs never captured")
+        );
+    }
+
+    #[test]
+    fn case_globs_match_name_scenario_or_path() {
+        let s = run_of("# interop snapshot: kernel=linux-6.1 suite=drc case=nfsd.burst\n");
+        for pattern in [
+            "nfsd.burst",
+            "burst",
+            "nfsd.*",
+            "linux-6.1/drc/*",
+            "*/drc/nfsd.b*",
+        ] {
+            assert!(s.matches(pattern), "{pattern}");
+        }
+        for pattern in ["acked.burst", "linux-7.x/*", "burst-x"] {
+            assert!(!s.matches(pattern), "{pattern}");
+        }
+    }
+
+    #[test]
+    fn malformed_baselines_are_typed_errors() {
+        assert_eq!(Baseline::parse("no header"), Err(BaselineError::NoHeader));
+        let h = "# interop snapshot: kernel=k suite=s case=c\n";
+        assert!(matches!(
+            Baseline::parse(&format!("{h}### outcome 1 (runs: x)\n")),
+            Err(BaselineError::BadOutcomeMarker { line: 2, .. })
+        ));
+        assert_eq!(
+            Baseline::parse(&format!("{h}## verdict 1\n### outcome 1 (runs: 1)\n")),
+            Err(BaselineError::TextBeforeOutcome { line: 3 })
+        );
+        let many: String = (0..=MAX_OUTCOMES)
+            .map(|i| format!("### outcome {i} (runs: 1)\n"))
+            .collect();
+        assert!(matches!(
+            Baseline::parse(&format!("{h}{many}")),
+            Err(BaselineError::TooManyOutcomes { .. })
+        ));
+    }
+
+    fn committed_root() -> PathBuf {
+        crate::cache::workspace_root().join("fixtures/snapshots/interop")
+    }
+
+    fn committed_baselines() -> Vec<(PathBuf, String)> {
+        let mut files = Vec::new();
+        let mut dirs = vec![committed_root()];
+        while let Some(dir) = dirs.pop() {
+            for entry in fs::read_dir(&dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    dirs.push(path);
+                } else if path.extension().is_some_and(|e| e == "snap") {
+                    let text = fs::read_to_string(&path).unwrap();
+                    files.push((path, text));
+                }
+            }
+        }
+        files.sort();
+        files
+    }
+
+    #[test]
+    fn committed_baselines_hold_the_gating_level_only() {
+        let expected = ExpectedDifferences::parse(
+            &fs::read_to_string(
+                crate::cache::workspace_root().join("fixtures/interop/expected-differences.toml"),
+            )
+            .unwrap(),
+        )
+        .unwrap();
+        let files = committed_baselines();
+        assert_eq!(files.len(), 168);
+        let (mut timing, mut single) = (0, 0);
+        for (path, text) in &files {
+            let baseline = Baseline::parse(text).unwrap_or_else(|e| panic!("{path:?}: {e}"));
+            // Canonical: what accept would write.
+            assert_eq!(&baseline.to_text(), text, "{path:?}");
+            // No RC-level transport event is a line at the gating level.
+            for line in text.lines() {
+                assert!(!line.contains(" ! "), "{path:?}: {line}");
+            }
+            let case = path.file_stem().unwrap().to_string_lossy().into_owned();
+            match expected.timing_reason(scenario_of_case(&case)) {
+                Some(reason) => {
+                    timing += 1;
+                    assert_eq!(baseline.timing.as_deref(), Some(reason), "{path:?}");
+                    if baseline.runs() == 1 {
+                        single += 1;
+                        assert!(text.contains("\n# single-run baseline: "), "{path:?}");
+                    }
+                }
+                None => {
+                    assert_eq!(baseline.timing, None, "{path:?}");
+                    assert_eq!(baseline.outcomes.len(), 1, "{path:?}");
+                }
+            }
+        }
+        assert_eq!(timing, 36);
+        assert!(single <= timing);
+    }
+
+    /// A committed baseline's outcome, as a run reproducing it would render it.
+    fn committed_run(relative: &str) -> Snapshot {
+        let text = fs::read_to_string(committed_root().join(relative)).unwrap();
+        let baseline = Baseline::parse(&text).unwrap();
+        let (kernel, rest) = relative.split_once('/').unwrap();
+        let (suite, file) = rest.split_once('/').unwrap();
+        Snapshot {
+            kernel: kernel.into(),
+            suite: suite.into(),
+            case: file.trim_end_matches(".snap").into(),
+            ..run_of(&baseline.outcome_text(0))
+        }
+    }
+
+    #[test]
+    fn deliberate_behaviour_changes_against_committed_baselines_are_red_and_readable() {
+        let root = committed_root();
+        for relative in [
+            "linux-6.12/selftest/acked.changed-args-same-xid.snap",
+            "linux-6.12/selftest/classic.burst.snap",
+        ] {
+            let same = committed_run(relative);
+            assert_eq!(
+                compare(&same, &root).unwrap(),
+                Comparison::Unchanged { outcome: 1, of: 1 },
+                "{relative}"
+            );
+            // A verdict's executions 1 -> 2.
+            let twice = Snapshot {
+                text: same
+                    .text
+                    .replacen("\nexecutions: 1\n", "\nexecutions: 2\n", 1),
+                ..same.clone()
+            };
+            assert_ne!(twice.text, same.text, "{relative}");
+            match compare(&twice, &root).unwrap() {
+                Comparison::Changed { diff, .. } => {
+                    assert!(
+                        diff.contains("\n-executions: 1\n+executions: 2\n"),
+                        "{diff}"
+                    );
+                    assert!(diff.contains(&format!("--- baseline/{relative}")), "{diff}");
+                    assert_eq!(changed_lines(&diff), 2, "{diff}");
+                }
+                other => panic!("{relative}: {other:?}"),
+            }
+            // The DRC replay missing from the trace.
+            let dup = same
+                .text
+                .lines()
+                .find(|l| l.ends_with(" DUP_REPLY"))
+                .unwrap()
+                .to_owned();
+            let no_replay = Snapshot {
+                text: same.text.replacen(&format!("{dup}\n"), "", 1),
+                ..same.clone()
+            };
+            match compare(&no_replay, &root).unwrap() {
+                Comparison::Changed { diff, .. } => {
+                    assert!(diff.contains(&format!("\n-{dup}\n")), "{diff}");
+                    assert_eq!(changed_lines(&diff), 1, "{diff}");
+                }
+                other => panic!("{relative}: {other:?}"),
+            }
+        }
+    }
+
+    fn changed_lines(diff: &str) -> usize {
+        diff.lines()
+            .filter(|l| l.starts_with(['+', '-']) && !l.starts_with("+++") && !l.starts_with("---"))
+            .count()
+    }
+
+    #[test]
+    fn a_timing_dependent_committed_baseline_passes_only_its_recorded_outcome() {
+        let root = committed_root();
+        let relative = "linux-7.x/drc/nfsd.burst.snap";
+        let same = committed_run(relative);
+        assert_eq!(
+            compare(&same, &root).unwrap(),
+            Comparison::Unchanged { outcome: 1, of: 1 }
+        );
+        // Another legitimate-looking outcome (all four answered) is red until accepted.
+        let other = Snapshot {
+            text: same
+                .text
+                .replacen("\nunanswered: 3\n", "\nunanswered: 0\n", 1),
+            ..same.clone()
+        };
+        assert_ne!(other.text, same.text);
+        assert!(matches!(
+            compare(&other, &root).unwrap(),
+            Comparison::Changed {
+                closest: 1,
+                of: 1,
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn a_baseline_without_a_recorded_trace_still_needs_this_runs_trace() {
+        let root = committed_root();
+        let relative = "linux-6.1/drc/nfsd.burst.snap";
+        let baseline = committed_run(relative);
+        assert!(baseline.text.contains(TRACE_NOT_RECORDED));
+        let complete = Snapshot {
+            text: format!(
+                "{}## trace\nc1 C CM_REQ port=20049\nc1 C CM_DREQ\n",
+                without_trace(&baseline.text)
+            ),
+            ..baseline.clone()
+        };
+        assert_eq!(
+            compare(&complete, &root).unwrap(),
+            Comparison::TraceNotRecorded { outcome: 1 }
+        );
+        let changed = Snapshot {
+            text: complete
+                .text
+                .replacen("\nexecutions: 1\n", "\nexecutions: 2\n", 1),
+            ..complete.clone()
+        };
+        assert!(matches!(
+            compare(&changed, &root).unwrap(),
+            Comparison::Changed { .. }
+        ));
     }
 
     #[test]
