@@ -1,16 +1,54 @@
-//! `rig trace`: RoCE captures (pcap/pcapng) as RPC-over-RDMA traces — show, diff, extract.
+//! `rig trace`: RoCE captures (pcap/pcapng) as RPC-over-RDMA traces — show, diff, status,
+//! extract.
 //!
-//! Exit codes: `show` and `extract` 0 on success; `diff` 0 when the normalised traces are the
-//! same and 1 when they differ (like `diff(1)`); 2 for usage or I/O errors.
+//! Text output is at one level, decided in the trace crate (`trace::Level`): by default the
+//! RPC-over-RDMA exchange, with RC-level transport events (PSN duplicates, NAKs, RNR NAKs,
+//! packets out of sequence) summarised after the lines as `transport: ...` counts, then
+//! `capture: complete` or `capture: incomplete (...)`; `--level transport` (or `--raw`) shows
+//! every event.
+//!
+//! Exit codes: `show` and `extract` 0 on success; `diff` 0 when the traces' lines at the level
+//! are the same and 1 when they differ (like `diff(1)`); `status` 0 for a complete capture;
+//! 3 for an incomplete capture (`status` always, `show` and `diff` with `--require-complete`);
+//! 2 for usage or I/O errors.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use trace::render::{self, Style};
-use trace::{Options, Trace};
+use trace::render::{self, Rendered, Style};
+use trace::{Level, Options, Trace};
 
 /// Largest capture read (the trace holds at most a few copies of it in memory).
 const MAX_CAPTURE: u64 = 1 << 30;
+/// Exit code for a capture that does not hold its whole exchange.
+const EXIT_INCOMPLETE: u8 = 3;
+
+/// Which events are lines (`trace::Level`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum LevelArg {
+    /// The RPC-over-RDMA exchange; RC-level transport events counted, not shown (the default,
+    /// what `diff` and the interop snapshots compare).
+    Exchange,
+    /// Every event, RC-level transport events included.
+    Transport,
+}
+
+impl From<LevelArg> for Level {
+    fn from(level: LevelArg) -> Self {
+        match level {
+            LevelArg::Exchange => Level::Exchange,
+            LevelArg::Transport => Level::Transport,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum StatusFormat {
+    /// `capture: ...` and `transport: ...` lines.
+    Text,
+    /// One JSON object: capture status with reasons, transport counts, connections, messages.
+    Json,
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
@@ -28,26 +66,46 @@ pub struct Args {
 
 #[derive(clap::Subcommand)]
 enum Command {
-    /// Print the trace of a capture.
+    /// Print the trace of a capture: one line per event at the level, then the transport counts
+    /// and the capture status.
     Show {
         /// pcap or pcapng capture of RoCE traffic (Ethernet, Linux cooked or raw IP link type).
         file: PathBuf,
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
         /// Keep frame numbers, times, xids, handles and offsets (text format) instead of
-        /// normalising them.
+        /// normalising them; shows every event unless --level says otherwise.
         #[arg(long)]
         raw: bool,
+        /// Which events are lines (default: exchange; with --raw: transport).
+        #[arg(long, value_enum)]
+        level: Option<LevelArg>,
+        /// Exit 3 when the capture is incomplete (cut before the disconnect, packets lost).
+        #[arg(long)]
+        require_complete: bool,
         /// Do not verify the ICRC of each packet.
         #[arg(long)]
         no_icrc: bool,
     },
-    /// Unified diff of two captures' normalised traces; exit 1 when they differ.
+    /// Unified diff of two captures' normalised traces at the level; exit 1 when they differ.
+    /// RC-level retransmissions alone make no difference at the default level.
     Diff {
         /// The baseline capture.
         a: PathBuf,
         /// The capture compared with it.
         b: PathBuf,
+        #[arg(long, value_enum, default_value_t = LevelArg::Exchange)]
+        level: LevelArg,
+        /// Exit 3 when either capture is incomplete, whatever the diff says.
+        #[arg(long)]
+        require_complete: bool,
+    },
+    /// Whether a capture holds its whole exchange; exit 0 when complete, 3 when not.
+    Status {
+        /// pcap or pcapng capture.
+        file: PathBuf,
+        #[arg(long, value_enum, default_value_t = StatusFormat::Text)]
+        format: StatusFormat,
     },
     /// Write every RPC-over-RDMA Send payload to DIR/NNNN-<kind>.bin (NNNN = frame number).
     Extract {
@@ -75,33 +133,97 @@ fn load(path: &Path, check_icrc: bool) -> anyhow::Result<Trace> {
     trace::trace_capture(&bytes, &options).with_context(|| format!("{}", path.display()))
 }
 
+fn rendered(path: &Path, style: Style, level: Level) -> anyhow::Result<Rendered> {
+    Ok(render::render(&load(path, true)?, style, level))
+}
+
 pub fn run(args: Args) -> anyhow::Result<u8> {
     match args.command {
         Command::Show {
             file,
             format,
             raw,
+            level,
+            require_complete,
             no_icrc,
         } => {
             let t = load(&file, !no_icrc)?;
-            let out = match (format, raw) {
-                (Format::Jsonl, _) => render::jsonl(&t),
-                (Format::Text, true) => render::text(&t, Style::Raw),
-                (Format::Text, false) => render::text(&t, Style::Normalised),
-            };
-            print!("{out}");
-            Ok(0)
+            let style = if raw { Style::Raw } else { Style::Normalised };
+            let level = level.map(Level::from).unwrap_or(if raw {
+                Level::Transport
+            } else {
+                Level::Exchange
+            });
+            let r = render::render(&t, style, level);
+            match format {
+                Format::Jsonl => print!("{}", render::jsonl(&t)),
+                Format::Text => print!("{}", r.to_text()),
+            }
+            Ok(if require_complete && !r.capture.is_complete() {
+                EXIT_INCOMPLETE
+            } else {
+                0
+            })
         }
-        Command::Diff { a, b } => {
-            let ta = render::text(&load(&a, true)?, Style::Normalised);
-            let tb = render::text(&load(&b, true)?, Style::Normalised);
-            match render::diff(&a.display().to_string(), &ta, &b.display().to_string(), &tb) {
-                None => Ok(0),
-                Some(d) => {
-                    print!("{d}");
-                    Ok(1)
+        Command::Diff {
+            a,
+            b,
+            level,
+            require_complete,
+        } => {
+            let level = Level::from(level);
+            let ra = rendered(&a, Style::Normalised, level)?;
+            let rb = rendered(&b, Style::Normalised, level)?;
+            let (an, bn) = (a.display().to_string(), b.display().to_string());
+            for (name, r) in [(&an, &ra), (&bn, &rb)] {
+                if !r.capture.is_complete() {
+                    eprintln!("rig trace diff: {name}: capture {}", r.capture);
                 }
             }
+            let incomplete = !ra.capture.is_complete() || !rb.capture.is_complete();
+            let code = match render::diff_rendered(&an, &ra, &bn, &rb) {
+                None => {
+                    if ra.transport != rb.transport {
+                        eprintln!(
+                            "rig trace diff: same exchange; transport differs (not compared): \
+                             {an}: {}; {bn}: {}",
+                            ra.transport, rb.transport
+                        );
+                    }
+                    0
+                }
+                Some(d) => {
+                    print!("{d}");
+                    1
+                }
+            };
+            Ok(if require_complete && incomplete {
+                EXIT_INCOMPLETE
+            } else {
+                code
+            })
+        }
+        Command::Status { file, format } => {
+            let t = load(&file, true)?;
+            let r = render::render(&t, Style::Normalised, Level::Exchange);
+            match format {
+                StatusFormat::Text => print!("{}", r.summary()),
+                StatusFormat::Json => println!(
+                    "{}",
+                    serde_json::json!({
+                        "complete": r.capture.is_complete(),
+                        "capture": r.capture,
+                        "transport": r.transport,
+                        "connections": t.connections.iter().filter(|c| c.rpcrdma).count(),
+                        "messages": t.messages().count(),
+                    })
+                ),
+            }
+            Ok(if r.capture.is_complete() {
+                0
+            } else {
+                EXIT_INCOMPLETE
+            })
         }
         Command::Extract { file, dir } => {
             let t = load(&file, true)?;

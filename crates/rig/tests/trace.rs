@@ -147,3 +147,171 @@ fn missing_and_non_capture_files_are_usage_errors() {
     assert_eq!(code, 2);
     assert!(err.contains("not a pcap or pcapng file"), "{err}");
 }
+
+/// A pcap (microsecond, Ethernet) of `frames`.
+fn write_pcap(frames: &[(std::time::Duration, Vec<u8>)]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for word in [0xa1b2_c3d4u32, 0x0004_0002, 0, 0, 65535, 1] {
+        out.extend_from_slice(&word.to_le_bytes());
+    }
+    // version is two u16s (2, 4): written above as one little-endian word.
+    for (t, d) in frames {
+        for word in [
+            t.as_secs() as u32,
+            t.subsec_micros(),
+            d.len() as u32,
+            d.len() as u32,
+        ] {
+            out.extend_from_slice(&word.to_le_bytes());
+        }
+        out.extend_from_slice(d);
+    }
+    out
+}
+
+/// The 7.2 fixture with RC-level recovery added: Sends retransmitted with their PSNs, an RNR NAK
+/// and its retry, a SEND_FIRST lost on the wire and recovered by go-back-N after a NAK.
+fn with_rc_retransmissions() -> Vec<(std::time::Duration, Vec<u8>)> {
+    let bytes = std::fs::read(fixture("nfs3-linux-7.2")).unwrap();
+    let a: Vec<_> = trace::capture::read_capture(&bytes)
+        .unwrap()
+        .frames
+        .into_iter()
+        .map(|f| (f.time, f.data.into_owned()))
+        .collect();
+    let span = |d: &[u8]| {
+        let p = trace::link::roce_packet(trace::capture::LinkType::Ethernet, d).unwrap();
+        let start = p.transport.as_ptr() as usize - d.as_ptr() as usize;
+        (start, start + p.transport.len())
+    };
+    let opcode = |d: &[u8]| d[span(d).0];
+    // An ACK from the server (frame 34) as a NAK (0x60 PSN sequence error, 0x20 RNR) of `psn`.
+    let nak = |syndrome: u8, psn: u32| {
+        let (time, mut d) = a[33].clone();
+        assert_eq!(opcode(&d), 0x11);
+        let (start, end) = span(&d);
+        d[start + 12] = syndrome;
+        d[start + 9..start + 12].copy_from_slice(&psn.to_be_bytes()[1..]);
+        let p = trace::link::roce_packet(trace::capture::LinkType::Ethernet, &d).unwrap();
+        let crc = trace::icrc::compute(p.icrc_prefix, p.transport).unwrap();
+        d[end - 4..end].copy_from_slice(&crc.to_le_bytes());
+        (time, d)
+    };
+    assert_eq!((opcode(&a[99].1), opcode(&a[100].1)), (0x00, 0x02));
+    let mut b = Vec::new();
+    for n in 1..=a.len() {
+        let frame = a[n - 1].clone();
+        match n {
+            100 => continue,
+            _ => b.push(frame.clone()),
+        }
+        match n {
+            36 => b.push(a[34].clone()),
+            37 => {
+                b.push(nak(0x20, 16775165));
+                b.push(frame);
+            }
+            40 => b.push(a[32].clone()),
+            101 => {
+                b.push(nak(0x60, 16775182));
+                b.push(a[99].clone());
+                b.push(frame);
+            }
+            _ => {}
+        }
+    }
+    b
+}
+
+#[test]
+fn diff_of_captures_differing_only_by_rc_retransmissions_is_empty() {
+    let dir = std::env::temp_dir().join(format!("rig-trace-rc-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let busy = dir.join("busy.pcap");
+    std::fs::write(&busy, write_pcap(&with_rc_retransmissions())).unwrap();
+    let quiet = fixture("nfs3-linux-7.2");
+    let (code, out, err) = rig_trace(&["diff".as_ref(), quiet.as_os_str(), busy.as_os_str()]);
+    assert_eq!((code, out.as_str()), (0, ""), "{err}");
+    assert!(err.contains("transport differs (not compared)"), "{err}");
+    // One level down the retransmissions are there.
+    let (code, out, _) = rig_trace(&[
+        "diff".as_ref(),
+        quiet.as_os_str(),
+        busy.as_os_str(),
+        "--level".as_ref(),
+        "transport".as_ref(),
+    ]);
+    assert_eq!(code, 1);
+    for line in [
+        "+c2 C ! DUPLICATE SEND_ONLY",
+        "+c2 S ! RNR_NAK timer=0",
+        "+c2 S ! NAK PSN_SEQUENCE_ERROR",
+        "+c2 C ! OUT_OF_SEQUENCE SEND_LAST",
+    ] {
+        assert!(out.contains(line), "{line}:\n{out}");
+    }
+    let (code, shown, _) = rig_trace(&["show".as_ref(), busy.as_os_str()]);
+    assert_eq!(code, 0);
+    assert!(
+        shown.ends_with(
+            "transport: duplicates=4 naks=1 rnr_naks=1 out_of_sequence=1 gaps=0 late_fills=0 \
+             unmatched=0 orphans=0 incomplete=0 bad_icrc=0 lost_psns=0\ncapture: complete\n"
+        ),
+        "{shown}"
+    );
+    assert!(!shown.contains(" ! "));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn status_and_require_complete_flag_an_incomplete_capture_with_exit_3() {
+    let cut = fixture("nfs3-linux-6.1");
+    let whole = fixture("nfs3-linux-7.2");
+    let (code, out, _) = rig_trace(&["status".as_ref(), cut.as_os_str()]);
+    assert_eq!(code, 3);
+    assert!(
+        out.ends_with(
+            "capture: incomplete (no disconnect after the last message on 1 of 1 connections)\n"
+        ),
+        "{out}"
+    );
+    let (code, out, _) = rig_trace(&[
+        "status".as_ref(),
+        whole.as_os_str(),
+        "--format".as_ref(),
+        "json".as_ref(),
+    ]);
+    assert_eq!(code, 0);
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["complete"], true);
+    assert_eq!(v["capture"]["capture"], "complete");
+    assert_eq!(v["transport"]["duplicates"], 0);
+    assert_eq!(v["connections"], 1);
+    let (code, out, _) = rig_trace(&[
+        "status".as_ref(),
+        cut.as_os_str(),
+        "--format".as_ref(),
+        "json".as_ref(),
+    ]);
+    assert_eq!(code, 3);
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["complete"], false);
+    assert_eq!(v["capture"]["reasons"][0]["reason"], "no_disconnect");
+    // show prints the status either way; it fails on it only when asked to.
+    let (code, out, _) = rig_trace(&["show".as_ref(), cut.as_os_str()]);
+    assert_eq!(code, 0);
+    assert!(out.contains("\ncapture: incomplete (no disconnect"));
+    let (code, _, _) = rig_trace(&[
+        "show".as_ref(),
+        cut.as_os_str(),
+        "--require-complete".as_ref(),
+    ]);
+    assert_eq!(code, 3);
+    let (code, _, _) = rig_trace(&[
+        "diff".as_ref(),
+        whole.as_os_str(),
+        cut.as_os_str(),
+        "--require-complete".as_ref(),
+    ]);
+    assert_eq!(code, 3);
+}
