@@ -275,6 +275,8 @@ pub struct Reassembler {
     path_mtu: HashMap<(IpAddr, IpAddr), u32>,
     /// Payload bytes held over all flows (bounded by `limits.max_held_bytes`).
     held_bytes: usize,
+    /// Packets held over all flows (ACKs look for a waiting flow only when there is one).
+    held_packets: usize,
     out: Vec<Delivery>,
 }
 
@@ -451,6 +453,7 @@ impl Reassembler {
             if let Some(evicted) = self.flows.remove(&oldest) {
                 let held: usize = evicted.held.iter().map(|h| h.payload.len()).sum();
                 self.held_bytes = self.held_bytes.saturating_sub(held);
+                self.held_packets = self.held_packets.saturating_sub(evicted.held.len());
             }
             self.event(
                 at,
@@ -532,6 +535,7 @@ impl Reassembler {
             if state.held.len() < MAX_HELD_PACKETS && p.payload.len() <= room {
                 state.held.push(Held::new(at, p));
                 self.held_bytes += p.payload.len();
+                self.held_packets += 1;
                 self.event(
                     at,
                     Some(key),
@@ -599,20 +603,23 @@ impl Reassembler {
             let Some(expected) = state.expected_psn else {
                 return;
             };
-            let mut dropped = 0usize;
+            let (mut bytes, mut packets) = (0usize, 0usize);
             state.held.retain(|h| {
                 let keep = ib::psn_distance(h.psn, expected) >= 0;
                 if !keep {
-                    dropped += h.payload.len();
+                    bytes += h.payload.len();
+                    packets += 1;
                 }
                 keep
             });
-            self.held_bytes = self.held_bytes.saturating_sub(dropped);
+            self.held_bytes = self.held_bytes.saturating_sub(bytes);
+            self.held_packets = self.held_packets.saturating_sub(packets);
             let Some(i) = state.held.iter().position(|h| h.psn == expected) else {
                 return;
             };
             let held = state.held.remove(i);
             self.held_bytes = self.held_bytes.saturating_sub(held.payload.len());
+            self.held_packets = self.held_packets.saturating_sub(1);
             self.execute(held.at, key, &held.packet(key.dest_qp), None);
         }
     }
@@ -635,6 +642,7 @@ impl Reassembler {
             };
             let held = state.held.remove(i);
             self.held_bytes = self.held_bytes.saturating_sub(held.payload.len());
+            self.held_packets = self.held_packets.saturating_sub(1);
             if let Some(expected) = state.expected_psn {
                 if ib::psn_distance(held.psn, expected) > 0 {
                     self.final_gap(held.at, key, expected, held.psn);
@@ -822,6 +830,9 @@ impl Reassembler {
     /// covers a PSN that a flow towards that responder is waiting for, the responder has it and
     /// the capture lost it, so nothing will fill that gap: release the flow's held packets.
     fn acknowledged(&mut self, key: FlowKey, psn: u32) {
+        if self.held_packets == 0 {
+            return;
+        }
         let mut waiting: Vec<FlowKey> = self
             .flows
             .iter()
@@ -1247,7 +1258,7 @@ mod tests {
         assert_eq!(out.iter().filter(|s| *s == "out_of_sequence").count(), 4);
         assert!(out.contains(&"limit".to_string()), "{out:?}");
         assert_eq!(out.iter().filter(|s| *s == "send 16").count(), 6, "{out:?}");
-        assert_eq!(r.held_bytes, 0);
+        assert_eq!((r.held_bytes, r.held_packets), (0, 0));
         for psn in 10..=(MAX_HELD_PACKETS as u32 + 20) {
             feed(&mut r, psn, C, S, &packet(0x04, 5, psn, &[], &[]));
         }

@@ -97,9 +97,13 @@ fn mutated_packets_never_panic_and_every_frame_is_counted() {
                 .events
                 .iter()
                 .all(|e| e.frame >= 1 && e.frame as usize <= mutated.len()));
-            // Rendering never panics either.
+            // Rendering never panics either, at either level.
             let _ = trace::render::text(&t, trace::render::Style::Normalised);
             let _ = trace::render::jsonl(&t);
+            for level in [trace::Level::Exchange, trace::Level::Transport] {
+                let r = trace::render::render(&t, trace::render::Style::Raw, level);
+                assert!(r.to_text().ends_with('\n'));
+            }
         }
     }
 }
@@ -249,4 +253,31 @@ fn capture_started_mid_connection_decodes_with_notes_not_errors() {
     );
     assert_eq!(reply.rpc.as_ref().unwrap().kind, "reply");
     assert!(messages[1..].iter().all(|(_, m)| m.note.is_none()));
+}
+
+#[test]
+fn shuffled_frames_stay_bounded_and_never_invent_messages() {
+    let original = frames(&fixture());
+    let baseline = trace::trace_capture(&fixture(), &trace::Options::default()).unwrap();
+    for seed in 1..=20u64 {
+        let mut rng = Rng(seed.wrapping_mul(0x2545_f491_4f6c_dd1d));
+        let mut shuffled = original.clone();
+        // Fisher-Yates over a window of the capture: PSNs arrive in any order there.
+        let (from, to) = (30, shuffled.len());
+        for i in (from + 1..to).rev() {
+            let j = from + rng.below(i - from + 1);
+            shuffled.swap(i, j);
+        }
+        let t = trace::trace_capture(&write_pcap(&shuffled), &trace::Options::default())
+            .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        assert_eq!(t.frames as usize, shuffled.len(), "seed {seed}");
+        assert!(
+            t.messages().count() <= baseline.messages().count(),
+            "seed {seed}: a shuffle cannot add messages"
+        );
+        let r = trace::render::render(&t, trace::render::Style::Normalised, trace::Level::Exchange);
+        // Reordering shows up in the counts, and the lines hold no RC-level event.
+        assert!(!r.transport.is_empty(), "seed {seed}");
+        assert!(!r.lines.contains(" ! DUPLICATE") && !r.lines.contains(" ! OUT_OF_SEQUENCE"));
+    }
 }
