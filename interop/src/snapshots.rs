@@ -854,8 +854,9 @@ pub struct ExpectedDifferences {
     #[serde(default, rename = "difference")]
     pub differences: Vec<ExpectedDifference>,
     /// Scenarios whose outcome depends on timing the guests cannot control (which duplicate
-    /// meets its original in progress): their snapshot diffs and divergences are printed but do
-    /// not fail the check. Each entry needs a reason.
+    /// meets its original in progress): their baselines hold a set of recorded outcomes
+    /// ([`Baseline`]), any of which a run may reproduce; their nfsd-vs-ours divergences are
+    /// printed but do not fail the check. Each entry needs a reason.
     #[serde(default)]
     pub timing_dependent: Vec<TimingDependent>,
 }
