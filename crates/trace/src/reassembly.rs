@@ -32,6 +32,9 @@ use crate::ib::{self, AckSyndrome, IbPacket, Opcode, Reth};
 const MAX_MISSING_RANGES: usize = 64;
 /// Most request packets held per flow while waiting for a missing PSN.
 const MAX_HELD_PACKETS: usize = 256;
+/// What a held packet costs against [`Limits::max_held_bytes`] beyond its payload (its
+/// bookkeeping), so that empty packets are bounded too.
+const HELD_OVERHEAD: usize = 64;
 
 /// Bounds on what reassembly keeps in memory.
 #[derive(Debug, Clone)]
@@ -44,7 +47,8 @@ pub struct Limits {
     pub max_outstanding_reads: usize,
     /// Most flows tracked at once.
     pub max_flows: usize,
-    /// Payload bytes of request packets held ahead of a PSN gap, over all flows.
+    /// Bytes of request packets held ahead of a PSN gap, over all flows (payload plus a fixed
+    /// overhead per packet).
     pub max_held_bytes: usize,
 }
 
@@ -208,6 +212,11 @@ struct Held {
 }
 
 impl Held {
+    /// What it counts against [`Limits::max_held_bytes`].
+    fn cost(&self) -> usize {
+        self.payload.len() + HELD_OVERHEAD
+    }
+
     fn new(at: At, p: &IbPacket) -> Self {
         Held {
             at,
@@ -273,7 +282,7 @@ pub struct Reassembler {
     flows: HashMap<FlowKey, FlowState>,
     /// Path MTU per (unordered) address pair, from CM or from observed full-size packets.
     path_mtu: HashMap<(IpAddr, IpAddr), u32>,
-    /// Payload bytes held over all flows (bounded by `limits.max_held_bytes`).
+    /// Cost of the packets held over all flows (bounded by `limits.max_held_bytes`).
     held_bytes: usize,
     /// Packets held over all flows (ACKs look for a waiting flow only when there is one).
     held_packets: usize,
@@ -451,7 +460,7 @@ impl Reassembler {
                 .min_by_key(|(k, s)| (s.last_frame, **k))
                 .map(|(k, _)| *k)?;
             if let Some(evicted) = self.flows.remove(&oldest) {
-                let held: usize = evicted.held.iter().map(|h| h.payload.len()).sum();
+                let held: usize = evicted.held.iter().map(Held::cost).sum();
                 self.held_bytes = self.held_bytes.saturating_sub(held);
                 self.held_packets = self.held_packets.saturating_sub(evicted.held.len());
             }
@@ -532,9 +541,10 @@ impl Reassembler {
                 self.final_gap(at, key, expected, p.psn);
                 return Sequence::Execute { resume: None };
             }
-            if state.held.len() < MAX_HELD_PACKETS && p.payload.len() <= room {
-                state.held.push(Held::new(at, p));
-                self.held_bytes += p.payload.len();
+            if state.held.len() < MAX_HELD_PACKETS && p.payload.len() + HELD_OVERHEAD <= room {
+                let held = Held::new(at, p);
+                self.held_bytes += held.cost();
+                state.held.push(held);
                 self.held_packets += 1;
                 self.event(
                     at,
@@ -607,7 +617,7 @@ impl Reassembler {
             state.held.retain(|h| {
                 let keep = ib::psn_distance(h.psn, expected) >= 0;
                 if !keep {
-                    bytes += h.payload.len();
+                    bytes += h.cost();
                     packets += 1;
                 }
                 keep
@@ -618,7 +628,7 @@ impl Reassembler {
                 return;
             };
             let held = state.held.remove(i);
-            self.held_bytes = self.held_bytes.saturating_sub(held.payload.len());
+            self.held_bytes = self.held_bytes.saturating_sub(held.cost());
             self.held_packets = self.held_packets.saturating_sub(1);
             self.execute(held.at, key, &held.packet(key.dest_qp), None);
         }
@@ -641,7 +651,7 @@ impl Reassembler {
                 return;
             };
             let held = state.held.remove(i);
-            self.held_bytes = self.held_bytes.saturating_sub(held.payload.len());
+            self.held_bytes = self.held_bytes.saturating_sub(held.cost());
             self.held_packets = self.held_packets.saturating_sub(1);
             if let Some(expected) = state.expected_psn {
                 if ib::psn_distance(held.psn, expected) > 0 {
@@ -1240,11 +1250,11 @@ mod tests {
     #[test]
     fn holding_is_bounded() {
         let mut r = Reassembler::new(Limits {
-            max_held_bytes: 64,
+            max_held_bytes: 4 * (16 + HELD_OVERHEAD),
             ..Limits::default()
         });
         feed(&mut r, 1, C, S, &packet(0x04, 5, 1, &[], &[0; 4]));
-        // PSN 2 never comes; 3.. arrive with 16 bytes each: four fit in 64 bytes.
+        // PSN 2 never comes; 3.. arrive with 16 bytes each: four fit.
         for psn in 3..=8u32 {
             feed(
                 &mut r,
