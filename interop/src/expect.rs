@@ -13,6 +13,7 @@ use serde::Deserialize;
 
 use crate::report::Report;
 use crate::results::Verdict;
+use crate::runs::case_selected;
 
 /// What an expectation says about a case.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -84,8 +85,10 @@ impl Expectation {
     }
 }
 
-/// Apply `expectations` to every run of `report` whose kernel and suite they name.
-pub fn apply(report: &mut Report, expectations: &[Expectation]) {
+/// Apply `expectations` to every run of `report` whose kernel and suite they name. `chosen` are
+/// the run's `--case` patterns (empty: every case ran): an expected case the run did not choose
+/// is not a miss.
+pub fn apply(report: &mut Report, expectations: &[Expectation], chosen: &[String]) {
     for run in &mut report.runs {
         if run.error.is_some() {
             // A run that stopped early proves nothing either way; its error already fails it.
@@ -96,7 +99,8 @@ pub fn apply(report: &mut Report, expectations: &[Expectation]) {
             .filter(|e| e.matches(&run.kernel, &run.suite))
         {
             let Some(case) = run.cases.iter_mut().find(|c| c.name == expectation.case) else {
-                if expectation.kind == Kind::Catch {
+                let was_chosen = chosen.is_empty() || case_selected(&expectation.case, chosen);
+                if expectation.kind == Kind::Catch && was_chosen {
                     run.error = Some(format!(
                         "the gate missed {}: case {} did not run ({})",
                         run.kernel,
@@ -191,7 +195,7 @@ link = "docs/findings.md#burst"
         let mut report = Report {
             runs: vec![run("mutant", &[("nfsd.after-ack", Verdict::Fail)])],
         };
-        apply(&mut report, &expectations);
+        apply(&mut report, &expectations, &[]);
         assert_eq!(report.runs[0].cases[0].verdict, Verdict::Caught);
         assert!(report.passed());
         assert!(report.table().contains("caught as expected"));
@@ -203,15 +207,21 @@ link = "docs/findings.md#burst"
         let mut report = Report {
             runs: vec![run("mutant", &[("nfsd.after-ack", Verdict::Pass)])],
         };
-        apply(&mut report, &expectations);
+        apply(&mut report, &expectations, &[]);
         assert!(!report.passed());
         assert!(report.table().contains("the gate missed mutant"));
         // A mutant whose case never ran is missed too.
         let mut report = Report {
             runs: vec![run("mutant", &[("nfsd.once", Verdict::Pass)])],
         };
-        apply(&mut report, &expectations);
+        apply(&mut report, &expectations, &[]);
         assert!(!report.passed());
+        // ... unless the run chose other cases with --case.
+        let mut report = Report {
+            runs: vec![run("mutant", &[("nfsd.once", Verdict::Pass)])],
+        };
+        apply(&mut report, &expectations, &["once".to_owned()]);
+        assert!(report.passed());
     }
 
     #[test]
@@ -220,7 +230,7 @@ link = "docs/findings.md#burst"
         let mut report = Report {
             runs: vec![run("linux-6.12", &[("nfsd.after-ack", Verdict::Fail)])],
         };
-        apply(&mut report, &expectations);
+        apply(&mut report, &expectations, &[]);
         assert_eq!(report.runs[0].cases[0].verdict, Verdict::Fail);
         assert!(!report.passed());
     }
@@ -234,13 +244,13 @@ link = "docs/findings.md#burst"
                 &[("nfsd.burst", Verdict::Fail), ("nfsd.once", Verdict::Pass)],
             )],
         };
-        apply(&mut report, &expectations);
+        apply(&mut report, &expectations, &[]);
         assert_eq!(report.runs[0].cases[0].verdict, Verdict::Known);
         assert!(report.passed());
         let mut report = Report {
             runs: vec![run("linux-6.1", &[("nfsd.burst", Verdict::Pass)])],
         };
-        apply(&mut report, &expectations);
+        apply(&mut report, &expectations, &[]);
         assert!(report.runs[0].cases[0].reasons[0].contains("now passes"));
     }
 

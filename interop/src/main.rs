@@ -371,7 +371,7 @@ fn run(kernels: &KernelArgs, args: &RunArgs) -> Result<bool> {
     }
     let mut report = Report { runs };
     let expectations = interop::expect::load(&vm_images_dir().join("expectations.toml"))?;
-    interop::expect::apply(&mut report, &expectations);
+    interop::expect::apply(&mut report, &expectations, &args.cases);
     let json = run_root.join("report.json");
     let junit = run_root.join("junit.xml");
     std::fs::write(&json, report.to_json())?;
