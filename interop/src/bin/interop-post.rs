@@ -191,6 +191,7 @@ fn snapshots(accept_globs: &[String], rig: &Path, outs: &[PathBuf]) -> Result<u8
     let root = snapshot_root();
     let (mut unchanged, mut alternatives, mut changed, mut new, mut untraced, mut harness) =
         (0, 0, 0, 0, 0, 0);
+    let mut unbaselined = 0;
     let mut entries = Vec::new();
     for snapshot in &snapshots {
         let timing = expected.timing_reason(scenario_of_case(&snapshot.case));
@@ -206,6 +207,16 @@ fn snapshots(accept_globs: &[String], rig: &Path, outs: &[PathBuf]) -> Result<u8
                     );
                 }
                 ("unchanged", Some(*outcome), Some(*of))
+            }
+            Comparison::New if !root.join(&snapshot.kernel).is_dir() => {
+                // A kernel with no baselines at all (a developer's --kernel-src/--kernel-image
+                // build): its cases were judged on behaviour; there is nothing to diff against.
+                unbaselined += 1;
+                println!(
+                    "no baseline for kernel {}: {path} written for review, not compared",
+                    snapshot.kernel
+                );
+                ("no-baseline", None, None)
             }
             Comparison::New => {
                 new += 1;
@@ -293,7 +304,8 @@ fn snapshots(accept_globs: &[String], rig: &Path, outs: &[PathBuf]) -> Result<u8
         "snapshots: {} compared, {unchanged} unchanged ({alternatives} timing-dependent, each \
          reproducing a recorded outcome), {changed} changed, {new} new, {untraced} with a trace \
          still to record, {harness} harness failures (incomplete captures, not compared); \
-         {unexplained} unlisted nfsd-vs-ours divergences",
+         {unexplained} unlisted nfsd-vs-ours divergences; {unbaselined} of kernels without \
+         baselines (judged by their case verdicts only)",
         snapshots.len()
     );
     let mut accepted_cases = Vec::new();
@@ -355,6 +367,7 @@ fn snapshots(accept_globs: &[String], rig: &Path, outs: &[PathBuf]) -> Result<u8
                 "timing_dependent_unchanged": alternatives,
                 "changed": changed,
                 "new": new,
+                "no_baseline": unbaselined,
                 "trace_not_recorded": untraced,
                 "harness_failures": harness,
                 "unlisted_divergences": unexplained,
