@@ -23,7 +23,14 @@ capture_start() {
   tcpdump -i eth0 -s 0 -U -w "/tmp/$RIG_CASE.pcap" udp port 4791 2>"/tmp/$RIG_CASE.tcpdump.err" &
   echo $! > /tmp/capture.pid
   # tcpdump needs a moment to open the socket under TCG; without it the CM handshake is lost.
-  for i in 1 2 3 4 5 6 7 8 9 10; do grep -q listening "/tmp/$RIG_CASE.tcpdump.err" && break; sleep 0.2; done
+  # 2 s was not enough with three guest pairs on two cores (an empty capture of a whole case):
+  # wait up to 15 s, and say so when it never got there.
+  i=0
+  until grep -q listening "/tmp/$RIG_CASE.tcpdump.err" 2>/dev/null; do
+    i=$((i + 1))
+    [ "$i" -gt 75 ] && { echo "capture_start: tcpdump not listening after 15 s"; break; }
+    sleep 0.2
+  done
 }
 
 capture_stop() {
