@@ -13,7 +13,7 @@ use interop::matrix::is_cmdline_word;
 use interop::process::{install_signal_handler, kill_all_groups};
 use interop::progress::{Phase, Progress};
 use interop::report::Report;
-use interop::runner::{run_kernel, AccelChoice, RunSettings};
+use interop::runner::{probe_kvm, run_kernel, AccelChoice, RunSettings};
 use interop::runs::{create_run_dir, link_last, prune_runs, select_cases};
 use interop::suite::Suite;
 
@@ -274,6 +274,55 @@ fn list(kernels: &KernelArgs, args: &RunArgs) -> Result<bool> {
     Ok(true)
 }
 
+/// Run every (kernel, suite) of `work` on `jobs` workers that each take the next item as soon as
+/// they are free (a short suite no longer waits for the longest of its batch); results come back
+/// in `work` order.
+fn run_queue(
+    work: &[(usize, &Suite)],
+    jobs: usize,
+    images: &Images,
+    settings: &RunSettings,
+    progress: &Progress,
+) -> Result<Vec<interop::report::KernelRun>> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Mutex;
+    // Longest suites first (by case count), so the last ones to finish are short.
+    let mut order: Vec<usize> = (0..work.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(work[i].1.cases.len()));
+    let next = AtomicUsize::new(0);
+    let slots: Mutex<Vec<Option<interop::report::KernelRun>>> = Mutex::new(vec![None; work.len()]);
+    let panicked = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..jobs.min(work.len()).max(1))
+            .map(|_| {
+                scope.spawn(|| {
+                    while let Some(&index) = order.get(next.fetch_add(1, Ordering::SeqCst)) {
+                        let (k, suite) = &work[index];
+                        let run = run_kernel(
+                            &images.kernels[*k],
+                            &images.rootfs,
+                            suite,
+                            settings,
+                            progress,
+                        );
+                        if let Ok(mut slots) = slots.lock() {
+                            slots[index] = Some(run);
+                        }
+                    }
+                })
+            })
+            .collect();
+        workers.into_iter().any(|w| w.join().is_err())
+    });
+    ensure!(!panicked, "a kernel run panicked");
+    let slots = slots
+        .into_inner()
+        .map_err(|_| anyhow::anyhow!("a kernel run panicked"))?;
+    slots
+        .into_iter()
+        .map(|run| run.context("a kernel run did not finish"))
+        .collect()
+}
+
 fn run(kernels: &KernelArgs, args: &RunArgs) -> Result<bool> {
     let progress = Progress::default();
     let suites = load_suites(args)?;
@@ -336,38 +385,30 @@ fn run(kernels: &KernelArgs, args: &RunArgs) -> Result<bool> {
             runs
         })
         .collect();
+    // KVM is probed once per kernel, all kernels side by side, before any suite starts (the
+    // verdict is cached on disk): suites of one kernel no longer each pay the 20 s probe.
+    if matches!(settings.accel, AccelChoice::Auto) {
+        std::thread::scope(|scope| {
+            for image in &images.kernels {
+                let progress = &progress;
+                scope.spawn(move || probe_kvm(image, progress));
+            }
+        });
+    }
     let mut runs = Vec::new();
     for attempt in 1..=args.repeat {
         if attempt > 1 {
             // Later attempts keep their own case files beside the first's.
             settings.out_root = run_root.join(format!("attempt-{attempt}"));
         }
-        // Each kernel's run uses its own directories and sockets, so chunks can run side by side.
-        for chunk in work.chunks(args.jobs) {
-            let chunk_runs: Vec<_> = std::thread::scope(|scope| {
-                let handles: Vec<_> = chunk
-                    .iter()
-                    .map(|(k, suite)| {
-                        let (images, settings, progress) = (&images, &settings, &progress);
-                        scope.spawn(move || {
-                            run_kernel(
-                                &images.kernels[*k],
-                                &images.rootfs,
-                                suite,
-                                settings,
-                                progress,
-                            )
-                        })
-                    })
-                    .collect();
-                handles.into_iter().map(|h| h.join()).collect()
-            });
-            for run in chunk_runs {
-                let mut run = run.map_err(|_| anyhow::anyhow!("a kernel run panicked"))?;
-                run.attempt = attempt;
-                runs.push(run);
-            }
-        }
+        runs.extend(
+            run_queue(&work, args.jobs, &images, &settings, &progress)?
+                .into_iter()
+                .map(|mut run| {
+                    run.attempt = attempt;
+                    run
+                }),
+        );
     }
     let mut report = Report { runs };
     let expectations = interop::expect::load(&vm_images_dir().join("expectations.toml"))?;
