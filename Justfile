@@ -13,7 +13,12 @@ default:
     @just --list
 
 # Everything CI checks: formatting, lints (fuzz workspace included), all tests, a 10 s smoke run of each fuzz target.
-test: fmt-check clippy unit fuzz-smoke
+# Installs what a fresh Debian 12 lacks first (as root; otherwise prints the apt-get line).
+test: test-deps fmt-check clippy unit fuzz-smoke
+
+# Debian packages (libibverbs-dev, librdmacm-dev, pkg-config, tshark), rustfmt/clippy, cargo-fuzz.
+test-deps:
+    scripts/test-deps.sh
 
 # rustfmt check over the workspace and the fuzz workspace.
 fmt-check:
