@@ -232,39 +232,19 @@ pub struct KernelProblem {
     pub line: String,
 }
 
-/// (substring, kind). Matched case-sensitively, as the kernel prints them.
-/// The first match wins, so specific markers come before the generic `BUG: `.
-const PROBLEM_MARKERS: &[(&str, &str)] = &[
-    ("watchdog: BUG: soft lockup", "soft lockup"),
-    ("WARNING: CPU:", "WARN"),
-    ("WARNING: at ", "WARN"),
-    ("------------[ cut here ]------------", "WARN"),
-    ("kernel BUG at", "BUG"),
-    ("BUG: ", "BUG"),
-    ("Oops: ", "Oops"),
-    ("general protection fault", "Oops"),
-    ("KASAN: ", "KASAN"),
-    ("UBSAN: ", "UBSAN"),
-    ("Kernel panic", "panic"),
-    ("blocked for more than", "hung task"),
-    ("rcu: INFO: rcu_", "RCU stall"),
-];
-
 /// Problems reported in a kernel log (`dmesg` output or a serial console), at most one per line.
 pub fn scan_kernel_log(text: &str, source: &str) -> Vec<KernelProblem> {
     const MAX_PROBLEMS: usize = 200;
     text.lines()
         .enumerate()
         .filter_map(|(index, line)| {
-            PROBLEM_MARKERS
-                .iter()
-                .find(|(marker, _)| line.contains(marker))
-                .map(|(_, kind)| KernelProblem {
-                    source: source.to_owned(),
-                    line_number: index + 1,
-                    kind,
-                    line: line.chars().take(300).collect(),
-                })
+            // The marker table is shared with the wire-fuzz watch: crates/kernel-log.
+            kernel_log::classify(line, kernel_log::Reader::DmesgCheck).map(|kind| KernelProblem {
+                source: source.to_owned(),
+                line_number: index + 1,
+                kind: kind.name(),
+                line: line.chars().take(300).collect(),
+            })
         })
         .take(MAX_PROBLEMS)
         .collect()

@@ -1,57 +1,20 @@
-//! Kernel watch (issue #7 part 4, the seam for the guest runs): the console lines that stop a
-//! run against in-kernel nfsd. The guest driver streams dmesg through [`scan_line`]; on the
-//! first hit the run saves the console, the case log, and a reproducer shrunk with
-//! [`crate::minimise::minimise`] under `target/interop/findings/` (see docs/wire-fuzz.md).
+//! Kernel watch: the console lines that stop a wire-fuzz run against in-kernel nfsd. The markers
+//! are `kernel_log::MARKERS` (shared with the interop dmesg check) read as
+//! [`kernel_log::Reader::WireFuzzWatch`]; the guest's `grep -E` pattern in
+//! `vm-images/suites/wire-fuzz/wire-fuzz-lib.sh` is [`kernel_log::grep_pattern`] of the same
+//! table (a test below keeps the script in step). On the first hit the guest saves the console,
+//! the case log and the hit lines under `out/` (see docs/wire-fuzz.md).
 
-/// Why a console line stops the run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum KernelFinding {
-    Warn,
-    Bug,
-    Oops,
-    Kasan,
-    Ubsan,
-    Refcount,
-    HungTask,
-    RxeError,
-}
+pub use kernel_log::Kind as KernelFinding;
 
-impl KernelFinding {
-    pub fn name(self) -> &'static str {
-        match self {
-            KernelFinding::Warn => "warn",
-            KernelFinding::Bug => "bug",
-            KernelFinding::Oops => "oops",
-            KernelFinding::Kasan => "kasan",
-            KernelFinding::Ubsan => "ubsan",
-            KernelFinding::Refcount => "refcount",
-            KernelFinding::HungTask => "hung-task",
-            KernelFinding::RxeError => "rxe-error",
-        }
-    }
-}
-
-/// Markers, most specific first (a KASAN report also contains "BUG:").
-const MARKERS: [(&str, KernelFinding); 9] = [
-    ("BUG: KASAN:", KernelFinding::Kasan),
-    ("UBSAN:", KernelFinding::Ubsan),
-    ("refcount_t:", KernelFinding::Refcount),
-    ("blocked for more than", KernelFinding::HungTask),
-    ("WARNING: CPU:", KernelFinding::Warn),
-    ("kernel BUG at", KernelFinding::Bug),
-    ("BUG:", KernelFinding::Bug),
-    ("Oops:", KernelFinding::Oops),
-    ("rdma_rxe: ", KernelFinding::RxeError),
-];
-
-/// Classify one console line; `None` for ordinary output. rxe lines count only when they
-/// report an error (rxe logs its setup on the same prefix).
+/// Classify one console line; `None` for ordinary output.
 pub fn scan_line(line: &str) -> Option<KernelFinding> {
-    MARKERS.iter().find_map(|&(marker, finding)| {
-        let hit = line.contains(marker)
-            && (finding != KernelFinding::RxeError || line.to_ascii_lowercase().contains("err"));
-        hit.then_some(finding)
-    })
+    kernel_log::classify(line, kernel_log::Reader::WireFuzzWatch)
+}
+
+/// The `grep -E` pattern the guest watch runs (`KERNEL_WATCH_PATTERN`).
+pub fn shell_pattern() -> String {
+    kernel_log::grep_pattern(kernel_log::Reader::WireFuzzWatch)
 }
 
 #[cfg(test)]
@@ -99,5 +62,27 @@ mod tests {
         for (line, want) in cases {
             assert_eq!(scan_line(line), want, "{line}");
         }
+    }
+
+    #[test]
+    fn the_guest_script_greps_for_exactly_the_table() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../vm-images/suites/wire-fuzz/wire-fuzz-lib.sh"
+        );
+        let script = std::fs::read_to_string(path).expect(path);
+        let line = script
+            .lines()
+            .find(|l| l.starts_with("KERNEL_WATCH_PATTERN="))
+            .expect("KERNEL_WATCH_PATTERN= line");
+        let want = format!("KERNEL_WATCH_PATTERN='{}'", shell_pattern());
+        assert!(
+            !shell_pattern().contains('\''),
+            "single-quoted in the script"
+        );
+        assert_eq!(
+            line, want,
+            "wire-fuzz-lib.sh is out of step with kernel_log::MARKERS; replace its line with the expected one"
+        );
     }
 }

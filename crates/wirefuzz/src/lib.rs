@@ -16,7 +16,8 @@
 //! - [`differential`]: one case stream against two runners, divergences deduplicated by
 //!   (rule, outcome pair) and checked against the known-divergences file.
 //! - [`minimise`]: delta debugging (ddmin) over a case sequence, generic over "still fails?".
-//! - [`kernel_watch`]: the console patterns a guest run stops on (design seam for the VM part).
+//! - [`kernel_watch`]: the console lines a guest run stops on: the shared `kernel_log` table
+//!   read as the wire-fuzz watch (the guest script's `grep -E` pattern is checked against it).
 //!
 //! Architecture Invariant: case generation and classification read no clock and do no I/O;
 //! only [`executor::Executor`]'s log and a real target's driver touch the outside world.
