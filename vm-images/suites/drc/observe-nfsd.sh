@@ -29,7 +29,7 @@ snap /tmp/after
 rcs_delta() {
   awk -F: 'NR == FNR { before[$1] = $2 + 0; next }
            { v = $2 + 0; d = v - before[$1]; key = $1; gsub(/ /, "_", key)
-             if (key ~ /hits|misses|not_cached|num_entries|payload/) printf "%s=%d\n", key, d }' \
+             if (key ~ /hits|misses|not_cached|num_entries|payload|acked_evictions/) printf "%s=%d\n", key, d }' \
     /tmp/before/rcs /tmp/after/rcs
 }
 # /proc/net/rpc/nfsd "rc hits misses nocache" and "proc3 <n> null getattr ... commit".
