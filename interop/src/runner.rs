@@ -513,6 +513,9 @@ fn supervise(
     let deadline = suite.run_timeout();
     // STEP lines already printed, per role (each guest appends to its own file).
     let mut reported = [0usize; 2];
+    // A heartbeat when nothing was reported for 15 s: the case in progress and for how long.
+    let mut last_line = Instant::now();
+    let mut last_step = String::from("setup");
     let finished = wait_until(deadline, Duration::from_millis(250), || {
         for (index, role) in Role::BOTH.iter().enumerate() {
             let text = fs::read_to_string(out.join(format!("steps.{}", role.as_str())))
@@ -531,7 +534,31 @@ fn supervise(
                     Some(Duration::from_millis(step.ms)),
                 );
             }
+            if steps.len() > reported[index] {
+                last_line = Instant::now();
+                if let Some(step) = steps.last() {
+                    last_step.clone_from(&step.case);
+                }
+            }
             reported[index] = reported[index].max(steps.len());
+        }
+        if last_line.elapsed() >= Duration::from_secs(15) {
+            let running = suite
+                .cases
+                .iter()
+                .skip_while(|c| c.name != last_step)
+                .nth(1)
+                .map_or("(finishing)", |c| c.name.as_str());
+            progress.start(
+                Phase::Case,
+                kernel,
+                &format!(
+                    "{} {running} still running (heartbeat: no step finished for {:.0}s)",
+                    suite.name,
+                    last_line.elapsed().as_secs_f64()
+                ),
+            );
+            last_line = Instant::now();
         }
         let mut all_exited = true;
         for guest in guests.iter_mut() {
