@@ -23,7 +23,7 @@ snap /tmp/before
 rig_ready
 rig_wait_client_done 120 || { rig_result fail step=client-not-done; exit 1; }
 # Replies still in flight when the client exits are counted once nfsd finishes them.
-sleep 1
+sleep 0.3
 snap /tmp/after
 # reply_cache_stats: "name: value" lines; keep the counters (hits/misses/not cached/...).
 rcs_delta() {

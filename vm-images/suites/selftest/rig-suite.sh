@@ -65,6 +65,39 @@ json_list() {
     END { print out }' "$2"
 }
 
+# verdict_result_fields <file>: the verdict's fields for the RESULT line as key=value words, in
+# one awk pass (each sed/awk process costs ~50 ms under TCG; one per field added a second per
+# case). Strings have blanks and '=' squeezed to '_'; `statuses` is comma-joined.
+verdict_result_fields() {
+  awk '
+    BEGIN {
+      n = split("procedure xid transmissions argument_sets executions judgement failure replies replies_identical credits_granted unanswered credits_balanced connects connection note", keys, " ")
+      for (i = 1; i <= n; i++) want[keys[i]] = 1
+    }
+    inlist {
+      if ($0 ~ /^ *\]/) { inlist = 0; val["statuses"] = acc; next }
+      gsub(/[ ",]/, ""); if ($0 != "") acc = acc (acc == "" ? "" : ",") $0
+      next
+    }
+    match($0, /^ *"[a-z_]+": */) {
+      k = substr($0, 1, RLENGTH); sub(/^ *"/, "", k); sub(/".*/, "", k)
+      v = substr($0, RLENGTH + 1)
+      if (k == "statuses" && !("statuses" in val)) {
+        if (v ~ /\[ *\]/) val["statuses"] = ""; else { inlist = 1; acc = "" }
+        next
+      }
+      if (!(k in want) || (k in val)) next
+      sub(/,$/, "", v)
+      if (v ~ /^".*"$/) v = substr(v, 2, length(v) - 2)
+      gsub(/[ \t=]+/, "_", v)
+      val[k] = v
+    }
+    END {
+      for (i = 1; i <= n; i++) printf "%s=%s ", keys[i], val[keys[i]]
+      printf "statuses=%s\n", val["statuses"]
+    }' "$1"
+}
+
 # run_scenario <label> <scenario> <rig scenarios args...>: run one scenario over RDMA with a
 # capture, keep the JSON verdict, and report what was observed. The guest verdict is `pass` when
 # the scenario ran to a verdict; whether that verdict is the expected one is the host's snapshot
@@ -92,22 +125,7 @@ run_scenario() {
   # judgement/failure: the one rule on the *inferred* executions, recorded here; the server side
   # (drc) or judge_serve_stats (selftest) re-judges with counted executions and fails the case.
   rig_result $verdict label=$label scenario=$scenario outcome=$outcome rc=$rc \
-    procedure=$(json_field procedure "$out") \
-    xid=$(json_field xid "$out") \
-    transmissions=$(json_field transmissions "$out") \
-    argument_sets=$(json_field argument_sets "$out") \
-    executions=$(json_field executions "$out") \
-    judgement=$(json_field judgement "$out") \
-    failure=$(json_field failure "$out" | tr -s ' \t=' '___') \
-    replies=$(json_field replies "$out") \
-    replies_identical=$(json_field replies_identical "$out") \
-    statuses=$(json_list statuses "$out") \
-    credits_granted=$(json_field credits_granted "$out") \
-    unanswered=$(json_field unanswered "$out") \
-    credits_balanced=$(json_field credits_balanced "$out") \
-    connects=$(json_field connects "$out") \
-    connection=$(json_field connection "$out") \
-    note=$(json_field note "$out" | tr -s ' \t=' '___')
+    $(verdict_result_fields "$out")
   [ $verdict = pass ]
 }
 
