@@ -200,11 +200,11 @@ impl Fuzz {
                 maxcount: 4096,
             }),
         };
-        let mut call = self.h.nfs_call(xid, &args);
-        if kind == CallKind::WriteReadChunk {
-            let position = call.message.len() as u32;
-            call.read_chunk = Some((position, data));
-        }
+        let mut call = if kind == CallKind::WriteReadChunk {
+            self.h.nfs_call_moving(xid, &args, data)
+        } else {
+            self.h.nfs_call(xid, &args)
+        };
         if kind == CallKind::Read {
             call.write_chunk_capacity = Some(4096);
         }

@@ -8,10 +8,9 @@ use engine::{ConnectionConfig, OutgoingCall, ReceivedReply, Requester, Requester
 use server::drc::policy_by_name;
 use server::Server;
 use sim::{Action, Side, Sim, SimConfig};
-use wire::mount3::{DirPath, MntRes, Mount3Call, Mount3Proc, Mount3Reply, MOUNT_V3};
-use wire::nfs3::{Ddp, FileHandle, Nfs3Call, Nfs3Proc, Nfs3Reply, NFS_V3};
-use wire::rpc::{CallHeader, ReplyBody, RpcMessage, MOUNT_PROGRAM, NFS_PROGRAM};
-use wire::{Reader, Xdr};
+use wire::mount3::{DirPath, Mount3Call};
+use wire::nfs3::{Ddp, FileHandle, Nfs3Call, Nfs3Reply};
+use wire::nfs_client::{self, Procedure};
 
 /// Steps any single phase may take before the harness gives up (keeps every run bounded).
 pub const MAX_STEPS: u64 = 20_000;
@@ -38,12 +37,6 @@ pub struct Harness {
     trace: Vec<String>,
     next_xid: u32,
     pub root: FileHandle,
-}
-
-#[derive(Debug, Clone, Copy)]
-enum Procedure {
-    Nfs(Nfs3Proc),
-    Mount(Mount3Proc),
 }
 
 impl Harness {
@@ -89,19 +82,9 @@ impl Harness {
         let call = self.mount_call(xid, Mount3Call::Mnt(DirPath(b"/export".to_vec())));
         self.send(call, true);
         self.settle();
-        if let Some(RecordedReply {
-            reply: ReceivedReply { message, .. },
-            ..
-        }) = self.replies.get(&xid).and_then(|r| r.first())
-        {
-            if let Ok((RpcMessage::Reply(_), used)) = RpcMessage::decode_prefix(message) {
-                let mut r = Reader::new(&message[used..]);
-                if let Ok(Mount3Reply::Mnt(MntRes::Ok(ok))) =
-                    Mount3Reply::decode(Mount3Proc::Mnt, &mut r)
-                {
-                    self.root = ok.fhandle;
-                }
-            }
+        let reply = self.replies.get(&xid).and_then(|r| r.first());
+        if let Some(Ok(root)) = reply.map(|r| nfs_client::mount_root(&r.reply.message)) {
+            self.root = root;
         }
     }
 
@@ -112,34 +95,21 @@ impl Harness {
 
     /// An NFSv3 call message.
     pub fn nfs_call(&mut self, xid: u32, args: &Nfs3Call) -> OutgoingCall {
-        let proc_ = args.proc_();
-        self.procedures.insert(xid, Procedure::Nfs(proc_));
-        let mut message = CallHeader::new(xid, NFS_PROGRAM, NFS_V3, proc_ as u32).to_bytes();
-        message.extend_from_slice(&args.to_bytes());
-        OutgoingCall {
-            xid,
-            message,
-            read_chunk: None,
-            write_chunk_capacity: None,
-            reply_chunk_capacity: None,
-        }
+        self.procedures.insert(xid, Procedure::Nfs3(args.proc_()));
+        OutgoingCall::inline(xid, nfs_client::nfs3_call(xid, args))
+    }
+
+    /// An NFSv3 call whose DDP-eligible argument (`args` carries `DdpData::Moved`) travels in a
+    /// Read chunk at its XDR position.
+    pub fn nfs_call_moving(&mut self, xid: u32, args: &Nfs3Call, data: Vec<u8>) -> OutgoingCall {
+        self.procedures.insert(xid, Procedure::Nfs3(args.proc_()));
+        OutgoingCall::moving_argument(xid, nfs_client::nfs3_call(xid, args), data)
     }
 
     /// A MOUNT v3 call message.
     pub fn mount_call(&mut self, xid: u32, args: Mount3Call) -> OutgoingCall {
-        let proc_ = args.proc_();
-        self.procedures.insert(xid, Procedure::Mount(proc_));
-        let mut message = CallHeader::new(xid, MOUNT_PROGRAM, MOUNT_V3, proc_ as u32).to_bytes();
-        let mut w = wire::Writer::new();
-        args.encode(&mut w);
-        message.extend_from_slice(w.as_bytes());
-        OutgoingCall {
-            xid,
-            message,
-            read_chunk: None,
-            write_chunk_capacity: None,
-            reply_chunk_capacity: None,
-        }
+        self.procedures.insert(xid, Procedure::Mount3(args.proc_()));
+        OutgoingCall::inline(xid, nfs_client::mount3_call(xid, &args))
     }
 
     /// Send one transmission; returns whether the requester accepted it.
@@ -184,40 +154,12 @@ impl Harness {
     }
 
     fn status_of(&self, reply: &ReceivedReply) -> String {
-        let Ok((RpcMessage::Reply(header), used)) = RpcMessage::decode_prefix(&reply.message)
-        else {
-            return "undecodable".to_string();
-        };
-        match header.body {
-            ReplyBody::Accepted { stat, .. } if !header_is_success(&stat) => {
-                return stat.name().to_string()
-            }
-            ReplyBody::Denied(_) => return "DENIED".to_string(),
-            _ => {}
-        }
-        let mut r = Reader::new(&reply.message[used..]);
-        match self.procedures.get(&reply.xid) {
-            Some(Procedure::Nfs(proc_)) => {
-                let ddp = if reply
-                    .write_chunk_data
-                    .as_ref()
-                    .is_some_and(|d| !d.is_empty())
-                {
-                    Ddp::Moved
-                } else {
-                    Ddp::Inline
-                };
-                Nfs3Reply::decode_reduced(*proc_, &mut r, ddp)
-                    .map(|res| res.status().name().to_string())
-                    .unwrap_or_else(|e| format!("undecodable ({})", e.rule()))
-            }
-            Some(Procedure::Mount(proc_)) => match Mount3Reply::decode(*proc_, &mut r) {
-                Ok(Mount3Reply::Mnt(MntRes::Fail(s))) => s.name().to_string(),
-                Ok(_) => "MNT3_OK".to_string(),
-                Err(e) => format!("undecodable ({})", e.rule()),
-            },
-            None => "unknown".to_string(),
-        }
+        let procedure = self.procedures.get(&reply.xid).copied();
+        let moved = reply
+            .write_chunk_data
+            .as_ref()
+            .is_some_and(|d| !d.is_empty());
+        nfs_client::reply_status(&reply.message, procedure, Ddp::moved_if(moved))
     }
 
     /// One scheduler step, with bookkeeping.
@@ -335,8 +277,4 @@ impl Harness {
     pub fn server_has_work(&self) -> bool {
         self.sim.server.has_upper_layer_work()
     }
-}
-
-fn header_is_success(stat: &wire::rpc::AcceptStat) -> bool {
-    matches!(stat, wire::rpc::AcceptStat::Success)
 }

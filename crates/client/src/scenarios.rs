@@ -8,6 +8,7 @@ use wire::nfs3::{
     CreateArgs, CreateHow3, DdpData, DirOpArgs3, FileHandle, Filename, LinkArgs, MkdirArgs,
     Nfs3Call, Nfs3Reply, NfsRes, RemoveArgs, RenameArgs, Sattr3, StableHow, WriteArgs,
 };
+use wire::nfs_client;
 
 use crate::harness::Harness;
 
@@ -421,24 +422,16 @@ fn large_write_read_chunk(h: &mut Harness) -> Outcome {
     ready(h);
     let file = fixture_file(h, "big");
     let xid = h.fresh_xid();
-    let data: Vec<u8> = (0..8192u32).map(|i| (i % 251) as u8).collect();
+    // 8 KiB: no server's FSINFO wtmax is smaller, so the WRITE needs no FSINFO first.
+    let length = nfs_client::UNASKED_TRANSFER_MAX;
     let args = Nfs3Call::Write(WriteArgs {
         file,
         offset: 0,
-        count: data.len() as u32,
+        count: length,
         stable: StableHow::FileSync,
-        data: DdpData::Moved {
-            length: data.len() as u32,
-        },
+        data: DdpData::Moved { length },
     });
-    let reduced = h.nfs_call(xid, &args);
-    // RFC 8166 §3.4.5: the Read chunk's position is the XDR position of the data item; the data
-    // is the last item of WRITE3args, so it sits right after the reduced stream.
-    let position = reduced.message.len() as u32;
-    let call = OutgoingCall {
-        read_chunk: Some((position, data)),
-        ..reduced
-    };
+    let call = h.nfs_call_moving(xid, &args, nfs_client::pattern(length));
     // Hold the server's RDMA Reads until the retransmit has arrived too.
     h.hold(Action::Transmit(Side::Server));
     h.send(call.clone(), true);

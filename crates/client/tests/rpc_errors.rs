@@ -8,13 +8,7 @@ use wire::Xdr;
 fn raw_call(xid: u32, prog: u32, vers: u32, proc_: u32, args: &[u8]) -> OutgoingCall {
     let mut message = CallHeader::new(xid, prog, vers, proc_).to_bytes();
     message.extend_from_slice(args);
-    OutgoingCall {
-        xid,
-        message,
-        read_chunk: None,
-        write_chunk_capacity: None,
-        reply_chunk_capacity: None,
-    }
+    OutgoingCall::inline(xid, message)
 }
 
 #[test]
@@ -47,13 +41,7 @@ fn unknown_program_version_procedure_and_garbage_arguments_are_refused() {
 fn bytes_that_are_not_an_rpc_call_are_dropped_without_reply() {
     let mut h = Harness::new("acked-mark", 1).expect("policy exists");
     h.mount();
-    let call = OutgoingCall {
-        xid: 0x9100,
-        message: vec![0, 0, 0x91, 0, 0, 0, 0, 1],
-        read_chunk: None,
-        write_chunk_capacity: None,
-        reply_chunk_capacity: None,
-    };
+    let call = OutgoingCall::inline(0x9100, vec![0, 0, 0x91, 0, 0, 0, 0, 1]);
     h.send(call, true);
     h.settle();
     assert!(h.replies(0x9100).is_empty());

@@ -7,7 +7,9 @@
 
 use std::collections::VecDeque;
 
-use wire::rpcrdma::{Body, ChunkLists, ErrorBody, Header, ReadSegment, Segment, RPCRDMA_VERSION};
+use wire::rpcrdma::{
+    total_length, Body, ChunkLists, ErrorBody, Header, ReadSegment, Segment, RPCRDMA_VERSION,
+};
 use wire::{DecodeError, Xdr};
 
 use crate::trace::{describe_header, describe_rpc};
@@ -30,6 +32,30 @@ pub struct OutgoingCall {
     pub write_chunk_capacity: Option<u32>,
     /// Offer a Reply chunk of this many bytes (a reply too large to be inline lands there).
     pub reply_chunk_capacity: Option<u32>,
+}
+
+impl OutgoingCall {
+    /// A call whose message travels whole, with no chunks offered.
+    pub fn inline(xid: u32, message: Vec<u8>) -> OutgoingCall {
+        OutgoingCall {
+            xid,
+            message,
+            read_chunk: None,
+            write_chunk_capacity: None,
+            reply_chunk_capacity: None,
+        }
+    }
+
+    /// A call whose DDP-eligible argument `data` moves in a Read chunk: `reduced` is the call
+    /// message without it (`wire::nfs_client::nfs3_call` of arguments with `DdpData::Moved`), and the
+    /// chunk's position is [`wire::ddp::argument_position`] of it.
+    pub fn moving_argument(xid: u32, reduced: Vec<u8>, data: Vec<u8>) -> OutgoingCall {
+        let position = wire::ddp::argument_position(reduced.len());
+        OutgoingCall {
+            read_chunk: Some((position, data)),
+            ..OutgoingCall::inline(xid, reduced)
+        }
+    }
 }
 
 /// How a reply travelled.
@@ -391,10 +417,7 @@ impl Requester {
             }
             Body::Msg(chunks) | Body::Nomsg(chunks) => {
                 let written = |handle: Option<u32>, list: Option<&Vec<Segment>>| {
-                    let total: u64 = list
-                        .map(|segs| segs.iter().map(|s| u64::from(s.length)).sum())
-                        .unwrap_or(0);
-                    (handle, total)
+                    (handle, list.map_or(0, |segs| total_length(segs)))
                 };
                 let (write_handle, write_len) =
                     written(transmission.write_chunk, chunks.writes.first());

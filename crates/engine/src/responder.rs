@@ -11,7 +11,9 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::ops::Range;
 
-use wire::rpcrdma::{Body, ChunkLists, ErrorBody, Header, Proc, Segment, RPCRDMA_VERSION};
+use wire::rpcrdma::{
+    total_length, Body, ChunkLists, ErrorBody, Header, Proc, Segment, RPCRDMA_VERSION,
+};
 use wire::svcrdma::{classify, Outcome, Profile};
 use wire::xdr::pad4;
 use wire::Xdr;
@@ -526,7 +528,7 @@ impl Responder {
         }
         if let (Some(range), Some(first)) = (reply.ddp.clone(), route.writes.first()) {
             let in_bounds = range.start <= range.end && range.end <= message.len();
-            let capacity: u64 = first.iter().map(|s| u64::from(s.length)).sum();
+            let capacity = total_length(first);
             if !in_bounds || (range.end - range.start) as u64 > capacity {
                 // svcrdma rule 10: reply construction -E2BIG → ERR_CHUNK.
                 self.reply_failed(route.xid, "write chunk too small");
@@ -548,7 +550,7 @@ impl Responder {
         if let Some(reply_chunk) = &route.reply {
             // As svcrdma does: when the requester provided a Reply chunk, the reply goes there
             // (RFC 8166 §3.5.4, RDMA_NOMSG) — the chunk of *this* transmission.
-            let capacity: u64 = reply_chunk.iter().map(|s| u64::from(s.length)).sum();
+            let capacity = total_length(reply_chunk);
             if message.len() as u64 > capacity {
                 self.reply_failed(route.xid, "reply chunk too small");
                 return Ok(None);

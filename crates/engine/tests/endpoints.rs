@@ -188,13 +188,7 @@ fn exchange(req: &mut Requester, resp: &mut Responder, reply_len: usize) -> Vec<
 }
 
 fn call(xid: u32, len: usize) -> OutgoingCall {
-    OutgoingCall {
-        xid,
-        message: vec![7; len],
-        read_chunk: None,
-        write_chunk_capacity: None,
-        reply_chunk_capacity: None,
-    }
+    OutgoingCall::inline(xid, vec![7; len])
 }
 
 #[test]

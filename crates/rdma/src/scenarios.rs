@@ -13,14 +13,13 @@ use std::time::Duration;
 
 use engine::{ConnectionConfig, OutgoingCall, RequesterOutput};
 use serde::{Deserialize, Serialize};
-use wire::mount3::{DirPath, MntRes, Mount3Call, Mount3Proc, Mount3Reply, MOUNT_V3};
+use wire::mount3::{DirPath, Mount3Call};
 use wire::nfs3::{
     CreateArgs, CreateHow3, Ddp, DdpData, DirOpArgs3, FileHandle, Filename, LinkArgs, LookupArgs,
     MkdirArgs, Nfs3Call, Nfs3Proc, Nfs3Reply, NfsRes, RemoveArgs, RenameArgs, Sattr3, StableHow,
-    WriteArgs, NFS_V3,
+    WriteArgs,
 };
-use wire::rpc::{CallHeader, ReplyBody, RpcMessage, MOUNT_PROGRAM, NFS_PROGRAM};
-use wire::{Reader, Writer, Xdr};
+use wire::nfs_client::{self, Procedure};
 
 use crate::client::{ClientError, RdmaClient};
 use crate::judge::{self, Basis, Observation, LOST_REPLY};
@@ -319,12 +318,9 @@ impl Session {
 
     fn mount_rdma(&mut self) -> Result<(), ClientError> {
         let xid = self.fresh_xid();
-        let mut message =
-            CallHeader::new(xid, MOUNT_PROGRAM, MOUNT_V3, Mount3Proc::Mnt as u32).to_bytes();
-        let mut w = Writer::new();
-        Mount3Call::Mnt(DirPath(self.options.export.clone())).encode(&mut w);
-        message.extend_from_slice(w.as_bytes());
-        self.client.call(plain(xid, message), true)?;
+        let message =
+            nfs_client::mount3_call(xid, &Mount3Call::Mnt(DirPath(self.options.export.clone())));
+        self.client.call(OutgoingCall::inline(xid, message), true)?;
         let timeout = self.options.timeout;
         let mut reply = None;
         self.client.run_until(timeout, |c| {
@@ -340,23 +336,14 @@ impl Session {
             }
         }
         let reply = reply.ok_or_else(|| ClientError::NotEstablished("no MNT reply".into()))?;
-        if let Ok((RpcMessage::Reply(_), used)) = RpcMessage::decode_prefix(&reply) {
-            if let Ok(Mount3Reply::Mnt(MntRes::Ok(ok))) =
-                Mount3Reply::decode(Mount3Proc::Mnt, &mut Reader::new(&reply[used..]))
-            {
-                self.root = ok.fhandle;
-                return Ok(());
-            }
-        }
-        Err(ClientError::NotEstablished("MNT over RDMA failed".into()))
+        self.root = nfs_client::mount_root(&reply)
+            .map_err(|e| ClientError::NotEstablished(format!("MNT over RDMA failed: {e}")))?;
+        Ok(())
     }
 
     fn nfs_call(&mut self, xid: u32, args: &Nfs3Call) -> OutgoingCall {
-        let proc_ = args.proc_();
-        self.procs.insert(xid, proc_);
-        let mut message = CallHeader::new(xid, NFS_PROGRAM, NFS_V3, proc_ as u32).to_bytes();
-        message.extend_from_slice(&args.to_bytes());
-        plain(xid, message)
+        self.procs.insert(xid, args.proc_());
+        OutgoingCall::inline(xid, nfs_client::nfs3_call(xid, args))
     }
 
     fn send(&mut self, call: OutgoingCall, honour_credits: bool) -> Result<(), ClientError> {
@@ -433,7 +420,7 @@ impl Session {
             .replies
             .get(&xid)
             .and_then(|r| r.first())
-            .and_then(|r| decode_nfs(Nfs3Proc::Create, &r.bytes))
+            .and_then(|r| nfs_client::nfs3_reply(&r.bytes, Nfs3Proc::Create, Ddp::Inline).ok())
             .and_then(|reply| match reply {
                 Nfs3Reply::Create(NfsRes::Ok(ok)) => ok.obj,
                 _ => None,
@@ -448,25 +435,10 @@ impl Session {
     }
 
     fn status_of(&self, xid: u32, message: &[u8], write: &Option<Vec<u8>>) -> String {
-        let Ok((RpcMessage::Reply(header), used)) = RpcMessage::decode_prefix(message) else {
-            return "undecodable".to_string();
-        };
-        match &header.body {
-            ReplyBody::Accepted { stat, .. } if stat.code() != 0 => return stat.name().to_string(),
-            ReplyBody::Denied(_) => return "DENIED".to_string(),
-            _ => {}
-        }
-        let Some(proc_) = self.procs.get(&xid) else {
-            return "MNT3_OK".to_string();
-        };
-        let ddp = if write.as_ref().is_some_and(|d| !d.is_empty()) {
-            Ddp::Moved
-        } else {
-            Ddp::Inline
-        };
-        Nfs3Reply::decode_reduced(*proc_, &mut Reader::new(&message[used..]), ddp)
-            .map(|r| r.status().name().to_string())
-            .unwrap_or_else(|e| format!("undecodable ({})", e.rule()))
+        // Only NFS calls are answered here (MNT's reply is taken by mount_rdma).
+        let procedure = self.procs.get(&xid).map(|p| Procedure::Nfs3(*p));
+        let moved = write.as_ref().is_some_and(|d| !d.is_empty());
+        nfs_client::reply_status(message, procedure, Ddp::moved_if(moved))
     }
 
     fn verdict(&mut self, scenario: &Scenario, xid: u32, note: String) -> Verdict {
@@ -524,21 +496,6 @@ fn call_hash(call: &OutgoingCall) -> u64 {
     call.message.hash(&mut hasher);
     call.read_chunk.hash(&mut hasher);
     hasher.finish()
-}
-
-fn plain(xid: u32, message: Vec<u8>) -> OutgoingCall {
-    OutgoingCall {
-        xid,
-        message,
-        read_chunk: None,
-        write_chunk_capacity: None,
-        reply_chunk_capacity: None,
-    }
-}
-
-fn decode_nfs(proc_: Nfs3Proc, message: &[u8]) -> Option<Nfs3Reply> {
-    let (_, used) = RpcMessage::decode_prefix(message).ok()?;
-    Nfs3Reply::decode_reduced(proc_, &mut Reader::new(message.get(used..)?), Ddp::Inline).ok()
 }
 
 /// Executions inferred from the statuses of the replies to one XID. A non-idempotent procedure
@@ -773,26 +730,19 @@ fn large_write_read_chunk(s: &mut Session) -> Result<(u32, String), ClientError>
     let name = s.name("big");
     let file = s.create_file(&name)?;
     let xid = s.fresh_xid();
-    let data: Vec<u8> = (0..8192u32).map(|i| (i % 251) as u8).collect();
+    // 8 KiB: no server's FSINFO wtmax is smaller (nfsd bottoms out there), so no FSINFO first.
+    let length = nfs_client::UNASKED_TRANSFER_MAX;
     let reduced = s.nfs_call(
         xid,
         &Nfs3Call::Write(WriteArgs {
             file,
             offset: 0,
-            count: data.len() as u32,
+            count: length,
             stable: StableHow::FileSync,
-            data: DdpData::Moved {
-                length: data.len() as u32,
-            },
+            data: DdpData::Moved { length },
         }),
     );
-    // RFC 8166 §3.4.5: the Read chunk's position is the XDR position of the data item (the
-    // last item of WRITE3args, right after the reduced stream).
-    let position = reduced.message.len() as u32;
-    let call = OutgoingCall {
-        read_chunk: Some((position, data)),
-        ..reduced
-    };
+    let call = OutgoingCall::moving_argument(xid, reduced.message, nfs_client::pattern(length));
     s.send(call.clone(), true)?;
     s.send(call, true)?;
     let both = s.wait_replies(xid, 2);
@@ -921,7 +871,7 @@ mod tests {
     fn argument_sets_are_distinct_call_messages() {
         let call = |message: &[u8], chunk: Option<(u32, Vec<u8>)>| OutgoingCall {
             read_chunk: chunk,
-            ..plain(7, message.to_vec())
+            ..OutgoingCall::inline(7, message.to_vec())
         };
         let a = call(b"remove a", None);
         assert_eq!(call_hash(&a), call_hash(&a.clone()));

@@ -11,10 +11,9 @@ use rdma::RdmaClient;
 use serde::Serialize;
 use wire::nfs3::{
     CreateArgs, CreateHow3, Ddp, DdpData, DirOpArgs3, FileHandle, Filename, FsinfoArgs, Nfs3Call,
-    Nfs3Proc, Nfs3Reply, NfsRes, Nfsstat3, ReadArgs, Sattr3, StableHow, WriteArgs, NFS_V3,
+    Nfs3Proc, Nfs3Reply, NfsRes, Nfsstat3, ReadArgs, Sattr3, StableHow, WriteArgs,
 };
-use wire::rpc::{CallHeader, ReplyBody, RpcMessage, NFS_PROGRAM};
-use wire::{Reader, Xdr};
+use wire::nfs_client::{self, SizeChoice, Transfer, TransferLimits};
 
 /// Largest READ/WRITE size accepted (the bench measures 4 KiB and 64 KiB).
 const MAX_SIZE: u32 = 1 << 20;
@@ -60,51 +59,23 @@ pub struct Args {
     timeout_secs: u64,
 }
 
-/// The server's transfer limits from FSINFO (RFC 1813 §3.3.19), as a client must honour them:
-/// the kernel client sizes its READs and WRITEs from these, so nfsd never sees larger ones.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-struct TransferLimits {
-    rtmax: u32,
-    wtmax: u32,
-}
-
-/// The size a measurement uses: the requested one, capped at the server's FSINFO limit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct SizeChoice {
-    used: u32,
-    limited_by: Option<&'static str>,
-}
-
-/// Cap `requested` at the FSINFO maximum for `op`: a READ or WRITE above rtmax/wtmax is never
-/// sent. Why: nfsd sizes its request pages from its max block size (from guest RAM, see
-/// fs/nfsd/nfssvc.c nfsd_get_default_max_blksize), and svcrdma rejects a Read chunk that does
-/// not fit those pages with ERR_CHUNK; FSINFO is where the server states that limit.
+/// The size a measurement uses: the requested one, capped at the server's FSINFO limit
+/// ([`TransferLimits::cap`]).
 fn choose_size(op: Op, requested: u32, limits: Option<TransferLimits>) -> Result<SizeChoice> {
-    let (limit, name) = match (op, limits) {
-        (Op::Null, _) => {
+    let transfer = match op {
+        Op::Null => {
             return Ok(SizeChoice {
                 used: 0,
                 limited_by: None,
             })
         }
-        (Op::Read, Some(l)) => (l.rtmax, "FSINFO rtmax"),
-        (Op::Write, Some(l)) => (l.wtmax, "FSINFO wtmax"),
-        (_, None) => bail!("read/write need the server's FSINFO limits"),
+        Op::Read => Transfer::Read,
+        Op::Write => Transfer::Write,
     };
-    // RFC 1813 §3.3.19: rtmax/wtmax are the largest READ/WRITE the server supports; zero
-    // would mean no transfer is possible at all, which no usable server reports.
-    ensure!(limit > 0, "server reported {name} = 0");
-    Ok(if requested > limit {
-        SizeChoice {
-            used: limit,
-            limited_by: Some(name),
-        }
-    } else {
-        SizeChoice {
-            used: requested,
-            limited_by: None,
-        }
-    })
+    let Some(limits) = limits else {
+        bail!("read/write need the server's FSINFO limits");
+    };
+    Ok(limits.cap(transfer, requested)?)
 }
 
 /// What one measurement prints (pretty JSON: one key per line, for the guest scripts).
@@ -152,9 +123,10 @@ impl Bench {
         self.next_xid
     }
 
-    fn message(&mut self, args: &Nfs3Call) -> (u32, Vec<u8>) {
+    /// A fresh XID and an inline call of `args`.
+    fn call(&mut self, args: &Nfs3Call) -> OutgoingCall {
         let xid = self.fresh_xid();
-        (xid, call_message(xid, args))
+        OutgoingCall::inline(xid, nfs_client::nfs3_call(xid, args))
     }
 
     /// Send one call and wait for its reply (or fail after the timeout).
@@ -197,25 +169,11 @@ impl Bench {
 
 /// The NFS reply of `proc_`, or why it is not a successful one.
 fn nfs_reply(proc_: Nfs3Proc, message: &[u8], moved: bool) -> Result<Nfs3Reply> {
-    let (rpc, used) = RpcMessage::decode_prefix(message).context("reply header")?;
-    let RpcMessage::Reply(header) = rpc else {
-        bail!("not a reply");
-    };
-    match &header.body {
-        ReplyBody::Accepted { stat, .. } if stat.code() != 0 => bail!("{}", stat.name()),
-        ReplyBody::Denied(_) => bail!("call denied"),
-        _ => {}
-    }
-    let ddp = if moved { Ddp::Moved } else { Ddp::Inline };
-    let body = message.get(used..).unwrap_or_default();
-    Nfs3Reply::decode_reduced(proc_, &mut Reader::new(body), ddp)
-        .map_err(|e| anyhow::anyhow!("undecodable {proc_:?} reply ({})", e.rule()))
-}
-
-fn call_message(xid: u32, args: &Nfs3Call) -> Vec<u8> {
-    let mut message = CallHeader::new(xid, NFS_PROGRAM, NFS_V3, args.proc_() as u32).to_bytes();
-    message.extend_from_slice(&args.to_bytes());
-    message
+    Ok(nfs_client::nfs3_reply(
+        message,
+        proc_,
+        Ddp::moved_if(moved),
+    )?)
 }
 
 fn call_for(bench: &mut Bench, op: Op, file: &FileHandle, size: u32) -> OutgoingCall {
@@ -231,9 +189,9 @@ fn build_call(xid: u32, op: Op, file: &FileHandle, size: u32) -> OutgoingCall {
 fn build_call_at(xid: u32, op: Op, file: &FileHandle, size: u32, offset: u64) -> OutgoingCall {
     let moved = size > INLINE_DATA_LIMIT;
     match op {
-        Op::Null => plain(xid, call_message(xid, &Nfs3Call::Null)),
+        Op::Null => OutgoingCall::inline(xid, nfs_client::nfs3_call(xid, &Nfs3Call::Null)),
         Op::Read => {
-            let message = call_message(
+            let message = nfs_client::nfs3_call(
                 xid,
                 &Nfs3Call::Read(ReadArgs {
                     file: file.clone(),
@@ -243,17 +201,17 @@ fn build_call_at(xid: u32, op: Op, file: &FileHandle, size: u32, offset: u64) ->
             );
             OutgoingCall {
                 write_chunk_capacity: moved.then_some(size),
-                ..plain(xid, message)
+                ..OutgoingCall::inline(xid, message)
             }
         }
         Op::Write => {
-            let payload: Vec<u8> = (0..size).map(|i| (i % 251) as u8).collect();
+            let payload = nfs_client::pattern(size);
             let data = if moved {
                 DdpData::Moved { length: size }
             } else {
                 DdpData::Inline(payload.clone())
             };
-            let message = call_message(
+            let message = nfs_client::nfs3_call(
                 xid,
                 &Nfs3Call::Write(WriteArgs {
                     file: file.clone(),
@@ -263,54 +221,36 @@ fn build_call_at(xid: u32, op: Op, file: &FileHandle, size: u32, offset: u64) ->
                     data,
                 }),
             );
-            // RFC 8166 §3.4.5: the Read chunk's position is the XDR position of the data item,
-            // the last item of WRITE3args, right after the reduced stream.
-            let position = message.len() as u32;
-            OutgoingCall {
-                read_chunk: moved.then_some((position, payload)),
-                ..plain(xid, message)
+            if moved {
+                OutgoingCall::moving_argument(xid, message, payload)
+            } else {
+                OutgoingCall::inline(xid, message)
             }
         }
     }
 }
 
-fn plain(xid: u32, message: Vec<u8>) -> OutgoingCall {
-    OutgoingCall {
-        xid,
-        message,
-        read_chunk: None,
-        write_chunk_capacity: None,
-        reply_chunk_capacity: None,
-    }
-}
-
 /// FSINFO on the root handle: the server's READ/WRITE size limits.
 fn fetch_limits(bench: &mut Bench, root: &FileHandle) -> Result<TransferLimits> {
-    let (xid, message) = bench.message(&Nfs3Call::Fsinfo(FsinfoArgs {
+    let call = bench.call(&Nfs3Call::Fsinfo(FsinfoArgs {
         fsroot: root.clone(),
     }));
-    let (reply, _) = bench.round_trip(plain(xid, message))?;
-    match nfs_reply(Nfs3Proc::Fsinfo, &reply, false)? {
-        Nfs3Reply::Fsinfo(NfsRes::Ok(ok)) => Ok(TransferLimits {
-            rtmax: ok.rtmax,
-            wtmax: ok.wtmax,
-        }),
-        other => bail!("FSINFO failed: {}", other.status().name()),
-    }
+    let (reply, _) = bench.round_trip(call)?;
+    Ok(TransferLimits::from_reply(&reply)?)
 }
 
 /// Create (or truncate) the bench file and fill it with `size` bytes so READs return data,
 /// in WRITEs of at most [`FILL_PIECE`] and never above the server's `wtmax`.
 fn prepare_file(bench: &mut Bench, root: &FileHandle, size: u32, wtmax: u32) -> Result<FileHandle> {
     let name = format!("bench-{}", std::process::id());
-    let (xid, message) = bench.message(&Nfs3Call::Create(CreateArgs {
+    let call = bench.call(&Nfs3Call::Create(CreateArgs {
         where_: DirOpArgs3 {
             dir: root.clone(),
             name: Filename(name.into_bytes()),
         },
         how: CreateHow3::Unchecked(Sattr3::default()),
     }));
-    let (reply, _) = bench.round_trip(plain(xid, message))?;
+    let (reply, _) = bench.round_trip(call)?;
     let file = match nfs_reply(Nfs3Proc::Create, &reply, false)? {
         Nfs3Reply::Create(NfsRes::Ok(ok)) => ok.obj,
         other => bail!("CREATE failed: {}", other.status().name()),
@@ -365,8 +305,8 @@ pub fn run(args: Args) -> Result<u8> {
         next_xid: std::process::id().wrapping_mul(0x10000) ^ 0x6b00_0000,
     };
     // A new connection starts with a grant of one (RFC 8166 §3.3.3): learn the real grant first.
-    let (xid, message) = bench.message(&Nfs3Call::Null);
-    bench.round_trip(plain(xid, message))?;
+    let call = bench.call(&Nfs3Call::Null);
+    bench.round_trip(call)?;
     let limits = match args.op {
         Op::Null => None,
         Op::Read | Op::Write => Some(fetch_limits(&mut bench, &root)?),
@@ -438,6 +378,8 @@ pub fn run(args: Args) -> Result<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use wire::rpc::RpcMessage;
+    use wire::Reader;
 
     #[test]
     fn quantiles_use_nearest_rank() {

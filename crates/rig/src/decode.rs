@@ -77,24 +77,16 @@ fn read_input(path: &PathBuf) -> anyhow::Result<Vec<u8>> {
     Ok(buf)
 }
 
+/// `--hex` input: hex digits, with whitespace and `#` comments to the end of a line ignored.
 fn parse_hex(text: &[u8]) -> anyhow::Result<Vec<u8>> {
     let text = std::str::from_utf8(text).context("--hex input is not UTF-8")?;
-    let digits: Vec<u8> = text
+    let digits: String = text
         .lines()
         .map(|l| l.split('#').next().unwrap_or(""))
-        .flat_map(|l| l.bytes())
-        .filter(|b| !b.is_ascii_whitespace())
+        .flat_map(str::chars)
+        .filter(|c| !c.is_whitespace())
         .collect();
-    let pairs = digits.chunks_exact(2);
-    if !pairs.remainder().is_empty() {
-        bail!("--hex input has an odd number of hex digits");
-    }
-    pairs
-        .map(|pair| {
-            let s = std::str::from_utf8(pair).unwrap_or("??");
-            u8::from_str_radix(s, 16).with_context(|| format!("bad hex digits {s:?}"))
-        })
-        .collect()
+    wire::hex::decode(&digits).context("--hex input")
 }
 
 /// Parse `PROG:VERS:PROC`, each part a number or (for PROG and PROC) a name.

@@ -100,15 +100,13 @@ fn run_rdma(args: &Args) -> Result<u8> {
     })
 }
 
+/// A root file handle in hex: at most 64 bytes (RFC 1813 §2.6, NFS3_FHSIZE).
 fn parse_hex(hex: &str) -> Option<Vec<u8>> {
     let hex = hex.trim();
-    if !hex.len().is_multiple_of(2) || hex.len() > 128 {
+    if hex.len() > 128 {
         return None;
     }
-    (0..hex.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
-        .collect()
+    wire::hex::decode(hex).ok()
 }
 
 pub fn run(args: Args) -> Result<u8> {

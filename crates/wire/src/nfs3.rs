@@ -6,8 +6,6 @@
 //! reduced READ reply or WRITE call decodes cleanly instead of looking truncated; such an item is
 //! represented as [`DdpData::Moved`] carrying only its length.
 
-use std::fmt::Write as _;
-
 use serde::{Serialize, Serializer};
 
 use crate::error::{DecodeError, Result};
@@ -185,18 +183,9 @@ pub fn serialize_bytes_as_text<S: Serializer>(
     s.serialize_str(&String::from_utf8_lossy(bytes))
 }
 
-/// Lower-case hex of `bytes`.
-pub fn hex(bytes: &[u8]) -> String {
-    let mut out = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        let _ = write!(out, "{b:02x}");
-    }
-    out
-}
-
 /// Serialise an 8-byte verifier as hex.
 fn serialize_verifier<S: Serializer>(v: &[u8; 8], s: S) -> std::result::Result<S::Ok, S::Error> {
-    s.serialize_str(&hex(v))
+    s.serialize_str(&crate::hex::encode(v))
 }
 
 /// A variable-length byte string with a decoder limit; `$rule` names where the limit comes from.
@@ -240,7 +229,7 @@ macro_rules! bounded_bytes {
 pub(crate) use bounded_bytes;
 
 fn serialize_hex<S: Serializer>(bytes: &[u8], s: S) -> std::result::Result<S::Ok, S::Error> {
-    s.serialize_str(&hex(bytes))
+    s.serialize_str(&crate::hex::encode(bytes))
 }
 
 bounded_bytes!(
@@ -346,6 +335,18 @@ pub enum Ddp {
     Inline,
     /// The item was moved to a chunk: only its length word is inline (RFC 8166 §3.4.1).
     Moved,
+}
+
+impl Ddp {
+    /// [`Ddp::Moved`] when a chunk carried the item's bytes (a reply's Write chunk data is not
+    /// empty), else [`Ddp::Inline`].
+    pub fn moved_if(moved: bool) -> Ddp {
+        if moved {
+            Ddp::Moved
+        } else {
+            Ddp::Inline
+        }
+    }
 }
 
 /// A DDP-eligible opaque item: inline bytes, or just the length when a chunk carried the bytes.

@@ -256,7 +256,7 @@ pub fn fixture_corpus() -> Vec<Fixture> {
     // The data item itself travels in the Read chunk, positioned right after its length word.
     let write_args = |b| file_handle(b).hyper(0).word(8192).word(2).word(8192);
     let write_call = write_args(nfs3_call(RawBuilder::new(), xid, 7, true));
-    let write_position = write_call.len() as u32;
+    let write_position = crate::ddp::argument_position(write_call.len());
     vec![
         ok("msg-null", nfs3_call(msg().empty_lists(), xid, 0, false)),
         ok(

@@ -4,11 +4,11 @@
 
 use std::io::Write;
 
+use wire::nfs3::Nfs3Call;
+use wire::nfs_client::nfs3_call;
 use wire::raw::RawBuilder;
-use wire::rpc::{CallHeader, NFS_PROGRAM};
 use wire::rpcrdma::{ERR_CHUNK, ERR_VERS};
 use wire::svcrdma::{self, Profile};
-use wire::Xdr;
 
 use crate::case::{Case, Observed};
 use crate::target::{Deadline, Target, TargetError, TargetEvent};
@@ -195,7 +195,7 @@ impl<T: Target> Executor<T> {
         }
         self.probes = self.probes.wrapping_add(1);
         let xid = PROBE_XID_BASE.wrapping_add(self.probes);
-        let call = CallHeader::new(xid, NFS_PROGRAM, 3, 0).to_bytes();
+        let call = nfs3_call(xid, &Nfs3Call::Null);
         let bytes = RawBuilder::new()
             .fixed(xid, 1, 8, 0)
             .empty_lists()

@@ -9,24 +9,15 @@
 //! can check the generator and the model against each other.
 
 use arbitrary::Unstructured;
+use wire::ddp::argument_position;
 use wire::nfs3::{FileHandle, GetattrArgs, Nfs3Call, ReadArgs, ReaddirArgs, StableHow, WriteArgs};
+use wire::nfs_client::nfs3_call;
 use wire::private_data::{PrivateData, MAGIC};
 use wire::raw::{proc_value, RawBuilder};
-use wire::rpc::{CallHeader, NFS_PROGRAM};
 use wire::svcrdma::{Profile, Rule, DEFAULT_MAX_REQ_SIZE};
-use wire::Xdr;
 
 use crate::case::{Case, Region, RegionAccess, RelocField, Relocation};
 use crate::rng::case_entropy;
-
-/// NFS version 3 (RFC 1813).
-const NFS_V3: u32 = 3;
-/// NFSv3 procedure numbers used by the base calls (RFC 1813 §3.3).
-const NFSPROC3_NULL: u32 = 0;
-const NFSPROC3_GETATTR: u32 = 1;
-const NFSPROC3_READ: u32 = 6;
-const NFSPROC3_WRITE: u32 = 7;
-const NFSPROC3_READDIR: u32 = 16;
 
 /// The export root's file handle on our reference server (inode 1, 8 bytes big-endian).
 pub const ROOT_FILE_HANDLE: [u8; 8] = 1u64.to_be_bytes();
@@ -325,24 +316,16 @@ impl Shape {
     }
 }
 
-fn rpc_call(xid: u32, proc_: u32, args: Option<&Nfs3Call>) -> Vec<u8> {
-    let mut message = CallHeader::new(xid, NFS_PROGRAM, NFS_V3, proc_).to_bytes();
-    if let Some(args) = args {
-        message.extend_from_slice(&args.to_bytes());
-    }
-    message
-}
-
 /// The valid form of `base`, with a byte count drawn from `u` where the call moves data.
 fn base_shape(u: &mut Unstructured<'_>, base: Base, xid: u32) -> arbitrary::Result<Shape> {
     let fill = u.arbitrary::<u8>()?;
     Ok(match base {
-        Base::Null => Shape::new(rpc_call(xid, NFSPROC3_NULL, None)),
+        Base::Null => Shape::new(nfs3_call(xid, &Nfs3Call::Null)),
         Base::Getattr => {
             let args = Nfs3Call::Getattr(GetattrArgs {
                 object: FileHandle(ROOT_FILE_HANDLE.to_vec()),
             });
-            Shape::new(rpc_call(xid, NFSPROC3_GETATTR, Some(&args)))
+            Shape::new(nfs3_call(xid, &args))
         }
         Base::Write => {
             let count = 4 * u.int_in_range(1u32..=2048)?;
@@ -355,9 +338,9 @@ fn base_shape(u: &mut Unstructured<'_>, base: Base, xid: u32) -> arbitrary::Resu
             });
             // RFC 8166 §3.4.4: the data item is removed from the stream; its Read chunk's
             // position is where it would start, right after its length word.
-            let mut shape = Shape::new(rpc_call(xid, NFSPROC3_WRITE, Some(&args)));
+            let mut shape = Shape::new(nfs3_call(xid, &args));
             let region = shape.add_region(count, RegionAccess::RemoteRead, fill);
-            let position = shape.inline.len() as u32;
+            let position = argument_position(shape.inline.len());
             if u.ratio(1u8, 3u8)? && count >= 8 {
                 // Two segments of one chunk (same position), split on a 4-byte boundary.
                 let first = 4 * u.int_in_range(1..=count / 4 - 1)?;
@@ -377,7 +360,7 @@ fn base_shape(u: &mut Unstructured<'_>, base: Base, xid: u32) -> arbitrary::Resu
                 offset: 0,
                 count,
             });
-            let mut shape = Shape::new(rpc_call(xid, NFSPROC3_READ, Some(&args)));
+            let mut shape = Shape::new(nfs3_call(xid, &args));
             let region = shape.add_region(count, RegionAccess::RemoteWrite, fill);
             shape.writes.push(ChunkSpec {
                 segcount: None,
@@ -392,7 +375,7 @@ fn base_shape(u: &mut Unstructured<'_>, base: Base, xid: u32) -> arbitrary::Resu
                 cookieverf: [0; 8],
                 count: 4096,
             });
-            let mut shape = Shape::new(rpc_call(xid, NFSPROC3_READDIR, Some(&args)));
+            let mut shape = Shape::new(nfs3_call(xid, &args));
             let region = shape.add_region(4096, RegionAccess::RemoteWrite, fill);
             shape.reply = Some(ChunkSpec {
                 segcount: None,
@@ -429,7 +412,7 @@ fn build(u: &mut Unstructured<'_>, family: Family, seed: u64, index: u64) -> Cas
     let xid = XID_BASE | (index as u32 & 0x00ff_ffff);
     generate_family(u, family, seed, index, xid).unwrap_or_else(|_| {
         // Unreachable with CASE_ENTROPY_BYTES of input, but never panic: fall back to a NULL.
-        let shape = Shape::new(rpc_call(xid, NFSPROC3_NULL, None));
+        let shape = Shape::new(nfs3_call(xid, &Nfs3Call::Null));
         finish(
             seed,
             index,
@@ -745,7 +728,7 @@ fn generate_family(
                 offset: 0,
                 count,
             });
-            shape.inline = rpc_call(xid, NFSPROC3_READ, Some(&args));
+            shape.inline = nfs3_call(xid, &args);
             shape.writes[0].segs[0].length = capacity;
         }
         Family::InlineOverThreshold | Family::InlineNearThreshold => {

@@ -52,7 +52,7 @@ fn every_family_hits_its_intended_rule() {
                 case.target_rule,
                 "{} #{index}: {}",
                 family.name(),
-                wirefuzz::case::to_hex(&case.bytes)
+                wire::hex::encode(&case.bytes)
             );
             let expected = case.expected();
             assert_eq!(expected["linux-2026"].rule, case.target_rule);
