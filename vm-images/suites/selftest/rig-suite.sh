@@ -41,10 +41,20 @@ capture_start() {
 
 capture_stop() {
   pid=$(cat /tmp/capture.pid 2>/dev/null) || return 0
-  sleep 0.3  # let the last frames reach the capture buffer
+  # tcpdump under TCG can lag behind the socket by more than a fixed pause: SIGINT drops what it
+  # has not read yet (a capture cut before the disconnect). Wait until the file stops growing
+  # (two equal sizes 0.3 s apart, at most 6 s), then stop it.
+  f="/tmp/$RIG_CASE.pcap"
+  last=-1; i=0
+  while [ "$i" -lt 20 ]; do
+    size=$(stat -c %s "$f" 2>/dev/null || echo 0)
+    [ "$size" = "$last" ] && break
+    last=$size; i=$((i + 1))
+    sleep 0.3
+  done
   kill -INT "$pid" 2>/dev/null
   for i in 1 2 3 4 5 6 7 8 9 10; do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
-  cp "/tmp/$RIG_CASE.pcap" "$RIG_OUT/$RIG_CASE.pcap" 2>/dev/null
+  cp "$f" "$RIG_OUT/$RIG_CASE.pcap" 2>/dev/null
   rm -f /tmp/capture.pid
 }
 
