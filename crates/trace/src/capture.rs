@@ -61,6 +61,8 @@ pub enum CaptureError {
     Malformed { after_frames: usize, detail: String },
     /// More than [`MAX_FRAMES`] frames.
     TooManyFrames,
+    /// Every frame has a link type we do not decode (not Ethernet, Linux cooked or raw IP).
+    UnsupportedLink { linktype: u32 },
 }
 
 impl std::fmt::Display for CaptureError {
@@ -72,6 +74,11 @@ impl std::fmt::Display for CaptureError {
                 detail,
             } => write!(f, "malformed capture after frame {after_frames}: {detail}"),
             CaptureError::TooManyFrames => write!(f, "more than {MAX_FRAMES} frames"),
+            CaptureError::UnsupportedLink { linktype } => write!(
+                f,
+                "link type {linktype} is not Ethernet (1), Linux cooked (113) or raw IP \
+                 (101, 228, 229): no frame can be decoded"
+            ),
         }
     }
 }
@@ -114,7 +121,18 @@ fn read_pcap(bytes: &[u8]) -> Result<Capture<'_>, CaptureError> {
         after_frames: 0,
         detail: e.to_string(),
     })?;
-    let link = LinkType::from_datalink(parser.header().datalink);
+    let header = parser.header();
+    if header.version_major != 2 {
+        // Every pcap since 1998 is version 2.4: anything else is not a capture file.
+        return Err(CaptureError::Malformed {
+            after_frames: 0,
+            detail: format!(
+                "pcap version {}.{} (expected 2.4)",
+                header.version_major, header.version_minor
+            ),
+        });
+    }
+    let link = LinkType::from_datalink(header.datalink);
     let mut frames = Vec::new();
     let mut stopped = None;
     while !rest.is_empty() {
@@ -150,7 +168,18 @@ fn read_pcap(bytes: &[u8]) -> Result<Capture<'_>, CaptureError> {
             }
         }
     }
-    Ok(Capture { frames, stopped })
+    finish(frames, stopped)
+}
+
+/// A capture whose very first record is malformed is no capture: an error, not an empty trace.
+fn finish(
+    frames: Vec<Frame<'_>>,
+    stopped: Option<CaptureError>,
+) -> Result<Capture<'_>, CaptureError> {
+    match stopped {
+        Some(e @ CaptureError::Malformed { .. }) if frames.is_empty() => Err(e),
+        stopped => Ok(Capture { frames, stopped }),
+    }
 }
 
 fn read_pcapng(bytes: &[u8]) -> Result<Capture<'_>, CaptureError> {
@@ -217,7 +246,7 @@ fn read_pcapng(bytes: &[u8]) -> Result<Capture<'_>, CaptureError> {
             _ => {}
         }
     }
-    Ok(Capture { frames, stopped })
+    finish(frames, stopped)
 }
 
 fn frame_number(index: usize) -> u32 {

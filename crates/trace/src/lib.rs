@@ -14,13 +14,19 @@
 //!   data attached by handle and offset, Call/Reply pairing by xid, retransmissions.
 //! - [`upper`]: rebuild full RPC messages from chunks; RPC, NFSv3, NFSACL, MOUNT decode;
 //!   [`nfs4`] names NFSv4 COMPOUND operations.
+//! - [`synth`]: synthetic RoCEv2 captures for tests, benchmarks and hostile-input checks.
 //! - [`model`] the trace types; [`level`] the one normalisation level (the exchange gates, RC
 //!   transport events are counted) and the capture's completeness; [`render`] text/JSON lines
 //!   and the normalised diff.
 //!
 //! Architecture Invariant: every byte of a capture is untrusted. Nothing here panics on any input,
 //! and every buffer is bounded by an explicit limit, not by a length read from the capture.
-//! Architecture Invariant: sans-IO — the library reads no files and no clock; callers pass bytes.
+//! Architecture Invariant: sans-IO — the library reads no files and no clock; callers pass bytes
+//! (the one exception: a caller that gives `render::diff_until` a deadline has it checked).
+//! Architecture Invariant: limits hold in total, not per item: chunk data gathered, comparisons
+//! of segments with data movements and flows tracked are budgeted over the whole capture
+//! (`session::GATHER_*`, `reassembly::Limits`), and every lookup is indexed, so time and memory
+//! stay linear in the capture (`tests/hostile.rs`).
 #![forbid(unsafe_code)]
 
 pub mod capture;
@@ -34,8 +40,9 @@ pub mod nfs4;
 pub mod reassembly;
 pub mod render;
 pub mod session;
+pub mod synth;
 pub mod upper;
 
 pub use level::{capture_status, CaptureStatus, Incompleteness, Level, TransportCounts};
 pub use model::{Event, EventBody, Message, Role, Trace};
-pub use session::{trace_capture, Options};
+pub use session::{trace_capture, trace_capture_owned, Options};

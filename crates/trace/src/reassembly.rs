@@ -21,7 +21,7 @@
 //! is never used to size an allocation, only to cap it; the number of flows, of outstanding READs
 //! and of held packets is bounded, the oldest being dropped (and reported) first.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::net::IpAddr;
 use std::time::Duration;
 
@@ -169,7 +169,8 @@ pub enum TransportEvent {
     BadIcrc { psn: u32 },
     /// The packet could not be decoded.
     Undecodable { error: String },
-    /// Tracking state was dropped to stay within limits.
+    /// Tracking state was dropped to stay within limits (for flows: reported at the 1st, 2nd,
+    /// 4th, ... eviction).
     LimitReached { what: &'static str },
     /// At the end of the capture: gap ranges of a flow that no packet ever filled.
     Unfilled { ranges: u32, psns: u64 },
@@ -280,12 +281,19 @@ enum Sequence {
 pub struct Reassembler {
     limits: Limits,
     flows: HashMap<FlowKey, FlowState>,
+    /// The flows by last activity, oldest first: eviction takes the first without a scan.
+    lru: BTreeSet<(u32, FlowKey)>,
+    /// The flows by (source, destination) address: READ responses and ACKs look for the flows
+    /// going the other way among these, not among every flow.
+    by_peers: HashMap<(IpAddr, IpAddr), BTreeSet<FlowKey>>,
     /// Path MTU per (unordered) address pair, from CM or from observed full-size packets.
     path_mtu: HashMap<(IpAddr, IpAddr), u32>,
     /// Cost of the packets held over all flows (bounded by `limits.max_held_bytes`).
     held_bytes: usize,
     /// Packets held over all flows (ACKs look for a waiting flow only when there is one).
     held_packets: usize,
+    /// Flows evicted so far to stay within `limits.max_flows`.
+    evicted_flows: u64,
     out: Vec<Delivery>,
 }
 
@@ -308,7 +316,10 @@ impl Reassembler {
 
     /// Take everything delivered so far.
     pub fn drain(&mut self) -> Vec<Delivery> {
-        std::mem::take(&mut self.out)
+        let mut out = std::mem::take(&mut self.out);
+        // The vector doubled as it grew: give the slack back (a large block shrinks in place).
+        out.shrink_to_fit();
+        out
     }
 
     /// End of the capture: release held packets (their gaps are final), then report operations
@@ -452,27 +463,58 @@ impl Reassembler {
     }
 
     fn flow(&mut self, key: FlowKey, at: At) -> Option<&mut FlowState> {
-        if !self.flows.contains_key(&key) && self.flows.len() >= self.limits.max_flows {
-            // Evict the least recently active flow to stay bounded.
-            let oldest = self
-                .flows
-                .iter()
-                .min_by_key(|(k, s)| (s.last_frame, **k))
-                .map(|(k, _)| *k)?;
+        let known = self.flows.get(&key).map(|s| s.last_frame);
+        if known.is_none() && self.flows.len() >= self.limits.max_flows {
+            // Evict the least recently active flow to stay bounded (the LRU index gives it in
+            // O(log n): the same flow a scan for the smallest (last frame, key) would find).
+            let (_, oldest) = self.lru.pop_first()?;
             if let Some(evicted) = self.flows.remove(&oldest) {
                 let held: usize = evicted.held.iter().map(Held::cost).sum();
                 self.held_bytes = self.held_bytes.saturating_sub(held);
                 self.held_packets = self.held_packets.saturating_sub(evicted.held.len());
             }
-            self.event(
-                at,
-                Some(oldest),
-                TransportEvent::LimitReached { what: "flows" },
-            );
+            if let Some(set) = self.by_peers.get_mut(&(oldest.src, oldest.dst)) {
+                set.remove(&oldest);
+                if set.is_empty() {
+                    self.by_peers.remove(&(oldest.src, oldest.dst));
+                }
+            }
+            // Reported at the 1st, 2nd, 4th, 8th, ... eviction: a capture of a million flows
+            // says so twenty times, not a million (each report would cost a line and an event).
+            self.evicted_flows += 1;
+            if self.evicted_flows.is_power_of_two() {
+                self.event(
+                    at,
+                    Some(oldest),
+                    TransportEvent::LimitReached { what: "flows" },
+                );
+            }
+        }
+        match known {
+            Some(last) if last == at.frame => {}
+            Some(last) => {
+                self.lru.remove(&(last, key));
+                self.lru.insert((at.frame, key));
+            }
+            None => {
+                self.lru.insert((at.frame, key));
+                self.by_peers
+                    .entry((key.src, key.dst))
+                    .or_default()
+                    .insert(key);
+            }
         }
         let state = self.flows.entry(key).or_default();
         state.last_frame = at.frame;
         Some(state)
+    }
+
+    /// The flows from `src` to `dst`, in key order.
+    fn flows_between(&self, src: IpAddr, dst: IpAddr) -> impl Iterator<Item = FlowKey> + '_ {
+        self.by_peers
+            .get(&(src, dst))
+            .into_iter()
+            .flat_map(|set| set.iter().copied())
     }
 
     fn request(&mut self, at: At, key: FlowKey, p: &IbPacket) {
@@ -843,10 +885,12 @@ impl Reassembler {
         if self.held_packets == 0 {
             return;
         }
-        let mut waiting: Vec<FlowKey> = self
-            .flows
-            .iter()
-            .filter(|(flow, state)| {
+        let waiting: Vec<FlowKey> = self
+            .flows_between(key.dst, key.src)
+            .filter(|flow| {
+                let Some(state) = self.flows.get(flow) else {
+                    return false;
+                };
                 let Some(expected) = state.expected_psn else {
                     return false;
                 };
@@ -855,16 +899,12 @@ impl Reassembler {
                     .iter()
                     .map(|h| ib::psn_distance(h.psn, expected))
                     .max();
-                flow.src == key.dst
-                    && flow.dst == key.src
-                    && newest.is_some_and(|newest| {
-                        let acked = ib::psn_distance(psn, expected);
-                        acked >= 0 && acked <= newest
-                    })
+                newest.is_some_and(|newest| {
+                    let acked = ib::psn_distance(psn, expected);
+                    acked >= 0 && acked <= newest
+                })
             })
-            .map(|(flow, _)| *flow)
             .collect();
-        waiting.sort_unstable();
         for flow in waiting {
             self.release_all(flow);
         }
@@ -897,13 +937,10 @@ impl Reassembler {
         // responder's peer to the responder for the READ whose PSN range holds this PSN.
         let max_rdma = self.limits.max_rdma_bytes;
         let mut found: Option<(FlowKey, usize)> = None;
-        let mut flows: Vec<(&FlowKey, &FlowState)> = self
-            .flows
-            .iter()
-            .filter(|(flow, _)| flow.src == key.dst && flow.dst == key.src)
-            .collect();
-        flows.sort_unstable_by_key(|(flow, _)| **flow);
-        for (flow, state) in flows {
+        for flow in self.flows_between(key.dst, key.src) {
+            let Some(state) = self.flows.get(&flow) else {
+                continue;
+            };
             for (i, r) in state.reads.iter().enumerate() {
                 let span = ib::psn_distance(p.psn, r.psn);
                 let within = match r.end_psn {
@@ -911,7 +948,7 @@ impl Reassembler {
                     None => span >= 0 && span <= ib::psn_distance(r.next_psn, r.psn).max(0) + 1,
                 };
                 if within {
-                    found = Some((*flow, i));
+                    found = Some((flow, i));
                     break;
                 }
             }

@@ -10,9 +10,16 @@
 //! [`Level::Exchange`] RC-level transport events are left out of the lines and summarised after
 //! them ([`Rendered`]: a `transport: ...` line of counts and a `capture: ...` line), so the same
 //! workload captured on a loaded host, with retransmissions, renders to the same lines too.
+//!
+//! Strings from the capture (file names, undecodable detail) reach a terminal: every text line
+//! passes through [`escape_text`] (control characters, DEL, C1 and bidirectional overrides
+//! become `\xNN` / `\u{NNNN}`, so an ESC or BEL cannot act and an embedded newline cannot forge
+//! a line), and JSON lines through [`escape_json_text`] (what serde_json leaves raw).
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt::Write as _;
+use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
@@ -87,7 +94,8 @@ impl Rendered {
     pub fn summary(&self) -> String {
         format!(
             "{TRANSPORT_PREFIX}{}\n{CAPTURE_PREFIX}{}\n",
-            self.transport, self.capture
+            self.transport,
+            escape_text(&self.capture.to_string())
         )
     }
 
@@ -108,21 +116,115 @@ pub fn render(trace: &Trace, style: Style, level: Level) -> Rendered {
 
 fn lines(trace: &Trace, style: Style, level: Level) -> String {
     let mut out = String::new();
-    let mut sym = Symbols::default();
-    for e in trace.events.iter().filter(|e| level.shows(&e.body)) {
-        let line = event_line(e, style, &mut sym);
-        if style == Style::Raw {
-            let _ = write!(out, "{:>6} {:>10.6} ", e.frame, e.time.as_secs_f64());
-        }
-        out.push_str(&line);
+    let written: Result<(), std::convert::Infallible> = each_line(trace, style, level, |line| {
+        out.push_str(line);
         out.push('\n');
+        Ok(())
+    });
+    match written {
+        Ok(()) => out,
+    }
+}
+
+/// Call `f` with each line (escaped, without its newline) of `trace` at `level`; stops at the
+/// first error `f` returns.
+fn each_line<E>(
+    trace: &Trace,
+    style: Style,
+    level: Level,
+    mut f: impl FnMut(&str) -> Result<(), E>,
+) -> Result<(), E> {
+    let mut sym = Symbols::default();
+    let mut line = String::new();
+    for e in trace.events.iter().filter(|e| level.shows(&e.body)) {
+        line.clear();
+        if style == Style::Raw {
+            let _ = write!(line, "{:>6} {:>10.6} ", e.frame, e.time.as_secs_f64());
+        }
+        line.push_str(&escape_text(&event_line(e, style, &mut sym)));
+        f(&line)?;
     }
     if level == Level::Transport {
         if let Some(err) = &trace.capture_error {
-            let _ = writeln!(out, "! capture: {err}");
+            f(&format!("! capture: {}", escape_text(err)))?;
         }
     }
-    out
+    Ok(())
+}
+
+/// Write `trace` at `level` as `rig trace show` prints it (the lines, then the summary) without
+/// holding the text in memory; returns the capture status.
+pub fn write_text(
+    trace: &Trace,
+    style: Style,
+    level: Level,
+    out: &mut dyn std::io::Write,
+) -> std::io::Result<CaptureStatus> {
+    each_line(trace, style, level, |line| writeln!(out, "{line}"))?;
+    let summary = Rendered {
+        lines: String::new(),
+        transport: TransportCounts::of(trace),
+        capture: capture_status(trace),
+    };
+    out.write_all(summary.summary().as_bytes())?;
+    Ok(summary.capture)
+}
+
+/// Whether `c` must not reach a terminal raw: C0 controls (newline and tab included), DEL, C1
+/// controls (U+0080..U+009F: CSI is U+009B) and the bidirectional marks and overrides that
+/// reorder what a terminal shows.
+fn unsafe_for_terminal(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'
+        )
+}
+
+/// `s` with every character that could act on a terminal (see the module docs) written as
+/// `\xNN` (below U+0100) or `\u{NNNN}`, and `\` as `\\` so the escaping is unambiguous. Borrowed
+/// when there is nothing to escape (the common case).
+pub fn escape_text(s: &str) -> Cow<'_, str> {
+    if !s.chars().any(|c| c == '\\' || unsafe_for_terminal(c)) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if c == '\\' {
+            out.push_str("\\\\");
+        } else if unsafe_for_terminal(c) {
+            let n = u32::from(c);
+            if n < 0x100 {
+                let _ = write!(out, "\\x{n:02x}");
+            } else {
+                let _ = write!(out, "\\u{{{n:04x}}}");
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// JSON text with the characters serde_json leaves raw but a terminal may act on (DEL, C1
+/// controls, bidirectional overrides) written as `\uNNNN`. They can only occur inside JSON
+/// strings, where `\uNNNN` means the same character, so the JSON value is unchanged. C0
+/// controls are left alone: serde_json escapes them inside strings, and outside strings they
+/// are the layout of pretty-printed JSON.
+pub fn escape_json_text(s: &str) -> Cow<'_, str> {
+    let raw_in_json = |c: char| u32::from(c) >= 0x20 && unsafe_for_terminal(c);
+    if !s.chars().any(raw_in_json) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if raw_in_json(c) {
+            let _ = write!(out, "\\u{:04x}", u32::from(c));
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
 }
 
 fn event_line(e: &Event, style: Style, sym: &mut Symbols) -> String {
@@ -424,7 +526,7 @@ pub fn jsonl(trace: &Trace) -> String {
             "note": m.note,
             "error": m.error,
         });
-        out.push_str(&obj.to_string());
+        out.push_str(&escape_json_text(&obj.to_string()));
         out.push('\n');
     }
     out
@@ -485,6 +587,34 @@ fn credits_by_role(text: &str) -> [std::collections::BTreeSet<u32>; 2] {
 /// xid and handle numbers masked, so the hunks show real differences (a missing Call, a changed
 /// credit grant, a reordered Reply) rather than renumbering; a summary of credit grants leads.
 pub fn diff(a_name: &str, a: &str, b_name: &str, b: &str) -> Option<String> {
+    diff_until(a_name, a, b_name, b, None)
+}
+
+/// First line of the note a diff carries when its deadline passed.
+pub const DEADLINE_NOTE: &str = "# diff deadline reached";
+
+/// Time the line matching of a diff is allowed per line of the two traces, beyond a floor: the
+/// deadline grows with the input, so the whole diff stays linear in it.
+pub const DIFF_TIME_PER_LINE: Duration = Duration::from_micros(20);
+
+/// The time to allow the line matching of a diff of `lines` lines in all: `floor` plus
+/// [`DIFF_TIME_PER_LINE`] per line.
+pub fn diff_time_allowed(lines: usize, floor: Duration) -> Duration {
+    floor
+        .saturating_add(DIFF_TIME_PER_LINE.saturating_mul(u32::try_from(lines).unwrap_or(u32::MAX)))
+}
+
+/// [`diff`] with a deadline for the line matching (Myers' algorithm is O((N+M)·D): two long
+/// traces that differ everywhere take minutes). Past the deadline the matching stops refining and
+/// what is left shows as whole removed and added blocks, and the diff says so ([`DEADLINE_NOTE`]).
+/// The library reads no clock unless a deadline is given.
+pub fn diff_until(
+    a_name: &str,
+    a: &str,
+    b_name: &str,
+    b: &str,
+    deadline: Option<Instant>,
+) -> Option<String> {
     if a == b {
         return None;
     }
@@ -522,7 +652,19 @@ pub fn diff(a_name: &str, a: &str, b_name: &str, b: &str) -> Option<String> {
         out.push_str("# same messages; only xid/handle numbering differs\n");
         return Some(out);
     }
-    let ops = similar::capture_diff_slices(similar::Algorithm::Myers, &a_masked, &b_masked);
+    let ops = similar::capture_diff_slices_deadline(
+        similar::Algorithm::Myers,
+        &a_masked,
+        &b_masked,
+        deadline,
+    );
+    if deadline.is_some_and(|d| Instant::now() >= d) {
+        let _ = writeln!(
+            out,
+            "{DEADLINE_NOTE}: the lines not matched by then are shown as whole removed and \
+             added blocks (a coarser diff; the traces differ either way)"
+        );
+    }
     for group in similar::group_diff_ops(ops, 2) {
         let (Some(first), Some(last)) = (group.first(), group.last()) else {
             continue;
@@ -562,7 +704,18 @@ pub fn diff(a_name: &str, a: &str, b_name: &str, b: &str) -> Option<String> {
 /// [`diff`] of two traces' lines at one level; when they differ, what was not compared (the
 /// transport counts, an incomplete capture) follows as `# not compared:` lines for context.
 pub fn diff_rendered(a_name: &str, a: &Rendered, b_name: &str, b: &Rendered) -> Option<String> {
-    let mut out = diff(a_name, &a.lines, b_name, &b.lines)?;
+    diff_rendered_until(a_name, a, b_name, b, None)
+}
+
+/// [`diff_rendered`] with a deadline for the line matching (see [`diff_until`]).
+pub fn diff_rendered_until(
+    a_name: &str,
+    a: &Rendered,
+    b_name: &str,
+    b: &Rendered,
+    deadline: Option<Instant>,
+) -> Option<String> {
+    let mut out = diff_until(a_name, &a.lines, b_name, &b.lines, deadline)?;
     if a.transport != b.transport {
         let _ = writeln!(
             out,

@@ -7,13 +7,14 @@
 //! Call, and a Reply's Write/Reply chunks are filled by RDMA WRITEs *before* it, so the second
 //! pass looks both ways through an index of data movements by (connection, handle).
 
-use std::collections::{HashMap, VecDeque};
+use std::cell::Cell;
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::net::IpAddr;
 use std::time::Duration;
 
 use wire::rpcrdma::{Body, Header, Proc, Segment};
 
-use crate::capture::{read_capture, CaptureError};
+use crate::capture::{read_capture, CaptureError, Frame, LinkType};
 use crate::cm::{service_port, CmMessage};
 use crate::ib;
 use crate::link;
@@ -36,7 +37,53 @@ pub struct Options {
 
 /// Build a trace from pcap or pcapng bytes.
 pub fn trace_capture(bytes: &[u8], options: &Options) -> Result<Trace, CaptureError> {
+    let reassembled = reassemble(bytes, options)?;
+    Ok(reassembled.build())
+}
+
+/// [`trace_capture`] taking the bytes: they (and the frame list) are freed once reassembly has
+/// copied out what it keeps, before the trace is built, so peak memory holds one copy of the
+/// payloads, not two.
+pub fn trace_capture_owned(bytes: Vec<u8>, options: &Options) -> Result<Trace, CaptureError> {
+    let reassembled = reassemble(&bytes, options)?;
+    drop(bytes);
+    Ok(reassembled.build())
+}
+
+/// What reassembly left of a capture: the deliveries, and what the trace says of the file.
+struct Reassembled {
+    deliveries: Vec<Delivery>,
+    frames: u32,
+    capture_error: Option<String>,
+}
+
+impl Reassembled {
+    fn build(self) -> Trace {
+        let mut trace = build_owned(self.deliveries);
+        trace.frames = self.frames;
+        trace.capture_error = self.capture_error;
+        trace
+    }
+}
+
+/// Read the frames and reassemble them; the frame list is dropped on return.
+fn reassemble(bytes: &[u8], options: &Options) -> Result<Reassembled, CaptureError> {
     let capture = read_capture(bytes)?;
+    if let Some(Frame {
+        link: LinkType::Other(linktype),
+        ..
+    }) = capture.frames.first()
+    {
+        if capture
+            .frames
+            .iter()
+            .all(|f| matches!(f.link, LinkType::Other(_)))
+        {
+            return Err(CaptureError::UnsupportedLink {
+                linktype: *linktype,
+            });
+        }
+    }
     let origin = capture.frames.first().map(|f| f.time).unwrap_or_default();
     let mut reassembler = Reassembler::new(options.limits.clone());
     let mut last = (0u32, Duration::ZERO);
@@ -70,11 +117,11 @@ pub fn trace_capture(bytes: &[u8], options: &Options) -> Result<Trace, CaptureEr
         }
     }
     reassembler.finish(last.0, last.1);
-    let deliveries = reassembler.drain();
-    let mut trace = build(&deliveries);
-    trace.frames = capture.frames.len() as u32;
-    trace.capture_error = capture.stopped.map(|e| e.to_string());
-    Ok(trace)
+    Ok(Reassembled {
+        deliveries: reassembler.drain(),
+        frames: capture.frames.len() as u32,
+        capture_error: capture.stopped.map(|e| e.to_string()),
+    })
 }
 
 #[derive(Debug, Default)]
@@ -82,8 +129,8 @@ struct ConnState {
     info: Connection,
     /// Flow of each role's requests (client→server carries Calls).
     flows: [Option<FlowKey>; 2],
-    /// Calls by xid (bounded, oldest dropped first), to pair Replies and spot repeats.
-    calls: HashMap<u32, CallRecord>,
+    /// Xids of this connection's Calls in [`Builder::calls`], oldest first (bounded by
+    /// [`MAX_PENDING_CALLS`], oldest dropped first).
     call_order: VecDeque<u32>,
     /// Whether the first Send has been seen (classification happens there when no CM says).
     classified: bool,
@@ -111,19 +158,143 @@ fn slot(role: Role) -> usize {
 /// Data movements indexed by connection and handle, for attaching chunk data.
 #[derive(Debug, Default)]
 struct DataIndex {
-    /// (conn, rkey) → indices into the deliveries (RDMA READ and WRITE).
-    by_handle: HashMap<(usize, u32), Vec<usize>>,
+    /// (conn, rkey) → indices into the deliveries of the RDMA READs, ascending.
+    reads: HashMap<(usize, u32), Vec<usize>>,
+    /// (conn, rkey) → indices into the deliveries of the RDMA WRITEs, ascending.
+    writes: HashMap<(usize, u32), Vec<usize>>,
 }
 
-struct Builder<'d> {
-    deliveries: &'d [Delivery],
+/// Chunk data gathered over the whole trace may reach this many bytes per byte of RDMA data in
+/// the capture, on top of [`GATHER_BYTES_FLOOR`]: a Call whose Read chunks all name the same
+/// RDMA READ (or many Calls naming one) cannot make the rebuild copy without end.
+pub const GATHER_BYTES_PER_DATA_BYTE: u64 = 4;
+/// See [`GATHER_BYTES_PER_DATA_BYTE`].
+pub const GATHER_BYTES_FLOOR: u64 = 64 << 20;
+/// Data movements compared with chunk segments over the whole trace: this many per delivery, on
+/// top of [`GATHER_VISITS_FLOOR`]. Keeps attaching chunk data linear in the capture.
+pub const GATHER_VISITS_PER_DELIVERY: u64 = 64;
+/// See [`GATHER_VISITS_PER_DELIVERY`].
+pub const GATHER_VISITS_FLOOR: u64 = 1 << 20;
+/// Most data movements on one handle compared with one segment: the RDMA READs right after a
+/// Call (oldest first) or the RDMA WRITEs right before a Reply (newest first).
+pub const MAX_SEGMENT_CANDIDATES: usize = 1024;
+
+/// What attaching chunk data may still spend, over the whole trace.
+#[derive(Debug)]
+struct GatherBudget {
+    bytes: Cell<u64>,
+    visits: Cell<u64>,
+}
+
+impl GatherBudget {
+    fn for_deliveries(deliveries: &[Delivery]) -> Self {
+        let data: u64 = deliveries
+            .iter()
+            .map(|d| match d {
+                Delivery::Write { data, .. } | Delivery::Read { data, .. } => data.len() as u64,
+                _ => 0,
+            })
+            .sum();
+        GatherBudget {
+            bytes: Cell::new(
+                data.saturating_mul(GATHER_BYTES_PER_DATA_BYTE)
+                    .saturating_add(GATHER_BYTES_FLOOR),
+            ),
+            visits: Cell::new(
+                (deliveries.len() as u64)
+                    .saturating_mul(GATHER_VISITS_PER_DELIVERY)
+                    .saturating_add(GATHER_VISITS_FLOOR),
+            ),
+        }
+    }
+
+    /// Take `n` bytes of chunk data to gather, or say which budget is spent.
+    fn bytes(&self, n: u64) -> Result<(), String> {
+        let left = self.bytes.get();
+        if n > left {
+            return Err(format!(
+                "chunk data of {n} bytes not attached: the trace's gather budget is spent \
+                 ({GATHER_BYTES_PER_DATA_BYTE} x the RDMA data captured + {GATHER_BYTES_FLOOR} bytes, \
+                 session::GATHER_BYTES_PER_DATA_BYTE)"
+            ));
+        }
+        self.bytes.set(left - n);
+        Ok(())
+    }
+
+    /// Take one comparison of a data movement with a segment.
+    fn visit(&self) -> Result<(), String> {
+        let left = self.visits.get();
+        if left == 0 {
+            return Err(format!(
+                "chunk data not attached: the trace's budget of comparisons is spent \
+                 ({GATHER_VISITS_PER_DELIVERY} per data movement + {GATHER_VISITS_FLOOR}, \
+                 session::GATHER_VISITS_PER_DELIVERY)"
+            ));
+        }
+        self.visits.set(left - 1);
+        Ok(())
+    }
+}
+
+/// Byte ranges of one segment filled so far: merged, disjoint, keyed by start.
+#[derive(Debug, Default)]
+struct Filled {
+    ranges: BTreeMap<usize, usize>,
+    total: usize,
+}
+
+impl Filled {
+    /// Mark `[start, end)` filled; `gap` is called with each part of it not filled before.
+    fn fill(&mut self, start: usize, end: usize, mut gap: impl FnMut(usize, usize)) {
+        if start >= end {
+            return;
+        }
+        // Ranges touching [start, end]: the last one starting before `start`, then those
+        // starting inside it (each is merged away once, so filling is O(log n) amortised).
+        let mut touching: Vec<(usize, usize)> = Vec::new();
+        if let Some((&a, &b)) = self.ranges.range(..start).next_back() {
+            if b >= start {
+                touching.push((a, b));
+            }
+        }
+        touching.extend(self.ranges.range(start..=end).map(|(&a, &b)| (a, b)));
+        let mut cursor = start;
+        let (mut lo, mut hi) = (start, end);
+        for &(a, b) in &touching {
+            if a > cursor {
+                gap(cursor, a.min(end));
+                self.total += a.min(end) - cursor;
+            }
+            cursor = cursor.max(b);
+            lo = lo.min(a);
+            hi = hi.max(b);
+            self.ranges.remove(&a);
+        }
+        if cursor < end {
+            gap(cursor, end);
+            self.total += end - cursor;
+        }
+        self.ranges.insert(lo, hi);
+    }
+}
+
+struct Builder {
+    deliveries: Vec<Delivery>,
     conns: Vec<ConnState>,
+    /// Calls by (connection, xid), to pair Replies and spot repeats: one map for the trace, not
+    /// one per connection (a capture of many one-Call connections stays small).
+    calls: HashMap<(usize, u32), CallRecord>,
     flow_conn: HashMap<FlowKey, (usize, Role)>,
     /// CM REQs waiting for their REP: (client addr, comm id) → (qpn, port, rpcrdma hint).
     cm_requests: HashMap<(IpAddr, u32), (u32, Option<u16>, bool)>,
     /// (sender address, sender's local communication ID) → connection, for CM events.
     comm_ids: HashMap<(IpAddr, u32), usize>,
     index: DataIndex,
+    /// Traffic-paired connections with one direction known, by (that flow's source, its
+    /// destination, its role), ascending ids: where a new flow looks for its other half.
+    half_open: HashMap<(IpAddr, IpAddr, Role), Vec<usize>>,
+    budget: GatherBudget,
     /// Connection and role of each delivery, fixed in pass 1 when the flow was current: QP
     /// numbers are reused by later connections, so a flow's final mapping is not enough.
     assigned: Vec<(Option<usize>, Option<Role>)>,
@@ -132,17 +303,29 @@ struct Builder<'d> {
 
 /// Build the trace from reassembled deliveries.
 pub fn build(deliveries: &[Delivery]) -> Trace {
+    build_owned(deliveries.to_vec())
+}
+
+/// [`build`] taking the deliveries: each Send's payload moves into its message, not copied.
+pub fn build_owned(deliveries: Vec<Delivery>) -> Trace {
+    let budget = GatherBudget::for_deliveries(&deliveries);
+    let count = deliveries.len();
     let mut b = Builder {
         deliveries,
         conns: Vec::new(),
+        calls: HashMap::new(),
         flow_conn: HashMap::new(),
         cm_requests: HashMap::new(),
         comm_ids: HashMap::new(),
         index: DataIndex::default(),
-        assigned: Vec::with_capacity(deliveries.len()),
-        events: Vec::new(),
+        half_open: HashMap::new(),
+        budget,
+        assigned: Vec::with_capacity(count),
+        // At most one event per delivery.
+        events: Vec::with_capacity(count),
     };
     // Pass 1: connections (CM first, then traffic) and the data index.
+    let deliveries = std::mem::take(&mut b.deliveries);
     for (i, d) in deliveries.iter().enumerate() {
         let assigned = match d {
             Delivery::Cm {
@@ -158,11 +341,11 @@ pub fn build(deliveries: &[Delivery]) -> Trace {
             Delivery::Write { flow, reth, .. } | Delivery::Read { flow, reth, .. } => {
                 // Only the server moves data in RPC-over-RDMA (RFC 8166 §3.4.1).
                 let (conn, role) = b.connection_for(*flow, Some(Role::Server));
-                b.index
-                    .by_handle
-                    .entry((conn, reth.rkey))
-                    .or_default()
-                    .push(i);
+                let index = match d {
+                    Delivery::Read { .. } => &mut b.index.reads,
+                    _ => &mut b.index.writes,
+                };
+                index.entry((conn, reth.rkey)).or_default().push(i);
                 (Some(conn), role)
             }
             Delivery::Event { flow, .. } => match flow.and_then(|f| b.flow_conn.get(&f)) {
@@ -172,9 +355,10 @@ pub fn build(deliveries: &[Delivery]) -> Trace {
         };
         b.assigned.push(assigned);
     }
+    b.deliveries = deliveries;
     // Pass 2: events.
-    for (i, d) in deliveries.iter().enumerate() {
-        b.event(i, d);
+    for i in 0..count {
+        b.event(i);
     }
     Trace {
         frames: 0,
@@ -213,7 +397,7 @@ fn guess_send_role(payload: &[u8]) -> Option<Role> {
     }
 }
 
-impl Builder<'_> {
+impl Builder {
     fn cm(&mut self, src: IpAddr, dst: IpAddr, message: &CmMessage) {
         match message {
             CmMessage::Request {
@@ -283,23 +467,34 @@ impl Builder<'_> {
         if let Some((id, role)) = self.flow_conn.get(&flow) {
             return (*id, Some(*role));
         }
-        // No CM: pair with a CM-less connection between the same two addresses whose other
-        // direction is known and whose slot for this role is free.
-        let candidate = self.conns.iter().rposition(|c| {
-            if c.info.from_cm {
-                return false;
-            }
-            c.flows
-                .iter()
-                .flatten()
-                .any(|f| f.src == flow.dst && f.dst == flow.src)
-                && match hint {
-                    Some(role) => c.flows[slot(role)].is_none(),
-                    None => c.flows.iter().any(Option::is_none),
-                }
-        });
+        // No CM: pair with the newest CM-less connection between the same two addresses whose
+        // other direction is known and whose slot for this role is free (indexed: a capture of
+        // many CM-less flows must not compare each with every connection).
+        let newest = |this: &Self, role: Role| {
+            this.half_open
+                .get(&(flow.dst, flow.src, role))
+                .and_then(|ids| ids.last().copied())
+        };
+        let candidate = match hint {
+            Some(role) => newest(self, role.peer()).map(|id| (id, role.peer())),
+            None => match (newest(self, Role::Client), newest(self, Role::Server)) {
+                (Some(c), Some(s)) if s > c => Some((s, Role::Server)),
+                (Some(c), _) => Some((c, Role::Client)),
+                (None, Some(s)) => Some((s, Role::Server)),
+                (None, None) => None,
+            },
+        };
         let id = match candidate {
-            Some(id) => id,
+            Some((id, known)) => {
+                // Both directions known now: no longer a candidate.
+                if let Some(ids) = self.half_open.get_mut(&(flow.dst, flow.src, known)) {
+                    ids.pop();
+                    if ids.is_empty() {
+                        self.half_open.remove(&(flow.dst, flow.src, known));
+                    }
+                }
+                id
+            }
             None => {
                 let id = self.conns.len();
                 self.conns.push(ConnState {
@@ -324,6 +519,12 @@ impl Builder<'_> {
             }
         };
         conn.flows[slot(role)] = Some(flow);
+        if candidate.is_none() {
+            self.half_open
+                .entry((flow.src, flow.dst, role))
+                .or_default()
+                .push(id);
+        }
         match role {
             Role::Client => {
                 conn.info.client = Some(flow.src);
@@ -351,76 +552,65 @@ impl Builder<'_> {
         });
     }
 
-    fn event(&mut self, index: usize, d: &Delivery) {
-        match d {
-            Delivery::Cm {
+    fn event(&mut self, index: usize) {
+        // A Send's payload moves into its message; everything else is read in place.
+        let payload = match self.deliveries.get_mut(index) {
+            Some(Delivery::Send { payload, .. }) => std::mem::take(payload),
+            _ => Vec::new(),
+        };
+        let (conn, dir) = self.assigned.get(index).copied().unwrap_or((None, None));
+        let (at, body) = match self.deliveries.get(index) {
+            Some(Delivery::Cm {
                 at, src, message, ..
-            } => {
+            }) => {
                 let (conn, dir) = self.cm_role(*src, message);
-                self.push(
-                    *at,
-                    conn,
-                    dir,
-                    EventBody::Cm {
-                        name: message.name(),
-                        detail: cm_detail(message),
-                    },
-                );
+                let body = EventBody::Cm {
+                    name: message.name(),
+                    detail: cm_detail(message),
+                };
+                self.push(*at, conn, dir, body);
+                return;
             }
-            Delivery::Event { at, event, .. } => {
-                let (conn, dir) = self.assigned[index];
-                self.push(*at, conn, dir, EventBody::Transport(event.clone()));
-            }
-            Delivery::Write { at, reth, data, .. } => {
-                let (conn, dir) = self.assigned[index];
-                self.push(
-                    *at,
-                    conn,
-                    dir,
-                    EventBody::RdmaWrite {
-                        handle: reth.rkey,
-                        offset: reth.va,
-                        length: data.len(),
-                    },
-                );
-            }
-            Delivery::Read { at, reth, data, .. } => {
-                let (conn, dir) = self.assigned[index];
-                self.push(
-                    *at,
-                    conn,
-                    dir,
-                    EventBody::RdmaRead {
-                        handle: reth.rkey,
-                        offset: reth.va,
-                        length: data.len(),
-                    },
-                );
-            }
-            Delivery::Send { at, payload, .. } => {
-                let (conn, dir) = self.assigned[index];
+            Some(Delivery::Event { at, event, .. }) => (*at, EventBody::Transport(event.clone())),
+            Some(Delivery::Write { at, reth, data, .. }) => (
+                *at,
+                EventBody::RdmaWrite {
+                    handle: reth.rkey,
+                    offset: reth.va,
+                    length: data.len(),
+                },
+            ),
+            Some(Delivery::Read { at, reth, data, .. }) => (
+                *at,
+                EventBody::RdmaRead {
+                    handle: reth.rkey,
+                    offset: reth.va,
+                    length: data.len(),
+                },
+            ),
+            Some(Delivery::Send { at, .. }) => {
+                let at = *at;
                 let Some(conn) = conn else {
                     return;
                 };
                 if !self.conns[conn].classified {
                     self.conns[conn].classified = true;
-                    self.conns[conn].info.rpcrdma = looks_like_rpcrdma(payload);
+                    self.conns[conn].info.rpcrdma = looks_like_rpcrdma(&payload);
                 }
                 if !self.conns[conn].info.rpcrdma {
-                    self.push(
-                        *at,
-                        Some(conn),
-                        dir,
-                        EventBody::Send {
-                            length: payload.len(),
-                        },
-                    );
+                    let body = EventBody::Send {
+                        length: payload.len(),
+                    };
+                    self.push(at, Some(conn), dir, body);
                     return;
                 }
-                let message = self.message(index, *at, conn, dir, payload);
-                self.push(*at, Some(conn), dir, EventBody::Message(Box::new(message)));
+                let message = self.message(index, at, conn, dir, payload);
+                self.push(at, Some(conn), dir, EventBody::Message(Box::new(message)));
+                return;
             }
-        }
+            None => return,
+        };
+        self.push(at, conn, dir, body);
     }
 
     fn cm_role(&self, src: IpAddr, message: &CmMessage) -> (Option<usize>, Option<Role>) {
@@ -454,12 +644,26 @@ impl Builder<'_> {
         at: At,
         conn: usize,
         dir: Option<Role>,
-        payload: &[u8],
+        payload: Vec<u8>,
     ) -> Message {
         let mut m = Message {
-            payload: payload.to_vec(),
+            payload,
             ..Default::default()
         };
+        let payload = std::mem::take(&mut m.payload);
+        let m = self.decode_message(index, at, conn, dir, &payload, m);
+        Message { payload, ..m }
+    }
+
+    fn decode_message(
+        &mut self,
+        index: usize,
+        at: At,
+        conn: usize,
+        dir: Option<Role>,
+        payload: &[u8],
+        mut m: Message,
+    ) -> Message {
         let (header, used) = match Header::decode_prefix(payload) {
             Ok(ok) => ok,
             Err(e) => {
@@ -506,9 +710,8 @@ impl Builder<'_> {
         let hint = if is_call {
             None
         } else {
-            self.conns[conn]
-                .calls
-                .get(&header.xid)
+            self.calls
+                .get(&(conn, header.xid))
                 .and_then(|c| c.key)
                 .map(|k| wire::message::CallProc::new(k.prog, k.vers, k.proc_))
         };
@@ -539,12 +742,13 @@ impl Builder<'_> {
         stream: &RpcStream,
     ) {
         let state = &mut self.conns[conn];
+        let calls = &mut self.calls;
         // The Call this Reply answers; kept after its first Reply so that a duplicate Reply (a
         // DRC replay) still decodes and is flagged.
         let call = if is_call {
             None
         } else {
-            state.calls.get(&xid).cloned()
+            calls.get(&(conn, xid)).cloned()
         };
         let decoded = upper::decode_rpc(
             &stream.bytes,
@@ -564,19 +768,19 @@ impl Builder<'_> {
                     (Some(prog), Some(vers), Some(proc_)) => Some(CallKey { prog, vers, proc_ }),
                     _ => None,
                 };
-                if let Some(previous) = state.calls.get_mut(&xid) {
+                if let Some(previous) = calls.get_mut(&(conn, xid)) {
                     // Same xid again on a live connection: a retransmission (what xprtrdma never
                     // does and the DRC work needs to see). Latency stays measured from the first.
                     m.repeat_of = Some(previous.last_frame);
                     previous.last_frame = at.frame;
                 } else {
-                    if state.calls.len() >= MAX_PENDING_CALLS {
+                    if state.call_order.len() >= MAX_PENDING_CALLS {
                         if let Some(old) = state.call_order.pop_front() {
-                            state.calls.remove(&old);
+                            calls.remove(&(conn, old));
                         }
                     }
-                    state.calls.insert(
-                        xid,
+                    calls.insert(
+                        (conn, xid),
                         CallRecord {
                             key,
                             frame: at.frame,
@@ -592,7 +796,7 @@ impl Builder<'_> {
         if let Some(call) = call {
             m.call_frame = Some(call.frame);
             m.latency = Some(at.time.saturating_sub(call.time));
-            if let Some(record) = state.calls.get_mut(&xid) {
+            if let Some(record) = calls.get_mut(&(conn, xid)) {
                 match record.answered {
                     Some(first_reply) => m.repeat_of = Some(first_reply),
                     None => record.answered = Some(at.frame),
@@ -625,17 +829,40 @@ impl Builder<'_> {
             }
             return Some(Ok(RpcStream::inline(inline)));
         }
+        // The whole message is budgeted before anything is gathered: Read chunks may name the
+        // same RDMA READ many times over, and each would otherwise be copied out in full.
+        let declared: u64 = reads.iter().map(|r| u64::from(r.target.length)).sum();
+        let over = (declared > upper::MAX_REBUILT_MESSAGE as u64).then(|| {
+            format!(
+                "Read chunks of {declared} bytes exceed the {} byte rebuild limit \
+                 (upper::MAX_REBUILT_MESSAGE); not gathered",
+                upper::MAX_REBUILT_MESSAGE
+            )
+        });
         let lists = wire::rpcrdma::ChunkLists {
             reads: reads.to_vec(),
             ..Default::default()
         };
+        let chunks = lists.read_chunks();
+        if let Some(e) = over {
+            if !nomsg && chunks.iter().all(|c| c.position != 0) {
+                return Some(Ok(RpcStream {
+                    bytes: inline.to_vec(),
+                    reduced: true,
+                    moved: None,
+                    chunk_bytes: 0,
+                    note: Some(e),
+                }));
+            }
+            return Some(Err(e));
+        }
         let mut chunk_bytes = 0u64;
         let mut gathered = Vec::new();
-        for chunk in lists.read_chunks() {
-            match self.gather(conn, &chunk.segments, index, Look::After) {
-                Ok(data) => {
-                    chunk_bytes += data.len() as u64;
-                    gathered.push((chunk.position, data));
+        for chunk in chunks {
+            match self.gather(conn, &chunk.segments, index, Look::After, Collect::Bytes) {
+                Ok(Gathered { bytes, len }) => {
+                    chunk_bytes += len;
+                    gathered.push((chunk.position, bytes));
                 }
                 // Data not captured: decode the reduced stream instead (length words only).
                 Err(e) if !nomsg && chunk.position != 0 => {
@@ -684,25 +911,26 @@ impl Builder<'_> {
         let mut moved = None;
         let mut chunk_bytes = 0u64;
         for chunk in writes {
-            match self.gather(conn, chunk, index, Look::Before) {
-                Ok(data) => {
-                    chunk_bytes += data.len() as u64;
-                    *moved.get_or_insert(0u64) += data.len() as u64;
+            // Only the length and the coverage of a Write chunk matter: nothing is copied.
+            match self.gather(conn, chunk, index, Look::Before, Collect::Coverage) {
+                Ok(Gathered { len, .. }) => {
+                    chunk_bytes += len;
+                    *moved.get_or_insert(0u64) += len;
                 }
                 Err(e) => return Some(Err(e)),
             }
         }
         if let Some(reply) = reply {
-            return Some(self.gather(conn, reply, index, Look::Before).map(|bytes| {
-                let n = bytes.len() as u64;
-                RpcStream {
-                    bytes,
-                    reduced: !writes.is_empty(),
-                    moved,
-                    chunk_bytes: chunk_bytes + n,
-                    note: None,
-                }
-            }));
+            return Some(
+                self.gather(conn, reply, index, Look::Before, Collect::Bytes)
+                    .map(|Gathered { bytes, len }| RpcStream {
+                        bytes,
+                        reduced: !writes.is_empty(),
+                        moved,
+                        chunk_bytes: chunk_bytes + len,
+                        note: None,
+                    }),
+            );
         }
         Some(Ok(RpcStream {
             bytes: inline.to_vec(),
@@ -714,39 +942,62 @@ impl Builder<'_> {
     }
 
     /// Collect the bytes of `segments` (in order) from RDMA operations on the same connection
-    /// that target the same handle: READs after `index` for a Call, WRITEs before it for a Reply.
+    /// that target the same handle: READs after `index` for a Call (each byte from the first
+    /// READ that pulled it), WRITEs before it for a Reply (each byte from the last WRITE that
+    /// wrote it). Bounded three ways: the segments' total against
+    /// [`upper::MAX_REBUILT_MESSAGE`] before anything is allocated, at most
+    /// [`MAX_SEGMENT_CANDIDATES`] operations per segment, and the trace-wide [`GatherBudget`].
     fn gather(
         &self,
         conn: usize,
         segments: &[Segment],
         index: usize,
         look: Look,
-    ) -> Result<Vec<u8>, String> {
+        collect: Collect,
+    ) -> Result<Gathered, String> {
         let total: u64 = segments.iter().map(|s| u64::from(s.length)).sum();
         if total > upper::MAX_REBUILT_MESSAGE as u64 {
             return Err(format!("chunk of {total} bytes exceeds the rebuild limit"));
         }
-        let mut out = Vec::with_capacity(total as usize);
+        let copy = matches!(collect, Collect::Bytes);
+        if copy {
+            self.budget.bytes(total)?;
+        }
+        let mut out = Vec::with_capacity(if copy { total as usize } else { 0 });
         for seg in segments {
-            let mut buf = vec![0u8; seg.length as usize];
-            // Byte ranges of the segment filled so far (merged when checking coverage).
-            let mut filled: Vec<(usize, usize)> = Vec::new();
-            let candidates = self
-                .index
-                .by_handle
+            let want = seg.length as usize;
+            let start_at = out.len();
+            if copy {
+                out.resize(start_at + want, 0);
+            }
+            let mut filled = Filled::default();
+            let index_of = match look {
+                Look::After => &self.index.reads,
+                Look::Before => &self.index.writes,
+            };
+            let candidates = index_of
                 .get(&(conn, seg.handle))
                 .map(Vec::as_slice)
                 .unwrap_or(&[]);
-            // READs after a Call pull its Read chunks; WRITEs before a Reply fill its Write and
-            // Reply chunks (applied in capture order, so newer writes overwrite older ones).
-            let ordered = candidates.iter().copied().filter(|&i| match look {
-                Look::After => i > index,
+            // Ascending delivery indices: READs after the Call oldest first, WRITEs before the
+            // Reply newest first.
+            let split = candidates.partition_point(|&i| match look {
+                Look::After => i <= index,
                 Look::Before => i < index,
             });
-            for i in ordered {
-                let (reth, data) = match (&self.deliveries[i], look) {
-                    (Delivery::Read { reth, data, .. }, Look::After) => (reth, data),
-                    (Delivery::Write { reth, data, .. }, Look::Before) => (reth, data),
+            let ordered: Box<dyn Iterator<Item = &usize>> = match look {
+                Look::After => Box::new(candidates[split..].iter()),
+                Look::Before => Box::new(candidates[..split].iter().rev()),
+            };
+            for &i in ordered.take(MAX_SEGMENT_CANDIDATES) {
+                if filled.total >= want {
+                    break;
+                }
+                self.budget.visit()?;
+                let (reth, data) = match &self.deliveries[i] {
+                    Delivery::Read { reth, data, .. } | Delivery::Write { reth, data, .. } => {
+                        (reth, data)
+                    }
                     _ => continue,
                 };
                 // Overlap of [reth.va, +len) with [seg.offset, +seg.length).
@@ -758,39 +1009,42 @@ impl Builder<'_> {
                 if start >= end {
                     continue;
                 }
-                let dst = (start - seg.offset) as usize..(end - seg.offset) as usize;
-                let src = (start - reth.va) as usize..(end - reth.va) as usize;
-                buf[dst.clone()].copy_from_slice(&data[src]);
-                filled.push((dst.start, dst.end));
-                if matches!(look, Look::After) && covered(&mut filled) == buf.len() {
-                    break;
-                }
+                let (dst_start, dst_end) =
+                    ((start - seg.offset) as usize, (end - seg.offset) as usize);
+                let src_base = (start - reth.va) as usize;
+                filled.fill(dst_start, dst_end, |a, b| {
+                    if copy {
+                        let src = src_base + (a - dst_start)..src_base + (b - dst_start);
+                        out[start_at + a..start_at + b].copy_from_slice(&data[src]);
+                    }
+                });
             }
-            let have = covered(&mut filled);
-            if have != buf.len() {
+            if filled.total != want {
                 return Err(format!(
-                    "chunk segment handle {:#x} offset {:#x}: {have} of {} bytes captured",
-                    seg.handle, seg.offset, seg.length
+                    "chunk segment handle {:#x} offset {:#x}: {} of {} bytes captured",
+                    seg.handle, seg.offset, filled.total, seg.length
                 ));
             }
-            out.extend_from_slice(&buf);
         }
-        Ok(out)
+        Ok(Gathered {
+            bytes: out,
+            len: total,
+        })
     }
 }
 
-/// Bytes covered by a set of ranges (sorted and merged in place).
-fn covered(ranges: &mut Vec<(usize, usize)>) -> usize {
-    ranges.sort_unstable();
-    let mut merged: Vec<(usize, usize)> = Vec::with_capacity(ranges.len());
-    for &(start, end) in ranges.iter() {
-        match merged.last_mut() {
-            Some(last) if start <= last.1 => last.1 = last.1.max(end),
-            _ => merged.push((start, end)),
-        }
-    }
-    *ranges = merged;
-    ranges.iter().map(|(s, e)| e - s).sum()
+/// Whether [`Builder::gather`] copies the chunk data or only checks that it was captured.
+#[derive(Debug, Clone, Copy)]
+enum Collect {
+    Bytes,
+    Coverage,
+}
+
+/// What [`Builder::gather`] found: the bytes (empty for [`Collect::Coverage`]) and their length.
+#[derive(Debug)]
+struct Gathered {
+    bytes: Vec<u8>,
+    len: u64,
 }
 
 #[derive(Debug, Clone, Copy)]
