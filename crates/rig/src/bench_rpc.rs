@@ -371,7 +371,7 @@ pub fn run(args: Args) -> Result<u8> {
             "inline"
         },
     };
-    println!("{}", serde_json::to_string_pretty(&measurement)?);
+    crate::outln!("{}", serde_json::to_string_pretty(&measurement)?)?;
     Ok(if errors == 0 && calls > 0 { 0 } else { 1 })
 }
 

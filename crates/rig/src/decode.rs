@@ -4,11 +4,11 @@
 //! it broke), 2 usage or I/O error. The `svcrdma` field says what each modelled kernel would do
 //! with the bytes, whether or not our strict decoder accepts them.
 
-use std::io::Read;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context};
+use anyhow::Context;
 use serde_json::{json, Map, Value};
+use trace::render::{escape_json_text, escape_text};
 use wire::message::{decode_message_with, CallProc, DecodedMessage, MessageError};
 use wire::mount3::Mount3Proc;
 use wire::nfs3::Nfs3Proc;
@@ -20,8 +20,12 @@ use wire::rpc::{
 use wire::rpcrdma::{Body, ChunkLists, ErrorBody, Header, Segment};
 use wire::svcrdma::{classify, Profile};
 
+use crate::outln;
+
 /// Largest input accepted: far above any Receive buffer (svcrdma allows at most 64 KiB).
 const MAX_INPUT: u64 = 16 << 20;
+/// Most chunk segments listed in the output (see `rpcrdma_json`).
+const MAX_LISTED_SEGMENTS: usize = 4096;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
@@ -54,27 +58,23 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         Ok(msg) => (message_json(msg, args.call_proc, svcrdma), 0),
         Err(err) => (error_json(err, svcrdma), 1),
     };
+    // Strings from the message (machine names, file names) reach a terminal: escaped.
     match args.format {
-        Format::Json => println!("{}", serde_json::to_string_pretty(&value)?),
-        Format::Text => print!("{}", text(&value)),
+        Format::Json => outln!(
+            "{}",
+            escape_json_text(&serde_json::to_string_pretty(&value)?)
+        )?,
+        Format::Text => {
+            for line in text(&value).lines() {
+                outln!("{}", escape_text(line))?;
+            }
+        }
     }
     Ok(code)
 }
 
-fn read_input(path: &PathBuf) -> anyhow::Result<Vec<u8>> {
-    let mut buf = Vec::new();
-    let limited = |r: &mut dyn Read, buf: &mut Vec<u8>| r.take(MAX_INPUT + 1).read_to_end(buf);
-    if path.as_os_str() == "-" {
-        limited(&mut std::io::stdin().lock(), &mut buf).context("reading stdin")?;
-    } else {
-        let mut f =
-            std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
-        limited(&mut f, &mut buf).with_context(|| format!("reading {}", path.display()))?;
-    }
-    if buf.len() as u64 > MAX_INPUT {
-        bail!("input larger than {MAX_INPUT} bytes");
-    }
-    Ok(buf)
+fn read_input(path: &Path) -> anyhow::Result<Vec<u8>> {
+    crate::input::read_bounded(path, MAX_INPUT, "input")
 }
 
 /// `--hex` input: hex digits, with whitespace and `#` comments to the end of a line ignored.
@@ -149,20 +149,49 @@ fn segment(s: &Segment) -> Value {
 fn rpcrdma_json(h: &Header) -> Value {
     let empty = ChunkLists::default();
     let chunks = h.chunks().unwrap_or(&empty);
+    // The listing is budgeted: a 16 MB message can carry a million segments, and a JSON object
+    // per segment costs ~100 times its 16 bytes. Past MAX_LISTED_SEGMENTS the lists are cut
+    // (Read list first, then the Write chunks in order, then the Reply chunk) and
+    // `segments_not_listed` says how many were left out.
+    let mut left = MAX_LISTED_SEGMENTS;
+    let mut take = |n: usize| {
+        let k = n.min(left);
+        left -= k;
+        k
+    };
+    let reads: Vec<Value> = chunks
+        .reads
+        .iter()
+        .take(take(chunks.reads.len()))
+        .map(|r| {
+            json!({"position": r.position, "handle": r.target.handle,
+                   "length": r.target.length, "offset": r.target.offset})
+        })
+        .collect();
+    let writes: Vec<Value> = chunks
+        .writes
+        .iter()
+        .map(|c| Value::Array(c.iter().take(take(c.len())).map(segment).collect()))
+        .collect();
+    let reply = chunks.reply.as_ref().map(|c| {
+        c.iter()
+            .take(take(c.len()))
+            .map(segment)
+            .collect::<Vec<_>>()
+    });
     let mut v = json!({
         "xid": xid(h.xid),
         "vers": h.vers,
         "credits": h.credits,
         "proc": h.proc().name(),
-        "reads": chunks.reads.iter().map(|r| {
-            json!({"position": r.position, "handle": r.target.handle,
-                   "length": r.target.length, "offset": r.target.offset})
-        }).collect::<Vec<_>>(),
-        "writes": chunks.writes.iter()
-            .map(|c| c.iter().map(segment).collect::<Vec<_>>())
-            .collect::<Vec<_>>(),
-        "reply": chunks.reply.as_ref().map(|c| c.iter().map(segment).collect::<Vec<_>>()),
+        "reads": reads,
+        "writes": writes,
+        "reply": reply,
     });
+    let total = chunks.segment_count();
+    if total > MAX_LISTED_SEGMENTS {
+        v["segments_not_listed"] = (total - MAX_LISTED_SEGMENTS).into();
+    }
     match &h.body {
         Body::Msgp { align, thresh, .. } => {
             v["align"] = (*align).into();
@@ -325,6 +354,9 @@ fn text(v: &Value) -> String {
         );
         if let Some(e) = h.get("error") {
             out += &format!(" error={}", s(&e["code"]));
+        }
+        if let Some(n) = h.get("segments_not_listed") {
+            out += &format!(" (+{n} segments not listed)");
         }
         out.push('\n');
     }

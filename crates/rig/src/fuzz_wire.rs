@@ -6,12 +6,15 @@ use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use wirefuzz::case::Case;
 use wirefuzz::differential::{self, KnownDivergences, Report, RunOptions};
 use wirefuzz::executor::{open_runner, CaseResult};
 use wirefuzz::generate::{generate, generate_family_case, Family};
 use wirefuzz::target::{Deadline, TargetSpec};
+
+use crate::input::read_text;
+use crate::{out, outln};
 
 /// Most generated cases drawn and skipped (`--skip-family`) while looking for the next one.
 const MAX_SKIPPED_DRAWS: u32 = 100_000;
@@ -79,7 +82,7 @@ pub struct Args {
 pub fn run(args: Args) -> Result<u8> {
     if args.list_families {
         for family in Family::ALL {
-            println!("{}", family.name());
+            outln!("{}", family.name())?;
         }
         return Ok(0);
     }
@@ -162,6 +165,9 @@ pub fn run(args: Args) -> Result<u8> {
         save_dir: Some(args.save_divergences.clone()),
     };
     let traces = args.traces || args.replay.is_some();
+    // The observer cannot fail: the first write error is kept, later traces are not written,
+    // and the error ends the command once the run is over.
+    let mut write_error = None;
     let report = differential::run_observed(
         &options,
         next_case,
@@ -169,35 +175,40 @@ pub fn run(args: Args) -> Result<u8> {
         runner_b.as_deref_mut(),
         &known,
         |case, a, b| {
-            if traces {
-                print!("{}", case_trace(case, a, b));
+            if traces && write_error.is_none() {
+                write_error = out!("{}", case_trace(case, a, b)).err();
             }
         },
     )?;
-    print!("{}", summary(&report));
+    // The report file first: a closed standard output must not lose it.
     if let Some(path) = &args.report {
         let json = serde_json::to_string_pretty(&report)?;
         std::fs::write(path, json + "\n").with_context(|| format!("writing {}", path.display()))?;
     }
+    if let Some(e) = write_error {
+        return Err(e);
+    }
+    out!("{}", summary(&report))?;
     Ok(u8::from(report.unknown_divergences > 0))
 }
 
 fn read_case(path: &Path) -> Result<Case> {
-    let meta = std::fs::metadata(path).with_context(|| format!("reading {}", path.display()))?;
-    if meta.len() > wirefuzz::case::MAX_CASE_FILE_BYTES as u64 {
-        bail!("{}: larger than any case file", path.display());
-    }
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let text = read_text(
+        path,
+        wirefuzz::case::MAX_CASE_FILE_BYTES as u64,
+        "case file",
+    )?;
     Case::from_json(&text).with_context(|| path.display().to_string())
 }
+
+/// Largest known-divergences file read (the committed one is a few KiB).
+const MAX_KNOWN_FILE_BYTES: u64 = 16 << 20;
 
 fn read_known(path: &Path) -> Result<KnownDivergences> {
     if !path.exists() {
         return Ok(KnownDivergences::default());
     }
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let text = read_text(path, MAX_KNOWN_FILE_BYTES, "known divergences")?;
     KnownDivergences::parse(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
 }
 

@@ -4,7 +4,6 @@
 //! kernel.txt; `--write` rewrites the verdict file in place. Exit 0 pass, 1 fail, 2 bad input.
 
 use std::fs;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, ensure, Context, Result};
@@ -50,16 +49,7 @@ struct Judged {
 }
 
 fn read_bounded(path: &Path) -> Result<String> {
-    let file = fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
-    let mut bytes = Vec::new();
-    file.take(MAX_INPUT + 1)
-        .read_to_end(&mut bytes)
-        .with_context(|| format!("reading {}", path.display()))?;
-    ensure!(
-        bytes.len() as u64 <= MAX_INPUT,
-        "{} is larger than {MAX_INPUT} bytes",
-        path.display()
-    );
+    let bytes = crate::input::read_bounded(path, MAX_INPUT, "input")?;
     Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
@@ -236,7 +226,7 @@ pub fn run(args: Args) -> Result<u8> {
     let mut out = Vec::new();
     let failed = judge_file(&args, &mut out)?;
     for line in out {
-        println!("{line}");
+        crate::outln!("{line}")?;
     }
     Ok(u8::from(failed))
 }

@@ -5,7 +5,9 @@ use clap::{Parser, Subcommand};
 mod bench_rpc;
 mod decode;
 mod fuzz_wire;
+mod input;
 mod judge;
+mod output;
 mod scenarios;
 mod serve;
 mod trace_cmd;
@@ -49,8 +51,14 @@ fn main() -> std::process::ExitCode {
         Command::BenchRpc(args) => bench_rpc::run(args),
         Command::Judge(args) => judge::run(args),
     };
+    // Output still buffered fails here, as a clear error, not silently at exit.
+    let result = result.and_then(|code| output::flush().map(|()| code));
     match result {
         Ok(code) => std::process::ExitCode::from(code),
+        // The reader of our output went away (`| head`): quiet, 141 like a SIGPIPE death.
+        Err(e) if output::is_stdout_closed(&e) => {
+            std::process::ExitCode::from(output::EXIT_STDOUT_CLOSED)
+        }
         Err(e) => {
             eprintln!("rig: {e:#}");
             std::process::ExitCode::from(2)

@@ -3,6 +3,8 @@
 use anyhow::{bail, Result};
 use clap::ValueEnum;
 
+use crate::{out, outln};
+
 /// Where the scenarios run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Transport {
@@ -90,8 +92,8 @@ fn run_rdma(args: &Args) -> Result<u8> {
     let verdicts =
         rdma::scenarios::run(&options, args.scenario.as_deref()).map_err(|e| anyhow::anyhow!(e))?;
     match args.format {
-        Format::Json => println!("{}", serde_json::to_string_pretty(&verdicts)?),
-        Format::Table => print!("{}", rdma::scenarios::table(&verdicts)),
+        Format::Json => outln!("{}", serde_json::to_string_pretty(&verdicts)?)?,
+        Format::Table => out!("{}", rdma::scenarios::table(&verdicts))?,
     }
     Ok(if verdicts.iter().any(|v| v.outcome == "error") {
         1
@@ -115,23 +117,25 @@ pub fn run(args: Args) -> Result<u8> {
     }
     if args.list {
         for scenario in client::scenarios::catalogue() {
-            println!(
+            outln!(
                 "{:<24} {:<7} {}",
-                scenario.name, scenario.procedure, scenario.proves
-            );
+                scenario.name,
+                scenario.procedure,
+                scenario.proves
+            )?;
         }
         return Ok(0);
     }
     let runs = client::run_matrix(args.policy.as_deref(), args.scenario.as_deref(), args.seed)?;
     match args.format {
-        Format::Json => print!("{}", client::verdicts_json(&runs)),
+        Format::Json => out!("{}", client::verdicts_json(&runs))?,
         Format::Table => {
-            print!("{}", client::verdicts_table(&runs));
+            out!("{}", client::verdicts_table(&runs))?;
             if args.traces {
                 for run in &runs {
-                    println!("\n== {} / {}", run.verdict.scenario, run.verdict.policy);
+                    outln!("\n== {} / {}", run.verdict.scenario, run.verdict.policy)?;
                     for line in &run.trace {
-                        println!("{line}");
+                        outln!("{line}")?;
                     }
                 }
             }

@@ -10,16 +10,27 @@
 //! Exit codes: `show` and `extract` 0 on success; `diff` 0 when the traces' lines at the level
 //! are the same and 1 when they differ (like `diff(1)`); `status` 0 for a complete capture;
 //! 3 for an incomplete capture (`status` always, `show` and `diff` with `--require-complete`);
-//! 2 for usage or I/O errors.
+//! 2 for usage or I/O errors (a file that is not a pcap/pcapng capture, or whose link type is
+//! not decoded, included); 141 when standard output was closed by its reader.
+//!
+//! A capture is read through `crate::input` (at most [`MAX_CAPTURE`] bytes, `-` for standard
+//! input, devices refused). `diff` gives its line matching [`DIFF_TIME_FLOOR`] plus
+//! `trace::render::DIFF_TIME_PER_LINE` per line (`--diff-seconds` overrides the floor); past
+//! that the diff is coarser and says so.
 
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use trace::render::{self, Rendered, Style};
 use trace::{Level, Options, Trace};
 
+use crate::{out, outln};
+
 /// Largest capture read (the trace holds at most a few copies of it in memory).
 const MAX_CAPTURE: u64 = 1 << 30;
+/// Least time `diff` gives its line matching, whatever the size of the traces.
+const DIFF_TIME_FLOOR: Duration = Duration::from_secs(2);
 /// Exit code for a capture that does not hold its whole exchange.
 const EXIT_INCOMPLETE: u8 = 3;
 
@@ -99,6 +110,10 @@ enum Command {
         /// Exit 3 when either capture is incomplete, whatever the diff says.
         #[arg(long)]
         require_complete: bool,
+        /// Seconds the line matching may take beyond its time per line (default 2); past the
+        /// deadline the rest of the diff shows as whole blocks, with a note.
+        #[arg(long)]
+        diff_seconds: Option<u64>,
     },
     /// Whether a capture holds its whole exchange; exit 0 when complete, 3 when not.
     Status {
@@ -117,20 +132,13 @@ enum Command {
 }
 
 fn load(path: &Path, check_icrc: bool) -> anyhow::Result<Trace> {
-    let len = std::fs::metadata(path)
-        .with_context(|| format!("{}", path.display()))?
-        .len();
-    anyhow::ensure!(
-        len <= MAX_CAPTURE,
-        "{}: {len} bytes is over the {MAX_CAPTURE}-byte limit",
-        path.display()
-    );
-    let bytes = std::fs::read(path).with_context(|| format!("{}", path.display()))?;
+    let bytes = crate::input::read_bounded(path, MAX_CAPTURE, "capture")?;
     let options = Options {
         check_icrc,
         ..Default::default()
     };
-    trace::trace_capture(&bytes, &options).with_context(|| format!("{}", path.display()))
+    // Owned: the capture bytes are freed before the trace is built.
+    trace::trace_capture_owned(bytes, &options).with_context(|| format!("{}", path.display()))
 }
 
 fn rendered(path: &Path, style: Style, level: Level) -> anyhow::Result<Rendered> {
@@ -154,12 +162,21 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             } else {
                 Level::Exchange
             });
-            let r = render::render(&t, style, level);
-            match format {
-                Format::Jsonl => print!("{}", render::jsonl(&t)),
-                Format::Text => print!("{}", r.to_text()),
-            }
-            Ok(if require_complete && !r.capture.is_complete() {
+            let capture = match format {
+                Format::Jsonl => {
+                    out!("{}", render::jsonl(&t))?;
+                    trace::capture_status(&t)
+                }
+                Format::Text => {
+                    let mut status = None;
+                    crate::output::write_with(|w| {
+                        status = Some(render::write_text(&t, style, level, w)?);
+                        Ok(())
+                    })?;
+                    status.unwrap_or_else(|| trace::capture_status(&t))
+                }
+            };
+            Ok(if require_complete && !capture.is_complete() {
                 EXIT_INCOMPLETE
             } else {
                 0
@@ -170,18 +187,26 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             b,
             level,
             require_complete,
+            diff_seconds,
         } => {
             let level = Level::from(level);
             let ra = rendered(&a, Style::Normalised, level)?;
             let rb = rendered(&b, Style::Normalised, level)?;
+            let lines = ra.lines.lines().count() + rb.lines.lines().count();
+            let floor = diff_seconds.map_or(DIFF_TIME_FLOOR, Duration::from_secs);
+            let deadline = Instant::now().checked_add(render::diff_time_allowed(lines, floor));
             let (an, bn) = (a.display().to_string(), b.display().to_string());
             for (name, r) in [(&an, &ra), (&bn, &rb)] {
                 if !r.capture.is_complete() {
-                    eprintln!("rig trace diff: {name}: capture {}", r.capture);
+                    let status = r.capture.to_string();
+                    eprintln!(
+                        "rig trace diff: {name}: capture {}",
+                        render::escape_text(&status)
+                    );
                 }
             }
             let incomplete = !ra.capture.is_complete() || !rb.capture.is_complete();
-            let code = match render::diff_rendered(&an, &ra, &bn, &rb) {
+            let code = match render::diff_rendered_until(&an, &ra, &bn, &rb, deadline) {
                 None => {
                     if ra.transport != rb.transport {
                         eprintln!(
@@ -193,7 +218,13 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                     0
                 }
                 Some(d) => {
-                    print!("{d}");
+                    if d.contains(render::DEADLINE_NOTE) {
+                        eprintln!(
+                            "rig trace diff: line matching stopped at its deadline; the diff \
+                             is coarser (--diff-seconds gives it longer)"
+                        );
+                    }
+                    out!("{d}")?;
                     1
                 }
             };
@@ -207,17 +238,20 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             let t = load(&file, true)?;
             let r = render::render(&t, Style::Normalised, Level::Exchange);
             match format {
-                StatusFormat::Text => print!("{}", r.summary()),
-                StatusFormat::Json => println!(
+                StatusFormat::Text => out!("{}", r.summary())?,
+                StatusFormat::Json => outln!(
                     "{}",
-                    serde_json::json!({
-                        "complete": r.capture.is_complete(),
-                        "capture": r.capture,
-                        "transport": r.transport,
-                        "connections": t.connections.iter().filter(|c| c.rpcrdma).count(),
-                        "messages": t.messages().count(),
-                    })
-                ),
+                    render::escape_json_text(
+                        &serde_json::json!({
+                            "complete": r.capture.is_complete(),
+                            "capture": r.capture,
+                            "transport": r.transport,
+                            "connections": t.connections.iter().filter(|c| c.rpcrdma).count(),
+                            "messages": t.messages().count(),
+                        })
+                        .to_string()
+                    )
+                )?,
             }
             Ok(if r.capture.is_complete() {
                 0

@@ -1,0 +1,169 @@
+//! Every file the CLI reads goes through [`read_bounded`]: at most `limit` bytes, whatever the
+//! file claims. A regular file's length is checked before reading and the read itself goes
+//! through `take(limit + 1)` (a file may grow while we read it); standard input (`-`), FIFOs and
+//! pipes are read the same bounded way, growing the buffer in steps that never pass `limit + 1`
+//! and failing with an error (not an abort) when memory runs out; character and block devices
+//! (`/dev/zero`, a disk) are refused by name, since they have no end to reach (`/dev/null`
+//! excepted: it reads as empty).
+
+use std::fs::File;
+use std::io::{IsTerminal, Read};
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+
+/// Bytes read per step while the buffer grows.
+const STEP: usize = 64 << 10;
+
+/// Read all of `path` (`-` = standard input), at most `limit` bytes; `what` names the input in
+/// errors (e.g. "capture", "case file").
+pub fn read_bounded(path: &Path, limit: u64, what: &str) -> Result<Vec<u8>> {
+    let name = path.display();
+    if path.as_os_str() == "-" {
+        let stdin = std::io::stdin();
+        // A terminal is a character device too, and a fine place to type --hex into.
+        if !stdin.is_terminal() {
+            let meta = File::open("/proc/self/fd/0")
+                .and_then(|f| f.metadata())
+                .or_else(|_| std::fs::metadata("/dev/stdin"));
+            if let Ok(meta) = meta {
+                refuse_devices(&meta, "standard input", what)?;
+            }
+        }
+        return read_limited(&mut stdin.lock(), limit, 0, what)
+            .with_context(|| format!("reading {what} from standard input"));
+    }
+    let file = File::open(path).with_context(|| format!("opening {what} {name}"))?;
+    let meta = file
+        .metadata()
+        .with_context(|| format!("reading {what} {name}"))?;
+    refuse_devices(&meta, &name.to_string(), what)?;
+    if meta.is_file() && meta.len() > limit {
+        bail!(
+            "{what} {name} is larger than the {limit}-byte limit ({} bytes)",
+            meta.len()
+        );
+    }
+    let mut file = file;
+    // A regular file's length sizes the buffer once (plus the byte that would say it grew).
+    let hint = if meta.is_file() { meta.len() + 1 } else { 0 };
+    read_limited(&mut file, limit, hint, what).with_context(|| format!("reading {what} {name}"))
+}
+
+/// [`read_bounded`] for text: invalid UTF-8 is an error naming the input.
+pub fn read_text(path: &Path, limit: u64, what: &str) -> Result<String> {
+    let bytes = read_bounded(path, limit, what)?;
+    String::from_utf8(bytes).with_context(|| format!("{what} {} is not UTF-8", path.display()))
+}
+
+/// `/dev/null` (character device 1:3) reads as empty: it is what scripts give for "no input".
+fn is_dev_null(meta: &std::fs::Metadata) -> bool {
+    meta.file_type().is_char_device() && meta.rdev() == libc_makedev(1, 3)
+}
+
+/// Linux's `makedev` for the small major/minor numbers of the memory devices.
+fn libc_makedev(major: u64, minor: u64) -> u64 {
+    ((major & 0xfff) << 8) | (minor & 0xff) | ((minor & !0xff) << 12) | ((major & !0xfff) << 32)
+}
+
+fn refuse_devices(meta: &std::fs::Metadata, name: &str, what: &str) -> Result<()> {
+    if is_dev_null(meta) {
+        return Ok(());
+    }
+    let kind = meta.file_type();
+    let device = if kind.is_char_device() {
+        "a character device"
+    } else if kind.is_block_device() {
+        "a block device"
+    } else if kind.is_dir() {
+        "a directory"
+    } else {
+        return Ok(());
+    };
+    bail!("{what} {name} is {device}: give a regular file, a FIFO or - for standard input")
+}
+
+/// Read `reader` to its end, at most `limit` bytes: an error once byte `limit + 1` arrives.
+/// `hint` is the expected length (0: unknown), used for the first allocation.
+pub fn read_limited(reader: &mut dyn Read, limit: u64, hint: u64, what: &str) -> Result<Vec<u8>> {
+    let cap = usize::try_from(limit.saturating_add(1)).unwrap_or(usize::MAX);
+    let mut buf: Vec<u8> = Vec::new();
+    let first = usize::try_from(hint).unwrap_or(usize::MAX).min(cap);
+    buf.try_reserve_exact(first)
+        .with_context(|| format!("out of memory reading {what} ({first} bytes)"))?;
+    let mut taken = reader.take(limit.saturating_add(1));
+    loop {
+        if buf.len() == buf.capacity() {
+            // Grow geometrically, but never past limit + 1: a stream of zeros cannot make the
+            // buffer (or the allocator's doubling) larger than the limit allows.
+            let want = buf
+                .capacity()
+                .max(STEP)
+                .min(cap.saturating_sub(buf.len()))
+                .max(1);
+            buf.try_reserve_exact(want)
+                .with_context(|| format!("out of memory reading {what} ({} bytes)", buf.len()))?;
+        }
+        // Read into at most STEP bytes of the spare capacity (zeroed first: safe code only).
+        let start = buf.len();
+        let room = (buf.capacity() - start).min(STEP);
+        buf.resize(start + room, 0);
+        match taken.read(&mut buf[start..]) {
+            // The end of the input, or byte limit + 1 read (`take` says 0 from then on).
+            Ok(0) => {
+                buf.truncate(start);
+                break;
+            }
+            Ok(n) => buf.truncate(start + n),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => buf.truncate(start),
+            Err(e) => return Err(e.into()),
+        }
+    }
+    if buf.len() as u64 > limit {
+        bail!("{what} larger than the {limit}-byte limit");
+    }
+    Ok(buf)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stream_longer_than_the_limit_is_an_error_after_limit_plus_one_bytes() {
+        let mut zeros = std::io::repeat(0);
+        let err = read_limited(&mut zeros, 1000, 0, "capture").unwrap_err();
+        assert!(
+            err.to_string().contains("larger than the 1000-byte limit"),
+            "{err}"
+        );
+        let mut short: &[u8] = b"hello";
+        assert_eq!(read_limited(&mut short, 5, 6, "x").unwrap(), b"hello");
+        let mut empty: &[u8] = b"";
+        assert!(read_limited(&mut empty, 5, 0, "x").unwrap().is_empty());
+    }
+
+    #[test]
+    fn devices_and_directories_are_refused_by_name() {
+        let err = read_bounded(Path::new("/dev/zero"), 1 << 30, "capture").unwrap_err();
+        assert!(format!("{err:#}").contains("character device"), "{err:#}");
+        let err = read_bounded(Path::new("/"), 1 << 30, "capture").unwrap_err();
+        assert!(format!("{err:#}").contains("directory"), "{err:#}");
+        assert!(read_bounded(Path::new("/dev/null"), 10, "capture")
+            .unwrap()
+            .is_empty());
+    }
+
+    #[test]
+    fn a_regular_file_over_the_limit_is_refused_before_reading() {
+        let dir = std::env::temp_dir().join(format!("rig-input-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("big");
+        std::fs::write(&path, [7u8; 100]).unwrap();
+        let err = read_bounded(&path, 99, "capture").unwrap_err();
+        assert!(format!("{err:#}").contains("larger than the 99-byte limit (100 bytes)"));
+        assert_eq!(read_bounded(&path, 100, "capture").unwrap().len(), 100);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
