@@ -15,7 +15,7 @@ pub use requester::{
     CallError, OutgoingCall, ReceivedReply, ReplyPath, Requester, RequesterOutput,
 };
 pub use responder::{
-    CallToken, IncomingCall, OutgoingReply, ReplyError, Responder, ResponderOutput,
+    CallToken, IncomingCall, OutgoingReply, RejectReason, ReplyError, Responder, ResponderOutput,
 };
 
 /// RFC 8166 §3.3.2: the inline threshold both sides assume without RFC 8797 negotiation.

@@ -9,13 +9,14 @@
 //! series does.
 
 use std::collections::{BTreeMap, VecDeque};
+use std::fmt;
 use std::ops::Range;
 
-use wire::rpcrdma::{
-    total_length, Body, ChunkLists, ErrorBody, Header, Proc, Segment, RPCRDMA_VERSION,
-};
-use wire::svcrdma::{classify, Outcome, Profile};
+use wire::ddp::{self, ReadChunkError, ReadPlan};
+use wire::rpcrdma::{total_length, Body, ChunkLists, ErrorBody, Header, Segment, RPCRDMA_VERSION};
+use wire::svcrdma::{classify, Outcome, Profile, Rule};
 use wire::xdr::pad4;
+use wire::DecodeError;
 use wire::Xdr;
 
 use crate::trace::{describe_header, describe_rpc};
@@ -24,9 +25,6 @@ use crate::{negotiated, ConnectionConfig};
 
 /// Identifies one received call until it is answered or dropped.
 pub type CallToken = u64;
-
-/// Largest total Read chunk the responder pulls for one call (svcrdma bounds it by rc_maxpages).
-pub const MAX_READ_CHUNK_BYTES: u64 = 1 << 20;
 
 /// A complete RPC call, Read chunks already pulled and spliced in.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,7 +68,7 @@ pub enum ResponderOutput {
         connection: u64,
         recv_seq: u64,
         xid: Option<u32>,
-        reason: &'static str,
+        reason: RejectReason,
     },
     Connected {
         connection: u64,
@@ -78,6 +76,65 @@ pub enum ResponderOutput {
     Disconnected {
         connection: u64,
     },
+}
+
+/// Why the responder answered a Receive with RDMA_ERROR or dropped it.
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RejectReason {
+    /// svcrdma's rule model refused the header: the kernel check that decided.
+    Svcrdma(Rule),
+    /// The strict codec refused a header the model passed (mapped to a wire outcome by
+    /// `svcrdma::Outcome: From<&DecodeError>`).
+    Malformed(DecodeError),
+    /// RDMA_DONE or RDMA_ERROR from the requester (RFC 8166 §4.6.2, §4.5): dropped.
+    DoneOrError,
+    /// RDMA_MSGP (RFC 8166 §4.6.1): no longer supported.
+    Msgp,
+    /// The Read chunks break the position rule or the budget ([`wire::ddp::plan`]).
+    ReadChunks(ReadChunkError),
+    /// A Write chunk with no segments (RFC 8166 §3.4.6; svcrdma rule 7).
+    EmptyWriteChunk,
+    /// A Reply chunk with no segments (RFC 8166 §3.4.6; svcrdma rule 7).
+    EmptyReplyChunk,
+}
+
+impl fmt::Display for RejectReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RejectReason::Svcrdma(rule) => f.write_str(rule.name()),
+            RejectReason::Malformed(e) => write!(f, "malformed header: {e}"),
+            RejectReason::DoneOrError => f.write_str("dropped DONE/ERROR"),
+            RejectReason::Msgp => f.write_str("MSGP unsupported"),
+            RejectReason::ReadChunks(e) => e.fmt(f),
+            RejectReason::EmptyWriteChunk => f.write_str("empty write chunk"),
+            RejectReason::EmptyReplyChunk => f.write_str("empty reply chunk"),
+        }
+    }
+}
+
+/// Why a call's reply could not be conveyed; it is answered with ERR_CHUNK instead (svcrdma
+/// rule 10: reply construction -E2BIG).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ReplyFailure {
+    /// The DDP data does not fit the call's first Write chunk (or lies outside the message).
+    WriteChunkTooSmall,
+    /// The reply does not fit the call's Reply chunk.
+    ReplyChunkTooSmall,
+    /// No Reply chunk, and the reply is over the requester's inline threshold (RFC 8166 §3.3.2).
+    OverInlineThreshold,
+}
+
+impl fmt::Display for ReplyFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ReplyFailure::WriteChunkTooSmall => "write chunk too small",
+            ReplyFailure::ReplyChunkTooSmall => "reply chunk too small",
+            ReplyFailure::OverInlineThreshold => {
+                "reply exceeds inline threshold and no reply chunk"
+            }
+        })
+    }
 }
 
 /// Why a reply could not be posted.
@@ -102,6 +159,8 @@ struct Pull {
     recv_seq: u64,
     route: Route,
     inline: Vec<u8>,
+    /// Where each pulled chunk goes ([`wire::ddp::plan`], checked before pulling).
+    plan: ReadPlan,
     /// (position, wr_id, pulled bytes) per Read segment, wire order.
     segments: Vec<(u32, WrId, Option<Vec<u8>>)>,
 }
@@ -237,7 +296,7 @@ impl Responder {
         self.profile = profile;
     }
 
-    fn reject(&mut self, xid: Option<u32>, reason: &'static str, error: Option<ErrorBody>) {
+    fn reject(&mut self, xid: Option<u32>, reason: RejectReason, error: Option<ErrorBody>) {
         self.reject_receive(self.recv_seq, xid, reason, error);
     }
 
@@ -245,7 +304,7 @@ impl Responder {
         &mut self,
         recv_seq: u64,
         xid: Option<u32>,
-        reason: &'static str,
+        reason: RejectReason,
         error: Option<ErrorBody>,
     ) {
         self.trace.push(format!(
@@ -282,7 +341,7 @@ impl Responder {
 
     /// The reply to an already delivered call cannot be conveyed (svcrdma rule 10: -E2BIG →
     /// ERR_CHUNK). The call was delivered, so this is not a rejected Receive.
-    fn reply_failed(&mut self, xid: u32, reason: &'static str) {
+    fn reply_failed(&mut self, xid: u32, reason: ReplyFailure) {
         self.trace
             .push(format!("srv reply xid={xid:#x} failed: {reason}"));
         self.post_error(xid, ErrorBody::Chunk);
@@ -314,26 +373,34 @@ impl Responder {
                     low: RPCRDMA_VERSION,
                     high: RPCRDMA_VERSION,
                 };
-                self.reject(xid, verdict.rule.name(), Some(vers));
+                self.reject(xid, RejectReason::Svcrdma(verdict.rule), Some(vers));
                 return;
             }
             // RFC 8166 §4.5.2: a header the responder cannot parse is answered ERR_CHUNK.
             Outcome::ErrChunk => {
-                self.reject(xid, verdict.rule.name(), Some(ErrorBody::Chunk));
+                self.reject(
+                    xid,
+                    RejectReason::Svcrdma(verdict.rule),
+                    Some(ErrorBody::Chunk),
+                );
                 return;
             }
             Outcome::ErrChunkThenClose => {
-                self.reject(xid, verdict.rule.name(), Some(ErrorBody::Chunk));
+                self.reject(
+                    xid,
+                    RejectReason::Svcrdma(verdict.rule),
+                    Some(ErrorBody::Chunk),
+                );
                 self.work.push_back(WorkRequest::Disconnect);
                 return;
             }
             // svcrdma rule 5: RDMA_DONE and RDMA_ERROR are dropped silently.
             Outcome::Drop => {
-                self.reject(xid, verdict.rule.name(), None);
+                self.reject(xid, RejectReason::Svcrdma(verdict.rule), None);
                 return;
             }
             Outcome::Disconnect => {
-                self.reject(xid, verdict.rule.name(), None);
+                self.reject(xid, RejectReason::Svcrdma(verdict.rule), None);
                 self.work.push_back(WorkRequest::Disconnect);
                 return;
             }
@@ -353,7 +420,7 @@ impl Responder {
                     Outcome::Drop => None,
                     _ => Some(ErrorBody::Chunk),
                 };
-                self.reject(xid, "malformed header", error);
+                self.reject(xid, RejectReason::Malformed(e), error);
                 return;
             }
         };
@@ -368,16 +435,27 @@ impl Responder {
             Body::Nomsg(chunks) => (chunks, Vec::new()),
             // svcrdma rule 5: RDMA_DONE and RDMA_ERROR are dropped silently.
             Body::Done | Body::Error(_) => {
-                self.reject(Some(header.xid), "dropped DONE/ERROR", None);
+                self.reject(Some(header.xid), RejectReason::DoneOrError, None);
                 return;
             }
             // svcrdma rule 5: RDMA_MSGP (RFC 8166 §4.6.1, no longer supported) is ERR_CHUNK.
             Body::Msgp { .. } => {
-                self.reject(Some(header.xid), "MSGP unsupported", Some(ErrorBody::Chunk));
+                self.reject(Some(header.xid), RejectReason::Msgp, Some(ErrorBody::Chunk));
                 return;
             }
         };
-        if let Err(reason) = check_chunks(&chunks, proc_) {
+        // RFC 8166 §3.4.4/§3.4.5/§3.5.3: the Read chunks, placed before anything is pulled,
+        // within the profile's page budget (the one Read chunk limit).
+        let budget = self.profile.model().read_budget();
+        let plan = match ddp::plan(&chunks.reads, proc_, inline.len(), budget) {
+            Ok(plan) => plan,
+            Err(e) => {
+                let reason = RejectReason::ReadChunks(e);
+                self.reject(Some(header.xid), reason, Some(ErrorBody::Chunk));
+                return;
+            }
+        };
+        if let Err(reason) = check_write_chunks(&chunks) {
             self.reject(Some(header.xid), reason, Some(ErrorBody::Chunk));
             return;
         }
@@ -412,6 +490,7 @@ impl Responder {
                 recv_seq: self.recv_seq,
                 route,
                 inline,
+                plan,
                 segments,
             },
         );
@@ -444,8 +523,8 @@ impl Responder {
         let Some(pull) = self.pulls.remove(&token) else {
             return;
         };
-        // Reassemble: segments of one position concatenate into a chunk; RFC 8166 §3.4.5.2: the
-        // chunk is XDR-padded when it is put back into the stream at its position.
+        // Segments of one position concatenate into their chunk (wire order); the plan puts each
+        // chunk at its place, XDR round-up restored (RFC 8166 §3.4.5.2).
         let mut by_position: BTreeMap<u32, Vec<u8>> = BTreeMap::new();
         for (position, _, data) in pull.segments {
             by_position
@@ -453,32 +532,24 @@ impl Responder {
                 .or_default()
                 .extend(data.unwrap_or_default());
         }
-        // RFC 8166 §3.4.4: positions are offsets in the *unreduced* stream, so each one includes
-        // the (padded) lengths of the chunks before it; map them back to inline offsets.
-        let mut message = Vec::new();
-        let mut cursor = 0usize;
-        let mut inserted = 0usize;
-        for (position, mut data) in by_position {
-            let inline_at = (position as usize).checked_sub(inserted);
-            let Some(inline_at) = inline_at.filter(|&at| at >= cursor && at <= pull.inline.len())
-            else {
-                // Overlapping chunks or a position past the inline body (svcrdma's
-                // pcl_check_read_chunk_positions): ERR_CHUNK, nothing reaches the upper layer.
+        let spliced = pull.plan.splice(&pull.inline, |position| {
+            by_position.get(&position).cloned().unwrap_or_default()
+        });
+        let message = match spliced {
+            Ok(message) => message,
+            Err(e) => {
+                // Only pulled data of the wrong length gets here: ERR_CHUNK, nothing reaches the
+                // upper layer.
+                let reason = RejectReason::ReadChunks(e);
                 self.reject_receive(
                     pull.recv_seq,
                     Some(pull.xid),
-                    "read chunk position out of place",
+                    reason,
                     Some(ErrorBody::Chunk),
                 );
                 return;
-            };
-            message.extend_from_slice(&pull.inline[cursor..inline_at]);
-            cursor = inline_at;
-            data.resize(pad4(data.len()), 0);
-            inserted += data.len();
-            message.extend_from_slice(&data);
-        }
-        message.extend_from_slice(&pull.inline[cursor..]);
+            }
+        };
         self.trace.push(format!(
             "srv pulled xid={:#x} {}",
             pull.xid,
@@ -531,7 +602,7 @@ impl Responder {
             let capacity = total_length(first);
             if !in_bounds || (range.end - range.start) as u64 > capacity {
                 // svcrdma rule 10: reply construction -E2BIG → ERR_CHUNK.
-                self.reply_failed(route.xid, "write chunk too small");
+                self.reply_failed(route.xid, ReplyFailure::WriteChunkTooSmall);
                 return Ok(None);
             }
             let data: Vec<u8> = message[range.clone()].to_vec();
@@ -552,7 +623,7 @@ impl Responder {
             // (RFC 8166 §3.5.4, RDMA_NOMSG) — the chunk of *this* transmission.
             let capacity = total_length(reply_chunk);
             if message.len() as u64 > capacity {
-                self.reply_failed(route.xid, "reply chunk too small");
+                self.reply_failed(route.xid, ReplyFailure::ReplyChunkTooSmall);
                 return Ok(None);
             }
             chunks.reply = Some(self.push_into(reply_chunk, &message));
@@ -562,10 +633,7 @@ impl Responder {
             body = Body::Msg(chunks);
         } else {
             // RFC 8166 §3.3.2: the reply Send may not exceed the requester's inline threshold.
-            self.reply_failed(
-                route.xid,
-                "reply exceeds inline threshold and no reply chunk",
-            );
+            self.reply_failed(route.xid, ReplyFailure::OverInlineThreshold);
             return Ok(None);
         }
         let header = Header {
@@ -630,34 +698,13 @@ impl Responder {
     }
 }
 
-/// svcrdma's chunk-list checks (anchors §2 rules 6-8) beyond what the decoder enforces.
-fn check_chunks(chunks: &ChunkLists, proc_: Proc) -> Result<(), &'static str> {
-    let mut total: u64 = 0;
-    let mut has_position_zero = false;
-    for read in &chunks.reads {
-        // RFC 8166 §3.4.5: a non-zero position is an XDR position, so 4-aligned. (Whether it
-        // falls inside the inline body is checked when the chunks are spliced back.)
-        if read.position % 4 != 0 {
-            return Err("misaligned read position");
-        }
-        has_position_zero |= read.position == 0;
-        total = total.saturating_add(read.target.length.into());
+/// svcrdma rule 7: a Write or Reply chunk with no segments describes no memory (RFC 8166 §3.4.6).
+fn check_write_chunks(chunks: &ChunkLists) -> Result<(), RejectReason> {
+    if chunks.writes.iter().any(|c| c.is_empty()) {
+        return Err(RejectReason::EmptyWriteChunk);
     }
-    if total > MAX_READ_CHUNK_BYTES {
-        return Err("read chunk too large");
-    }
-    // RFC 8166 §3.5.3: an RDMA_NOMSG call carries its message in a Position-Zero Read chunk.
-    if proc_ == Proc::Nomsg && !has_position_zero {
-        return Err("NOMSG call without position-zero read chunk");
-    }
-    if has_position_zero && proc_ == Proc::Msg {
-        return Err("position-zero read chunk in RDMA_MSG");
-    }
-    // svcrdma rule 7: a Write or Reply chunk with no segments is rejected.
-    if chunks.writes.iter().any(|c| c.is_empty())
-        || chunks.reply.as_ref().is_some_and(|c| c.is_empty())
-    {
-        return Err("empty write or reply chunk");
+    if chunks.reply.as_ref().is_some_and(|c| c.is_empty()) {
+        return Err(RejectReason::EmptyReplyChunk);
     }
     Ok(())
 }

@@ -3,7 +3,7 @@
 
 use engine::verbs::{Access, Endpoint, Event, WorkRequest};
 use engine::{
-    CallError, ConnectionConfig, OutgoingCall, OutgoingReply, ReplyPath, Requester,
+    CallError, ConnectionConfig, OutgoingCall, OutgoingReply, RejectReason, ReplyPath, Requester,
     RequesterOutput, Responder, ResponderOutput,
 };
 use wire::private_data::PrivateData;
@@ -477,6 +477,108 @@ fn rejects_overlapping_or_out_of_body_read_positions() {
         assert!(!outs.iter().any(|o| matches!(o, ResponderOutput::Call(_))));
         assert_eq!(errors.len(), 1, "{profile:?}");
     }
+}
+
+fn rejected_reasons(outs: &[ResponderOutput]) -> Vec<RejectReason> {
+    outs.iter()
+        .filter_map(|o| match o {
+            ResponderOutput::Rejected { reason, .. } => Some(reason.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn out_of_place_read_chunks_are_refused_before_anything_is_pulled() {
+    use wire::ddp::{PositionError, ReadChunkError};
+    // Linux 6.1 passes a position past the inline body; the responder's plan refuses it with
+    // the position rule's typed error, and posts no RDMA Read for it.
+    let mut peer = engine::verbs::MemoryTable::new(0x100);
+    let handle = peer.register(b"1111".to_vec(), Access::RemoteRead);
+    let mut payload = RawBuilder::new()
+        .fixed(0x78, 1, 8, 0)
+        .read(64, handle, 4, 0)
+        .end_list()
+        .end_list()
+        .no_reply()
+        .bytes();
+    payload.extend_from_slice(b"AAAA");
+    let mut r = responder();
+    r.set_profile(wire::svcrdma::Profile::Linux6_1);
+    drain(&mut r);
+    r.handle_event(Event::RecvCompleted { wr_id: 0, payload });
+    let work = drain(&mut r);
+    assert!(!work
+        .iter()
+        .any(|w| matches!(w, WorkRequest::RdmaRead { .. })));
+    assert_eq!(sends(&work)[0].body, Body::Error(ErrorBody::Chunk));
+    assert_eq!(
+        rejected_reasons(&outputs(&mut r)),
+        [RejectReason::ReadChunks(ReadChunkError::Position(
+            PositionError::PastStream {
+                position: 64,
+                offset: 64,
+                stream_len: 4
+            }
+        ))]
+    );
+}
+
+#[test]
+fn the_read_chunk_budget_is_the_profiles_page_budget() {
+    use wire::ddp::ReadChunkError;
+    use wire::svcrdma::Profile;
+    // Over 1 MiB but within linux-2026's 260 pages: pulled and delivered, as the kernel would.
+    let data = vec![7u8; (1 << 20) + 4096];
+    let (outs, errors) = pull_with_reads(vec![(4, data)], b"AAAABBBB", Profile::Linux2026);
+    assert!(errors.is_empty(), "{errors:?}");
+    assert!(outs.iter().any(|o| matches!(o, ResponderOutput::Call(_))));
+    // Two 2 GiB segments of one chunk: the 6.1 kernel's 32-bit chunk length wraps to 0 and its
+    // model passes them; the responder counts exactly and refuses them against the same budget.
+    let payload = RawBuilder::new()
+        .fixed(0x79, 1, 8, 0)
+        .read(4, 0x10, 0x8000_0000, 0)
+        .read(4, 0x11, 0x8000_0000, 0)
+        .end_list()
+        .end_list()
+        .no_reply()
+        .raw(b"AAAA")
+        .bytes();
+    let mut r = responder();
+    r.set_profile(Profile::Linux6_1);
+    drain(&mut r);
+    r.handle_event(Event::RecvCompleted { wr_id: 0, payload });
+    assert_eq!(sends(&drain(&mut r))[0].body, Body::Error(ErrorBody::Chunk));
+    assert_eq!(
+        rejected_reasons(&outputs(&mut r)),
+        [RejectReason::ReadChunks(ReadChunkError::OverBudget {
+            total: 1 << 32,
+            budget: Profile::Linux6_1.model().read_budget()
+        })]
+    );
+}
+
+#[test]
+fn rejections_name_their_reason_in_the_trace() {
+    let mut r = responder();
+    drain(&mut r);
+    // RDMA_NOMSG with no Position-Zero Read chunk.
+    let payload = RawBuilder::new().fixed(0x58, 1, 8, 1).empty_lists().bytes();
+    r.handle_event(Event::RecvCompleted { wr_id: 1, payload });
+    let reasons = rejected_reasons(&outputs(&mut r));
+    assert_eq!(
+        reasons,
+        [RejectReason::ReadChunks(
+            wire::ddp::ReadChunkError::NomsgWithoutCallChunk
+        )]
+    );
+    let trace = r.take_trace();
+    assert!(
+        trace
+            .iter()
+            .any(|l| l.starts_with("srv reject xid=0x58 nomsg-without-call-chunk")),
+        "{trace:?}"
+    );
 }
 
 #[test]

@@ -1,5 +1,486 @@
-//! Read chunk positions (RFC 8166 §3.4.4, §3.4.5; RFC 8267 §4 for NFSv3): where a moved data
-//! item sits in the XDR stream. The one place the rule is computed.
+//! The Read chunk position rule (RFC 8166 §3.4.4, §3.4.5; RFC 8267 §4 for NFSv3): where moved data
+//! sits in the XDR stream. The one place it is checked and applied:
+//!
+//! * [`check_aligned`]: a position is an XDR position, a multiple of 4;
+//! * [`group`]: segments with one position form one Read chunk, position 0 is the Call chunk;
+//! * [`place`]: each chunk's offset in the stream it is reinserted into, which must lie inside
+//!   that stream, chunks disjoint and each within a size limit — in exact XDR arithmetic (chunks
+//!   count with their round-up, §3.4.5.2) or in the 32-bit arithmetic svcrdma uses;
+//! * [`plan`]: everything a Responder checks before pulling a call's Read chunks, with
+//!   [`ReadPlan::splice`] rebuilding the call once they are pulled, and [`splice`] for a reader
+//!   that only has the data (a capture);
+//! * [`argument_position`]: where an NFSv3 call's DDP-eligible argument goes (RFC 8267 §4).
+//!
+//! Callers: `svcrdma::classify` (kernel arithmetic), the engine's responder, `message`'s NFS
+//! decoding, and every requester that moves a WRITE's data.
+
+use std::fmt;
+
+use crate::rpcrdma::{Proc, ReadChunk, ReadSegment};
+use crate::xdr::pad4;
+
+/// RFC 8166 §3.4.4: positions are XDR positions, so 4-byte aligned.
+pub const RULE_ALIGNED: &str =
+    "RFC 8166 §3.4.4 (a Read chunk position is an XDR position, a multiple of 4)";
+/// RFC 8166 §3.4.4: a position is an offset in the stream the chunk is reinserted into.
+pub const RULE_IN_STREAM: &str =
+    "RFC 8166 §3.4.4 (a Read chunk position lies within the XDR stream it is reinserted into)";
+/// RFC 8166 §3.4.4: Read chunks are disjoint pieces of one XDR stream.
+pub const RULE_DISJOINT: &str =
+    "RFC 8166 §3.4.4 (Read chunks are disjoint pieces of one XDR stream)";
+/// RFC 8166 §3.4.5: a Responder bounds the data it pulls (svcrdma: the request's page budget).
+pub const RULE_BUDGET: &str =
+    "RFC 8166 §3.4.5 (Read chunks fit the Responder's budget for one request)";
+/// RFC 8166 §3.5.3: RDMA_NOMSG carries the call in the Position-Zero Read chunk, RDMA_MSG inline.
+pub const RULE_CALL_CHUNK: &str =
+    "RFC 8166 §3.5.3 (a Position-Zero Read chunk carries the call exactly when it is RDMA_NOMSG)";
+/// RFC 8267 §4 with RFC 8166 §3.4.5: a Read chunk at a non-zero position carries exactly the
+/// DDP-eligible argument, at that argument's XDR position in the unreduced stream.
+pub const RULE_ARGUMENT_POSITION: &str =
+    "RFC 8166 §3.4.5, RFC 8267 §4 (Read chunk position must be the DDP-eligible item's XDR position)";
+/// RFC 8166 §3.4.5: the data pulled for a chunk is the chunk's segments.
+pub const RULE_PULLED: &str = "RFC 8166 §3.4.5 (a Read chunk's data is its segments' bytes)";
+
+/// A Read chunk out of place: the position rule proper (RFC 8166 §3.4.4, §3.4.5), the checks
+/// svcrdma makes too. Every variant carries the offending values.
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PositionError {
+    /// A non-zero position that is not a multiple of 4.
+    Unaligned { position: u32 },
+    /// A chunk whose offset in the stream lies past the stream's end.
+    PastStream {
+        position: u32,
+        offset: u64,
+        stream_len: u64,
+    },
+    /// A chunk that starts before the previous one ends.
+    Overlap { position: u32, previous_end: u64 },
+    /// A chunk longer than the limit.
+    ChunkOversized {
+        position: u32,
+        length: u64,
+        limit: u64,
+    },
+    /// The Position-Zero Read chunk longer than the limit.
+    CallChunkOversized { length: u64, limit: u64 },
+}
+
+impl PositionError {
+    /// Stable kebab-case name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            PositionError::Unaligned { .. } => "read-position-unaligned",
+            PositionError::PastStream { .. } => "read-chunk-past-stream",
+            PositionError::Overlap { .. } => "read-chunks-overlap",
+            PositionError::ChunkOversized { .. } => "read-chunk-oversized",
+            PositionError::CallChunkOversized { .. } => "call-chunk-oversized",
+        }
+    }
+
+    /// The rule (RFC section) the chunk broke.
+    pub fn rule(&self) -> &'static str {
+        match self {
+            PositionError::Unaligned { .. } => RULE_ALIGNED,
+            PositionError::PastStream { .. } => RULE_IN_STREAM,
+            PositionError::Overlap { .. } => RULE_DISJOINT,
+            PositionError::ChunkOversized { .. } | PositionError::CallChunkOversized { .. } => {
+                RULE_BUDGET
+            }
+        }
+    }
+}
+
+impl fmt::Display for PositionError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: ", self.name())?;
+        match self {
+            PositionError::Unaligned { position } => write!(f, "position {position}"),
+            PositionError::PastStream {
+                position,
+                offset,
+                stream_len,
+            } => write!(
+                f,
+                "position {position} is offset {offset} of a {stream_len}-byte stream"
+            ),
+            PositionError::Overlap {
+                position,
+                previous_end,
+            } => write!(
+                f,
+                "position {position} is inside the chunk before it (ends at {previous_end})"
+            ),
+            PositionError::ChunkOversized {
+                position,
+                length,
+                limit,
+            } => write!(f, "chunk at {position} is {length} bytes, limit {limit}"),
+            PositionError::CallChunkOversized { length, limit } => {
+                write!(f, "{length} bytes, limit {limit}")
+            }
+        }?;
+        write!(f, " ({})", self.rule())
+    }
+}
+
+impl std::error::Error for PositionError {}
+
+/// Why a Responder refuses a call's Read chunks ([`plan`], [`ReadPlan::splice`]) or a decoder
+/// flags an NFSv3 moved argument ([`check_argument_position`]).
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReadChunkError {
+    /// A chunk out of place ([`place`], [`check_aligned`], [`stream_len`]).
+    Position(PositionError),
+    /// All Read segments together exceed the Responder's budget.
+    OverBudget { total: u64, budget: u64 },
+    /// An RDMA_NOMSG call without a Position-Zero Read chunk.
+    NomsgWithoutCallChunk,
+    /// An RDMA_MSG call with a Position-Zero Read chunk.
+    CallChunkInMsg,
+    /// An NFSv3 moved argument's chunk not at the argument's XDR position.
+    ArgumentPosition { position: u32, expected: u64 },
+    /// Pulled data whose length is not the chunk's.
+    PulledLength {
+        position: u32,
+        expected: u64,
+        pulled: u64,
+    },
+}
+
+impl From<PositionError> for ReadChunkError {
+    fn from(err: PositionError) -> ReadChunkError {
+        ReadChunkError::Position(err)
+    }
+}
+
+impl ReadChunkError {
+    /// Stable kebab-case name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            ReadChunkError::Position(e) => e.name(),
+            ReadChunkError::OverBudget { .. } => "read-chunks-over-budget",
+            ReadChunkError::NomsgWithoutCallChunk => "nomsg-without-call-chunk",
+            ReadChunkError::CallChunkInMsg => "call-chunk-in-msg",
+            ReadChunkError::ArgumentPosition { .. } => "argument-position",
+            ReadChunkError::PulledLength { .. } => "pulled-length",
+        }
+    }
+
+    /// The rule (RFC section) the chunks broke.
+    pub fn rule(&self) -> &'static str {
+        match self {
+            ReadChunkError::Position(e) => e.rule(),
+            ReadChunkError::OverBudget { .. } => RULE_BUDGET,
+            ReadChunkError::NomsgWithoutCallChunk | ReadChunkError::CallChunkInMsg => {
+                RULE_CALL_CHUNK
+            }
+            ReadChunkError::ArgumentPosition { .. } => RULE_ARGUMENT_POSITION,
+            ReadChunkError::PulledLength { .. } => RULE_PULLED,
+        }
+    }
+}
+
+impl fmt::Display for ReadChunkError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let ReadChunkError::Position(e) = self {
+            return e.fmt(f);
+        }
+        write!(f, "{}: ", self.name())?;
+        match self {
+            ReadChunkError::Position(_) => Ok(()),
+            ReadChunkError::OverBudget { total, budget } => {
+                write!(f, "{total} bytes, budget {budget}")
+            }
+            ReadChunkError::NomsgWithoutCallChunk => f.write_str("RDMA_NOMSG without one"),
+            ReadChunkError::CallChunkInMsg => f.write_str("one in RDMA_MSG"),
+            ReadChunkError::ArgumentPosition { position, expected } => {
+                write!(f, "position {position}, the argument is at {expected}")
+            }
+            ReadChunkError::PulledLength {
+                position,
+                expected,
+                pulled,
+            } => write!(f, "chunk at {position}: {pulled} bytes, not {expected}"),
+        }?;
+        write!(f, " ({})", self.rule())
+    }
+}
+
+impl std::error::Error for ReadChunkError {}
+
+/// RFC 8166 §3.4.4: a Read chunk position other than zero is an XDR position, so a multiple of 4.
+pub fn check_aligned(position: u32) -> Result<(), PositionError> {
+    if position != 0 && !position.is_multiple_of(4) {
+        return Err(PositionError::Unaligned { position });
+    }
+    Ok(())
+}
+
+/// RFC 8166 §3.4.5: Read segments that share a position form one Read chunk, in wire order;
+/// chunks come back ordered by position (position 0 is the Position-Zero Read chunk).
+pub fn group(reads: &[ReadSegment]) -> Vec<ReadChunk> {
+    let mut chunks: Vec<ReadChunk> = Vec::new();
+    for read in reads {
+        match chunks.iter_mut().find(|c| c.position == read.position) {
+            Some(chunk) => chunk.segments.push(read.target),
+            None => chunks.push(ReadChunk {
+                position: read.position,
+                segments: vec![read.target],
+            }),
+        }
+    }
+    chunks.sort_by_key(|c| c.position);
+    chunks
+}
+
+/// How the lengths of earlier chunks count when a position is mapped into the stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Accounting {
+    /// RFC 8166 §3.4.5.2: each earlier chunk with its XDR round-up, in exact arithmetic.
+    Xdr,
+    /// svcrdma's `pcl_check_read_chunk_positions` (2026 series): unpadded lengths in unsigned
+    /// 32-bit arithmetic that wraps, as the kernel computes them (the svcrdma model predicts the
+    /// kernel's verdicts, quirks included).
+    Kernel32,
+}
+
+impl Accounting {
+    /// The offset of `position` once `before` bytes of earlier chunks are taken out; `None` when
+    /// it would be negative.
+    fn offset(self, position: u32, before: u64) -> Option<u64> {
+        match self {
+            Accounting::Xdr => u64::from(position).checked_sub(before),
+            Accounting::Kernel32 => Some(position.wrapping_sub(before as u32).into()),
+        }
+    }
+
+    /// How many stream bytes a chunk of `length` bytes counts for.
+    fn counted(self, length: u64) -> u64 {
+        match self {
+            Accounting::Xdr => pad4(length as usize) as u64,
+            Accounting::Kernel32 => length,
+        }
+    }
+
+    fn add(self, a: u64, b: u64) -> u64 {
+        match self {
+            Accounting::Xdr => a.saturating_add(b),
+            Accounting::Kernel32 => (a as u32).wrapping_add(b as u32).into(),
+        }
+    }
+}
+
+/// One Read chunk as the position rule sees it: where it goes and how long it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Extent {
+    pub position: u32,
+    pub length: u64,
+}
+
+/// The length of the stream the Read chunks are reinserted into: the Position-Zero Read chunk's
+/// (it carries the whole call, RFC 8166 §3.5.3), which must be within `max_chunk`, else the
+/// inline body's.
+pub fn stream_len(
+    call_chunk: Option<u64>,
+    inline_len: usize,
+    max_chunk: u64,
+) -> Result<u64, PositionError> {
+    match call_chunk {
+        Some(length) if length > max_chunk => Err(PositionError::CallChunkOversized {
+            length,
+            limit: max_chunk,
+        }),
+        Some(length) => Ok(length),
+        None => Ok(inline_len as u64),
+    }
+}
+
+/// RFC 8166 §3.4.4: the offset of each Read chunk (`chunks`: position ≠ 0, ordered by position)
+/// in the stream of `stream_len` bytes it is reinserted into. Positions count the *unreduced*
+/// stream, so each chunk's offset is its position less the chunks before it. A chunk must start
+/// inside the stream, be at most `max_chunk` bytes, and end before the next one starts; checked
+/// chunk by chunk in that order (svcrdma's order), with `accounting`'s arithmetic.
+pub fn place(
+    chunks: &[Extent],
+    stream_len: u64,
+    max_chunk: u64,
+    accounting: Accounting,
+) -> Result<Vec<u64>, PositionError> {
+    let mut before = 0u64;
+    let mut offsets = Vec::with_capacity(chunks.len());
+    for (i, chunk) in chunks.iter().enumerate() {
+        let position = chunk.position;
+        let offset = accounting
+            .offset(position, before)
+            .ok_or(PositionError::Overlap {
+                position,
+                previous_end: before,
+            })?;
+        if offset > stream_len {
+            return Err(PositionError::PastStream {
+                position,
+                offset,
+                stream_len,
+            });
+        }
+        if chunk.length > max_chunk {
+            return Err(PositionError::ChunkOversized {
+                position,
+                length: chunk.length,
+                limit: max_chunk,
+            });
+        }
+        let counted = accounting.counted(chunk.length);
+        if let Some(next) = chunks.get(i + 1) {
+            let end = accounting.add(position.into(), counted);
+            if end > u64::from(next.position) {
+                return Err(PositionError::Overlap {
+                    position: next.position,
+                    previous_end: end,
+                });
+            }
+        }
+        before = accounting.add(before, counted);
+        offsets.push(offset);
+    }
+    Ok(offsets)
+}
+
+/// What a Responder checked before pulling a call's Read chunks: the chunks grouped, the
+/// Position-Zero Read chunk apart, every other chunk with its offset in the stream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadPlan {
+    /// The Position-Zero Read chunk: the whole call message (RDMA_NOMSG).
+    pub call_chunk: Option<ReadChunk>,
+    /// The other Read chunks by position, each with its offset in the inline body (RDMA_MSG) or
+    /// in the Call chunk's data (RDMA_NOMSG).
+    pub chunks: Vec<(ReadChunk, u64)>,
+}
+
+/// Every check of a call's Read list a Responder makes before it pulls (RFC 8166 §3.4.4,
+/// §3.4.5, §3.5.3), in order: positions aligned, all segments within `budget` bytes, a
+/// Position-Zero Read chunk exactly for RDMA_NOMSG, then [`place`] (XDR arithmetic, each chunk
+/// within the budget) into the `inline_len`-byte body or the Call chunk.
+pub fn plan(
+    reads: &[ReadSegment],
+    proc_: Proc,
+    inline_len: usize,
+    budget: u64,
+) -> Result<ReadPlan, ReadChunkError> {
+    for read in reads {
+        check_aligned(read.position)?;
+    }
+    let total = reads
+        .iter()
+        .fold(0u64, |sum, r| sum.saturating_add(r.target.length.into()));
+    if total > budget {
+        return Err(ReadChunkError::OverBudget { total, budget });
+    }
+    let mut chunks = group(reads);
+    let call_chunk = match chunks.first() {
+        Some(first) if first.position == 0 => Some(chunks.remove(0)),
+        _ => None,
+    };
+    match (proc_, &call_chunk) {
+        (Proc::Nomsg, None) => return Err(ReadChunkError::NomsgWithoutCallChunk),
+        (Proc::Msg, Some(_)) => return Err(ReadChunkError::CallChunkInMsg),
+        _ => {}
+    }
+    let stream = stream_len(
+        call_chunk.as_ref().map(ReadChunk::length),
+        inline_len,
+        budget,
+    )?;
+    let extents: Vec<Extent> = chunks
+        .iter()
+        .map(|c| Extent {
+            position: c.position,
+            length: c.length(),
+        })
+        .collect();
+    let offsets = place(&extents, stream, budget, Accounting::Xdr)?;
+    Ok(ReadPlan {
+        call_chunk,
+        chunks: chunks.into_iter().zip(offsets).collect(),
+    })
+}
+
+impl ReadPlan {
+    /// The call message once the chunks are pulled: the inline body (RDMA_MSG) or the Call
+    /// chunk's data (`pulled` at position 0, RDMA_NOMSG), with every other chunk's data
+    /// (`pulled` at its position) reinserted at its offset, XDR round-up restored (§3.4.5.2).
+    pub fn splice(
+        &self,
+        inline: &[u8],
+        pulled: impl Fn(u32) -> Vec<u8>,
+    ) -> Result<Vec<u8>, ReadChunkError> {
+        let pulled_checked = |chunk: &ReadChunk| {
+            let data = pulled(chunk.position);
+            let expected = chunk.length();
+            if data.len() as u64 != expected {
+                return Err(ReadChunkError::PulledLength {
+                    position: chunk.position,
+                    expected,
+                    pulled: data.len() as u64,
+                });
+            }
+            Ok(data)
+        };
+        let base = match &self.call_chunk {
+            Some(call) => pulled_checked(call)?,
+            None => inline.to_vec(),
+        };
+        let mut pieces = Vec::with_capacity(self.chunks.len());
+        for (chunk, offset) in &self.chunks {
+            pieces.push((*offset, pulled_checked(chunk)?));
+        }
+        Ok(reinsert(&base, &pieces))
+    }
+}
+
+/// Reinsert Read chunk data (`chunks`: position ≠ 0 and the bytes, ordered by position) into
+/// `base`, the inline body or the Call chunk's data: [`place`] in XDR arithmetic, then the bytes,
+/// each followed by its XDR round-up (RFC 8166 §3.4.5.2).
+pub fn splice(base: &[u8], chunks: &[(u32, Vec<u8>)]) -> Result<Vec<u8>, PositionError> {
+    let extents: Vec<Extent> = chunks
+        .iter()
+        .map(|(position, data)| Extent {
+            position: *position,
+            length: data.len() as u64,
+        })
+        .collect();
+    let offsets = place(&extents, base.len() as u64, u64::MAX, Accounting::Xdr)?;
+    let pieces: Vec<(u64, Vec<u8>)> = offsets
+        .into_iter()
+        .zip(chunks.iter().map(|(_, data)| data.clone()))
+        .collect();
+    Ok(reinsert(base, &pieces))
+}
+
+/// `base` with each `(offset, data)` (placed: offsets ascending, within `base`) inserted, padded.
+fn reinsert(base: &[u8], pieces: &[(u64, Vec<u8>)]) -> Vec<u8> {
+    let total = pieces
+        .iter()
+        .map(|(_, d)| pad4(d.len()))
+        .sum::<usize>()
+        .saturating_add(base.len());
+    let mut out = Vec::with_capacity(total);
+    let mut taken = 0usize;
+    for (offset, data) in pieces {
+        // `place` kept every offset within the base and at or after the previous one.
+        let at = usize::try_from(*offset)
+            .unwrap_or(base.len())
+            .clamp(taken, base.len());
+        out.extend_from_slice(&base[taken..at]);
+        taken = at;
+        out.extend_from_slice(data);
+        out.resize(out.len() + (pad4(data.len()) - data.len()), 0);
+    }
+    out.extend_from_slice(&base[taken..]);
+    out
+}
 
 /// RFC 8166 §3.4.5 with RFC 8267 §4: the XDR position of an NFSv3 call's DDP-eligible argument
 /// (`WRITE3args.data`, `SYMLINK3args.symlink_data`), given the length of the *reduced* call
@@ -8,4 +489,220 @@
 /// Send is that long).
 pub fn argument_position(reduced_len: usize) -> u32 {
     u32::try_from(reduced_len).unwrap_or(u32::MAX)
+}
+
+/// RFC 8267 §4: the Read chunk carrying an NFSv3 call's moved argument is at
+/// [`argument_position`] of the reduced call (`reduced_len` bytes).
+pub fn check_argument_position(position: u32, reduced_len: usize) -> Result<(), ReadChunkError> {
+    let expected = reduced_len as u64;
+    if u64::from(position) != expected {
+        return Err(ReadChunkError::ArgumentPosition { position, expected });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rpcrdma::Segment;
+
+    fn read(position: u32, handle: u32, length: u32) -> ReadSegment {
+        ReadSegment {
+            position,
+            target: Segment {
+                handle,
+                length,
+                offset: 0,
+            },
+        }
+    }
+
+    fn extents(list: &[(u32, u64)]) -> Vec<Extent> {
+        list.iter()
+            .map(|&(position, length)| Extent { position, length })
+            .collect()
+    }
+
+    #[test]
+    fn positions_count_earlier_chunks_with_their_round_up() {
+        // Unreduced: AAAA | c1 (4) | BBBB | c2 (3 + 1 pad) | CCCC; c2 sits at 4 + 4 + 4 = 12.
+        let offsets = place(&extents(&[(4, 4), (12, 3)]), 12, 1 << 20, Accounting::Xdr);
+        assert_eq!(offsets, Ok(vec![4, 8]));
+        let spliced = splice(
+            b"AAAABBBBCCCC",
+            &[(4, b"1111".to_vec()), (12, b"222".to_vec())],
+        );
+        assert_eq!(spliced.unwrap(), b"AAAA1111BBBB222\0CCCC");
+        // A chunk may go right at the end of the stream.
+        assert_eq!(
+            splice(b"AAAA", &[(4, b"x".to_vec())]).unwrap(),
+            b"AAAAx\0\0\0"
+        );
+    }
+
+    #[test]
+    fn out_of_place_chunks_are_typed_errors() {
+        assert_eq!(
+            splice(b"AAAA", &[(8, b"x".to_vec())]),
+            Err(PositionError::PastStream {
+                position: 8,
+                offset: 8,
+                stream_len: 4
+            })
+        );
+        assert_eq!(
+            splice(
+                b"AAAABBBB",
+                &[(4, b"11111111".to_vec()), (8, b"2222".to_vec())]
+            ),
+            Err(PositionError::Overlap {
+                position: 8,
+                previous_end: 12
+            })
+        );
+        let big = place(&extents(&[(4, 9)]), 8, 8, Accounting::Xdr);
+        assert!(matches!(
+            big,
+            Err(PositionError::ChunkOversized { length: 9, .. })
+        ));
+        assert_eq!(
+            check_aligned(6),
+            Err(PositionError::Unaligned { position: 6 })
+        );
+        assert_eq!(check_aligned(0), Ok(()));
+    }
+
+    #[test]
+    fn the_kernel_counts_unpadded_lengths_in_32_bits() {
+        // c1 at 4 of 3 bytes, c2 at 8, a 4-byte body: XDR puts c2 at 8 - 4 = 4 (the end), the
+        // kernel at 8 - 3 = 5, past the body.
+        let chunks = extents(&[(4, 3), (8, 4)]);
+        assert_eq!(place(&chunks, 4, 1 << 20, Accounting::Xdr), Ok(vec![4, 4]));
+        assert!(matches!(
+            place(&chunks, 4, 1 << 20, Accounting::Kernel32),
+            Err(PositionError::PastStream { offset: 5, .. })
+        ));
+        // A length that wraps around in 32 bits ends "before" the next chunk for the kernel's
+        // sum, not for its overlap check.
+        let wrapped = place(
+            &extents(&[(4, 0xffff_fff0), (8, 4)]),
+            64,
+            u64::MAX,
+            Accounting::Kernel32,
+        );
+        assert!(matches!(
+            wrapped,
+            Err(PositionError::Overlap { position: 8, .. })
+        ));
+    }
+
+    #[test]
+    fn plans_check_alignment_budget_and_the_call_chunk_first() {
+        let reads = [read(6, 1, 4)];
+        assert_eq!(
+            plan(&reads, Proc::Msg, 8, 1 << 20),
+            Err(ReadChunkError::Position(PositionError::Unaligned {
+                position: 6
+            }))
+        );
+        let reads = [read(4, 1, 600), read(4, 2, 600)];
+        assert_eq!(
+            plan(&reads, Proc::Msg, 8, 1000),
+            Err(ReadChunkError::OverBudget {
+                total: 1200,
+                budget: 1000
+            })
+        );
+        assert_eq!(
+            plan(&[], Proc::Nomsg, 0, 1000),
+            Err(ReadChunkError::NomsgWithoutCallChunk)
+        );
+        assert_eq!(
+            plan(&[read(0, 1, 8)], Proc::Msg, 8, 1000),
+            Err(ReadChunkError::CallChunkInMsg)
+        );
+    }
+
+    #[test]
+    fn a_plan_splices_the_pulled_data_of_each_chunk() {
+        // Two segments of one chunk at 4, concatenated in wire order.
+        let reads = [read(4, 1, 2), read(4, 2, 2), read(12, 3, 3)];
+        let plan = plan(&reads, Proc::Msg, 12, 1 << 20).unwrap();
+        assert_eq!(plan.chunks.len(), 2);
+        assert_eq!(plan.chunks[1].1, 8, "offset of the chunk at 12");
+        let data = |position: u32| match position {
+            4 => b"1111".to_vec(),
+            _ => b"222".to_vec(),
+        };
+        assert_eq!(
+            plan.splice(b"AAAABBBBCCCC", data).unwrap(),
+            b"AAAA1111BBBB222\0CCCC"
+        );
+        assert!(matches!(
+            plan.splice(b"AAAABBBBCCCC", |_| vec![0; 5]),
+            Err(ReadChunkError::PulledLength {
+                expected: 4,
+                pulled: 5,
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn with_a_call_chunk_positions_are_in_the_call_it_carries() {
+        // RDMA_NOMSG: the call (8 bytes) comes from the Call chunk; a data chunk at 4 goes
+        // inside it, one at 12 would be past it.
+        let reads = [read(0, 1, 8), read(4, 2, 4)];
+        let plan = plan(&reads, Proc::Nomsg, 0, 1 << 20).unwrap();
+        let data = |position: u32| match position {
+            0 => b"CALLBODY".to_vec(),
+            _ => b"data".to_vec(),
+        };
+        assert_eq!(plan.splice(&[], data).unwrap(), b"CALLdataBODY");
+        let past = [read(0, 1, 8), read(12, 2, 4)];
+        assert!(matches!(
+            super::plan(&past, Proc::Nomsg, 0, 1 << 20),
+            Err(ReadChunkError::Position(PositionError::PastStream {
+                position: 12,
+                ..
+            }))
+        ));
+        assert_eq!(
+            stream_len(Some(9), 0, 8),
+            Err(PositionError::CallChunkOversized {
+                length: 9,
+                limit: 8
+            })
+        );
+    }
+
+    #[test]
+    fn a_moved_argument_goes_where_the_reduced_call_ends() {
+        assert_eq!(argument_position(132), 132);
+        assert_eq!(check_argument_position(132, 132), Ok(()));
+        assert_eq!(
+            check_argument_position(128, 132),
+            Err(ReadChunkError::ArgumentPosition {
+                position: 128,
+                expected: 132
+            })
+        );
+        assert_eq!(argument_position(usize::MAX), u32::MAX);
+    }
+
+    #[test]
+    fn every_error_names_its_rule() {
+        let errors = [
+            ReadChunkError::Position(PositionError::Unaligned { position: 1 }),
+            ReadChunkError::NomsgWithoutCallChunk,
+            ReadChunkError::OverBudget {
+                total: 2,
+                budget: 1,
+            },
+        ];
+        for e in errors {
+            assert!(e.rule().starts_with("RFC 8166 §"), "{e:?}");
+            assert!(e.to_string().starts_with(e.name()), "{e}");
+        }
+    }
 }

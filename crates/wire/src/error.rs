@@ -39,13 +39,22 @@ pub enum DecodeError {
         value: u32,
         rule: &'static str,
     },
-    /// A field carried a value the protocol forbids (wrong version, misaligned position, ...).
+    /// A field carried a value the protocol forbids (misaligned position, XID mismatch, ...).
     BadValue {
         field: &'static str,
         value: u64,
         rule: &'static str,
     },
+    /// `rdma_vers` is not 1 (RFC 8166 §4.1.2): the one header error a Responder answers with
+    /// ERR_VERS (§4.5.1).
+    UnsupportedVersion { value: u32 },
+    /// The body of an RDMA_ERROR did not decode (RFC 8166 §4.5); carries why. Never answered:
+    /// an error must not provoke an error.
+    MalformedErrorBody(Box<DecodeError>),
 }
+
+/// RFC 8166 §4.1.2: the version field of a version 1 header.
+pub const RULE_VERS: &str = "RFC 8166 §4.1.2 (rdma_vers is 1)";
 
 impl DecodeError {
     /// The rule (RFC section) the input broke.
@@ -58,6 +67,8 @@ impl DecodeError {
             DecodeError::LengthOverLimit { rule, .. }
             | DecodeError::BadDiscriminant { rule, .. }
             | DecodeError::BadValue { rule, .. } => rule,
+            DecodeError::UnsupportedVersion { .. } => RULE_VERS,
+            DecodeError::MalformedErrorBody(inner) => inner.rule(),
         }
     }
 
@@ -70,6 +81,8 @@ impl DecodeError {
             | DecodeError::LengthOverLimit { field, .. }
             | DecodeError::BadDiscriminant { field, .. }
             | DecodeError::BadValue { field, .. } => field,
+            DecodeError::UnsupportedVersion { .. } => "rdma_vers",
+            DecodeError::MalformedErrorBody(inner) => inner.field(),
         }
     }
 }
@@ -103,6 +116,11 @@ impl fmt::Display for DecodeError {
             DecodeError::BadValue { field, value, .. } => {
                 write!(f, "{field}: invalid value {value:#x}")
             }
+            DecodeError::UnsupportedVersion { value } => {
+                write!(f, "rdma_vers: invalid value {value:#x}")
+            }
+            // The inner error names its field and rule.
+            DecodeError::MalformedErrorBody(inner) => return inner.fmt(f),
         }?;
         write!(f, " ({})", self.rule())
     }

@@ -9,6 +9,7 @@ use std::fmt;
 
 use serde::Serialize;
 
+use crate::ddp::check_argument_position;
 use crate::error::DecodeError;
 use crate::mount3::{Mount3Call, Mount3Proc, Mount3Reply, MOUNT_V3};
 use crate::nfs3::{
@@ -22,9 +23,9 @@ use crate::xdr::{pad4, Reader};
 /// RFC 8166 §4.1.1: the transport header's XID must be the RPC message's XID.
 pub const RULE_XID_MATCH: &str = "RFC 8166 §4.1.1 (rdma_xid MUST equal the RPC message XID)";
 /// RFC 8267 §4 with RFC 8166 §3.4.5: a Read chunk at a non-zero position carries exactly the
-/// DDP-eligible argument, at that argument's XDR position in the unreduced stream.
-pub const RULE_READ_CHUNK_POSITION: &str =
-    "RFC 8166 §3.4.5, RFC 8267 §4 (Read chunk position must be the DDP-eligible item's XDR position)";
+/// DDP-eligible argument, at that argument's XDR position in the unreduced stream
+/// ([`crate::ddp::check_argument_position`]).
+pub const RULE_READ_CHUNK_POSITION: &str = crate::ddp::RULE_ARGUMENT_POSITION;
 /// RFC 8267 §4: only DDP-eligible items may be moved; an NFSv3 call has at most one.
 pub const RULE_NOT_DDP_ELIGIBLE: &str =
     "RFC 8267 §4 (only a DDP-eligible argument may be conveyed in a Read chunk)";
@@ -341,9 +342,9 @@ fn decode_call(cp: CallProc, chunks: &ChunkLists, r: &mut Reader<'_>) -> UpperRe
             if let (Some(chunk), Some(item)) = (moved.first(), item) {
                 // The moved item is the last item of WRITE3args and SYMLINK3args, so its content
                 // would start exactly where the reduced stream ends.
-                if u64::from(chunk.position) != r.consumed() as u64 {
+                if let Err(e) = check_argument_position(chunk.position, r.consumed()) {
                     violations.push(Violation {
-                        rule: RULE_READ_CHUNK_POSITION,
+                        rule: e.rule(),
                         field: "read_list.position",
                         value: chunk.position.into(),
                     });

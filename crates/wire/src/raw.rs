@@ -546,7 +546,7 @@ mod tests {
         let wrong_vers = RawBuilder::new().fixed(1, 2, 1, 0).empty_lists().bytes();
         assert!(matches!(
             Header::decode_prefix(&wrong_vers),
-            Err(DecodeError::BadValue { value: 2, .. })
+            Err(DecodeError::UnsupportedVersion { value: 2 })
         ));
         let bad_disc = RawBuilder::new().fixed(1, 1, 1, 0).discriminator(2).bytes();
         assert!(matches!(

@@ -8,9 +8,9 @@
 //!
 //! Decoding is structural and strict: every discriminator must be 0 or 1, every count is checked
 //! against [`Limits`] and against the bytes left before anything is allocated, and each error names
-//! the RFC 8166 rule it broke. Semantic checks a particular responder applies (position alignment,
-//! segment counts, chunk overlap) live in [`crate::svcrdma`], so decode stays usable for tracing
-//! and fuzzing messages that a real server would refuse.
+//! the RFC 8166 rule it broke. Semantic checks a particular responder applies live elsewhere —
+//! the Read chunk position rule in [`crate::ddp`], svcrdma's segment counts in [`crate::svcrdma`] —
+//! so decode stays usable for tracing and fuzzing messages that a real server would refuse.
 
 use serde::Serialize;
 
@@ -32,7 +32,6 @@ pub const READ_SEGMENT_LEN: usize = 4 + SEGMENT_LEN;
 /// Smallest RDMA_MSG/RDMA_NOMSG header: fixed words plus three empty lists (7 words).
 pub const MIN_CHUNKED_HEADER_LEN: usize = FIXED_HEADER_LEN + 12;
 
-const RULE_VERS: &str = "RFC 8166 §4.1.2 (rdma_vers is 1)";
 const RULE_PROC: &str = "RFC 8166 §4.1.4 (rdma_proc is RDMA_MSG..RDMA_ERROR)";
 const RULE_READ_LIST: &str = "RFC 8166 §4.2.1 (Read list entry discriminator is 0 or 1)";
 const RULE_READ_LIMIT: &str = "RFC 8166 §4.2.1 (Read list bounded by Limits::max_read_segments)";
@@ -165,18 +164,7 @@ impl ChunkLists {
     /// wire order inside a chunk (RFC 8166 §3.4.5: segments with the same position belong to one
     /// chunk). Position 0 is the Position-Zero Read chunk.
     pub fn read_chunks(&self) -> Vec<ReadChunk> {
-        let mut chunks: Vec<ReadChunk> = Vec::new();
-        for read in &self.reads {
-            match chunks.iter_mut().find(|c| c.position == read.position) {
-                Some(chunk) => chunk.segments.push(read.target),
-                None => chunks.push(ReadChunk {
-                    position: read.position,
-                    segments: vec![read.target],
-                }),
-            }
-        }
-        chunks.sort_by_key(|c| c.position);
-        chunks
+        crate::ddp::group(&self.reads)
     }
 
     /// Number of segments over all three lists.
@@ -336,6 +324,22 @@ pub enum ErrorBody {
     Chunk,
 }
 
+/// The body of RDMA_ERROR: the error code and, for ERR_VERS, the version range.
+fn decode_error_body(r: &mut Reader<'_>) -> Result<ErrorBody> {
+    match r.u32("rdma_err")? {
+        ERR_VERS => Ok(ErrorBody::Vers {
+            low: r.u32("rdma_vers_low")?,
+            high: r.u32("rdma_vers_high")?,
+        }),
+        ERR_CHUNK => Ok(ErrorBody::Chunk),
+        value => Err(DecodeError::BadDiscriminant {
+            field: "rdma_err",
+            value,
+            rule: RULE_ERRCODE,
+        }),
+    }
+}
+
 /// The procedure-specific part of the header.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub enum Body {
@@ -401,11 +405,7 @@ impl Header {
         // RFC 8166 §4.1.2: a header whose version is not 1 cannot be parsed further; the
         // Responder answers ERR_VERS (§4.5.1).
         if vers != RPCRDMA_VERSION {
-            return Err(DecodeError::BadValue {
-                field: "rdma_vers",
-                value: vers.into(),
-                rule: RULE_VERS,
-            });
+            return Err(DecodeError::UnsupportedVersion { value: vers });
         }
         let credits = r.u32("rdma_credit")?;
         let proc_value = r.u32("rdma_proc")?;
@@ -418,20 +418,10 @@ impl Header {
                 chunks: ChunkLists::decode_with(r, limits)?,
             },
             Some(Proc::Done) => Body::Done,
-            Some(Proc::Error) => Body::Error(match r.u32("rdma_err")? {
-                ERR_VERS => ErrorBody::Vers {
-                    low: r.u32("rdma_vers_low")?,
-                    high: r.u32("rdma_vers_high")?,
-                },
-                ERR_CHUNK => ErrorBody::Chunk,
-                value => {
-                    return Err(DecodeError::BadDiscriminant {
-                        field: "rdma_err",
-                        value,
-                        rule: RULE_ERRCODE,
-                    })
-                }
-            }),
+            Some(Proc::Error) => Body::Error(
+                decode_error_body(r)
+                    .map_err(|inner| DecodeError::MalformedErrorBody(Box::new(inner)))?,
+            ),
             None => {
                 return Err(DecodeError::BadDiscriminant {
                     field: "rdma_proc",
@@ -624,15 +614,13 @@ mod tests {
     fn rejects_wrong_version_naming_the_rule() {
         let bytes = [0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0, 0];
         let err = Header::decode_prefix(&bytes).unwrap_err();
-        assert_eq!(
-            err,
-            DecodeError::BadValue {
-                field: "rdma_vers",
-                value: 2,
-                rule: RULE_VERS
-            }
-        );
+        assert_eq!(err, DecodeError::UnsupportedVersion { value: 2 });
+        assert_eq!(err.field(), "rdma_vers");
         assert!(err.rule().starts_with("RFC 8166 §4.1.2"));
+        assert_eq!(
+            err.to_string(),
+            "rdma_vers: invalid value 0x2 (RFC 8166 §4.1.2 (rdma_vers is 1))"
+        );
     }
 
     #[test]
@@ -648,14 +636,20 @@ mod tests {
         ));
         bytes[15] = 4;
         bytes.extend_from_slice(&[0, 0, 0, 3]);
+        let err = Header::decode_prefix(&bytes).unwrap_err();
+        let DecodeError::MalformedErrorBody(inner) = &err else {
+            panic!("{err:?}");
+        };
         assert!(matches!(
-            Header::decode_prefix(&bytes),
-            Err(DecodeError::BadDiscriminant {
+            **inner,
+            DecodeError::BadDiscriminant {
                 field: "rdma_err",
                 value: 3,
                 ..
-            })
+            }
         ));
+        assert_eq!(err.field(), "rdma_err");
+        assert_eq!(err.to_string(), inner.to_string());
     }
 
     #[test]

@@ -26,8 +26,9 @@ use std::str::FromStr;
 
 use serde::Serialize;
 
+use crate::ddp::{self, Accounting, Extent, PositionError};
 use crate::error::DecodeError;
-use crate::rpcrdma::{RPCRDMA_VERSION, SEGMENT_LEN};
+use crate::rpcrdma::{ReadSegment, Segment, RPCRDMA_VERSION, SEGMENT_LEN};
 
 /// Linux PAGE_SIZE on x86_64.
 pub const PAGE_SIZE: u32 = 4096;
@@ -159,8 +160,15 @@ impl KernelModel {
         }
     }
 
-    /// `rc_maxpages << PAGE_SHIFT`: the largest Read segment/chunk the 2026 checks allow, computed
-    /// in 32 bits as the kernel does.
+    /// The Read chunk budget of one request: every page it owns (`maxpages` pages), the one limit
+    /// on what a responder pulls. The Read sink overruns past it (6.1 and 2026), and the engine's
+    /// responder refuses more ([`crate::ddp::plan`]).
+    pub fn read_budget(&self) -> u64 {
+        u64::from(self.maxpages) * u64::from(PAGE_SIZE)
+    }
+
+    /// [`KernelModel::read_budget`] as the 2026 checks compute it for one Read segment or chunk:
+    /// `rc_maxpages << PAGE_SHIFT` in 32 bits.
     pub fn max_chunk_bytes(&self) -> u32 {
         self.maxpages.wrapping_mul(PAGE_SIZE)
     }
@@ -203,10 +211,23 @@ impl Outcome {
 /// (an error must not provoke an error); everything else gets ERR_CHUNK (RFC 8166 §4.5.2).
 impl From<&DecodeError> for Outcome {
     fn from(err: &DecodeError) -> Outcome {
-        match (err, err.field()) {
-            (DecodeError::BadValue { .. }, "rdma_vers") => Outcome::ErrVers,
-            (_, "rdma_err" | "rdma_vers_low" | "rdma_vers_high") => Outcome::Drop,
+        match err {
+            DecodeError::UnsupportedVersion { .. } => Outcome::ErrVers,
+            DecodeError::MalformedErrorBody(_) => Outcome::Drop,
             _ => Outcome::ErrChunk,
+        }
+    }
+}
+
+/// The svcrdma rule of a Read chunk out of place ([`crate::ddp`]).
+impl From<&PositionError> for Rule {
+    fn from(err: &PositionError) -> Rule {
+        match err {
+            PositionError::Unaligned { .. } => Rule::ReadPositionUnaligned,
+            PositionError::PastStream { .. } => Rule::ReadChunkPastInline,
+            PositionError::Overlap { .. } => Rule::ReadChunksOverlap,
+            PositionError::ChunkOversized { .. } => Rule::ReadChunkOversized,
+            PositionError::CallChunkOversized { .. } => Rule::CallChunkOversized,
         }
     }
 }
@@ -505,16 +526,14 @@ fn check(bytes: &[u8], model: &KernelModel) -> Result<(), Rule> {
     let zero_segcount = check_reply_chunk(&mut s, model)? || zero_segcount;
     let inline_len = bytes.len() - s.pos;
 
-    let call_chunk = reads.iter().find(|c| c.position == 0).copied();
-    let read_chunks: Vec<KernelChunk> = reads.iter().filter(|c| c.position != 0).copied().collect();
-    let positions = check_read_chunk_positions(call_chunk, &read_chunks, inline_len, model);
+    let positions = check_read_chunk_positions(&reads, inline_len, model);
     if model.check_read_chunk_positions {
         positions?;
     }
     // svc_rdma_build_read_segment: the Read sink is rq_pages; more pages than the request owns
     // hits the overrun guard -> -EINVAL -> ERR_CHUNK, then svc_xprt_deferred_close.
     let read_bytes: u64 = reads.iter().map(|c| u64::from(c.length)).sum();
-    if read_bytes > u64::from(model.maxpages) * u64::from(PAGE_SIZE) {
+    if read_bytes > model.read_budget() {
         return Err(Rule::ReadPagesOverrun);
     }
     if positions.is_err() {
@@ -527,38 +546,47 @@ fn check(bytes: &[u8], model: &KernelModel) -> Result<(), Rule> {
 }
 
 /// `xdr_check_read_list` -> `xdr_count_read_segments`, then `pcl_alloc_call`/`pcl_alloc_read`
-/// grouping. Returns the chunks sorted by position (position 0 = the Call chunk).
+/// grouping ([`ddp::group`]). Returns the chunks sorted by position (position 0 = the Call chunk),
+/// each length summed in 32 bits as `pcl_set_read_segment` does (`ch_length += length`).
 fn check_read_list(
     s: &mut KernelStream<'_>,
     model: &KernelModel,
 ) -> Result<Vec<KernelChunk>, Rule> {
-    let mut chunks: Vec<KernelChunk> = Vec::new();
+    let mut reads: Vec<ReadSegment> = Vec::new();
     let mut present = s.word().ok_or(Rule::ReadListTruncated)?;
     // xdr_item_is_present: any non-zero discriminator counts as "present". Each pass consumes at
     // least 24 bytes of a buffer of at most max_req_size, so the loop is bounded.
     while present != 0 {
         let position = s.word().ok_or(Rule::ReadListTruncated)?;
-        let _handle = s.word().ok_or(Rule::ReadListTruncated)?;
+        let handle = s.word().ok_or(Rule::ReadListTruncated)?;
         let length = s.word().ok_or(Rule::ReadListTruncated)?;
-        let _offset = s.hyper().ok_or(Rule::ReadListTruncated)?;
+        let offset = s.hyper().ok_or(Rule::ReadListTruncated)?;
         // 2026: `length > rc_maxpages << PAGE_SHIFT` -> false (checked before the position).
         if model.cap_read_segment_length && length > model.max_chunk_bytes() {
             return Err(Rule::ReadSegmentOversized);
         }
         // RFC 8166 §3.4.4: XDR positions are 4-byte aligned; `position & 3` -> false.
-        if position != 0 && position & 3 != 0 {
-            return Err(Rule::ReadPositionUnaligned);
-        }
-        match chunks.iter_mut().find(|c| c.position == position) {
-            // pcl_set_read_segment: ch_length += length, in u32.
-            Some(chunk) => chunk.length = chunk.length.wrapping_add(length),
-            None => chunks.push(KernelChunk { position, length }),
-        }
+        ddp::check_aligned(position).map_err(|e| Rule::from(&e))?;
+        reads.push(ReadSegment {
+            position,
+            target: Segment {
+                handle,
+                length,
+                offset,
+            },
+        });
         present = s.word().ok_or(Rule::ReadListTruncated)?;
     }
-    // pcl_insert_position keeps each list sorted by position.
-    chunks.sort_by_key(|c| c.position);
-    Ok(chunks)
+    Ok(ddp::group(&reads)
+        .into_iter()
+        .map(|chunk| KernelChunk {
+            position: chunk.position,
+            length: chunk
+                .segments
+                .iter()
+                .fold(0u32, |sum, seg| sum.wrapping_add(seg.length)),
+        })
+        .collect())
 }
 
 /// `xdr_check_write_list` -> `xdr_count_write_chunks`. Returns whether a zero-segment chunk was
@@ -623,37 +651,32 @@ fn check_write_chunk(
     Ok(segcount == 0)
 }
 
-/// `pcl_check_read_chunk_positions` (2026), in the kernel's unsigned 32-bit arithmetic.
+/// `pcl_check_read_chunk_positions` (2026): the Read chunk position rule ([`ddp::stream_len`],
+/// [`ddp::place`]) in the kernel's unsigned 32-bit arithmetic, each chunk within
+/// `rc_maxpages << PAGE_SHIFT`.
 fn check_read_chunk_positions(
-    call_chunk: Option<KernelChunk>,
-    read_chunks: &[KernelChunk],
+    chunks: &[KernelChunk],
     inline_len: usize,
     model: &KernelModel,
 ) -> Result<(), Rule> {
-    let max_len = model.max_chunk_bytes();
-    let bound = match call_chunk {
-        Some(call) if call.length > max_len => return Err(Rule::CallChunkOversized),
-        Some(call) => call.length,
-        None => u32::try_from(inline_len).unwrap_or(u32::MAX),
-    };
-    let mut total_read: u32 = 0;
-    for (i, chunk) in read_chunks.iter().enumerate() {
-        // RFC 8166 §3.4.4: positions count the unreduced stream, so subtract earlier chunks.
-        if chunk.position.wrapping_sub(total_read) > bound {
-            return Err(Rule::ReadChunkPastInline);
-        }
-        if chunk.length > max_len {
-            return Err(Rule::ReadChunkOversized);
-        }
-        let Some(next) = read_chunks.get(i + 1) else {
-            break;
-        };
-        if chunk.position.wrapping_add(chunk.length) > next.position {
-            return Err(Rule::ReadChunksOverlap);
-        }
-        total_read = total_read.wrapping_add(chunk.length);
-    }
-    Ok(())
+    let max_len = u64::from(model.max_chunk_bytes());
+    let call_chunk = chunks
+        .iter()
+        .find(|c| c.position == 0)
+        .map(|c| u64::from(c.length));
+    let inline_len = u32::try_from(inline_len).unwrap_or(u32::MAX) as usize;
+    let extents: Vec<Extent> = chunks
+        .iter()
+        .filter(|c| c.position != 0)
+        .map(|c| Extent {
+            position: c.position,
+            length: c.length.into(),
+        })
+        .collect();
+    ddp::stream_len(call_chunk, inline_len, max_len)
+        .and_then(|stream| ddp::place(&extents, stream, max_len, Accounting::Kernel32))
+        .map(drop)
+        .map_err(|e| Rule::from(&e))
 }
 
 #[cfg(test)]
@@ -687,17 +710,13 @@ mod tests {
 
     #[test]
     fn decode_errors_map_to_wire_outcomes() {
-        let vers = DecodeError::BadValue {
-            field: "rdma_vers",
-            value: 2,
-            rule: "x",
-        };
+        let vers = DecodeError::UnsupportedVersion { value: 2 };
         assert_eq!(Outcome::from(&vers), Outcome::ErrVers);
-        let errcode = DecodeError::BadDiscriminant {
+        let errcode = DecodeError::MalformedErrorBody(Box::new(DecodeError::BadDiscriminant {
             field: "rdma_err",
             value: 9,
             rule: "x",
-        };
+        }));
         assert_eq!(Outcome::from(&errcode), Outcome::Drop);
         let trunc = DecodeError::Truncated {
             field: "read_segment.position",
@@ -705,6 +724,13 @@ mod tests {
             available: 0,
         };
         assert_eq!(Outcome::from(&trunc), Outcome::ErrChunk);
+        // A field named like the version field elsewhere is not the version (typed, not by name).
+        let other = DecodeError::BadValue {
+            field: "rdma_vers",
+            value: 2,
+            rule: "x",
+        };
+        assert_eq!(Outcome::from(&other), Outcome::ErrChunk);
     }
 
     #[test]
