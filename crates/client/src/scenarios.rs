@@ -183,26 +183,32 @@ fn has_name(h: &Harness, name: &str) -> bool {
     h.root_names().iter().any(|n| n == name)
 }
 
-fn once(h: &mut Harness) -> Outcome {
+/// Mounted, with a file "victim" and a REMOVE of it under a fresh XID: the call most scenarios
+/// retransmit (REMOVE executed twice answers NFS3ERR_NOENT).
+fn victim(h: &mut Harness) -> (u32, OutgoingCall) {
     ready(h);
     fixture_file(h, "victim");
     let xid = h.fresh_xid();
     let call = remove(h, "victim");
-    let call = h.nfs_call(xid, &call);
-    h.send(call, true);
-    h.settle();
+    (xid, h.nfs_call(xid, &call))
+}
+
+fn victim_outcome(h: &Harness, xid: u32) -> Outcome {
     Outcome {
         xid,
         note: format!("victim present: {}", has_name(h, "victim")),
     }
 }
 
+fn once(h: &mut Harness) -> Outcome {
+    let (xid, call) = victim(h);
+    h.send(call, true);
+    h.settle();
+    victim_outcome(h, xid)
+}
+
 fn before_execution(h: &mut Harness) -> Outcome {
-    ready(h);
-    fixture_file(h, "victim");
-    let xid = h.fresh_xid();
-    let call = remove(h, "victim");
-    let call = h.nfs_call(xid, &call);
+    let (xid, call) = victim(h);
     // No nfsd thread runs until both transmissions have been received.
     h.hold(Action::UpperLayer(Side::Server));
     h.send(call.clone(), true);
@@ -210,10 +216,7 @@ fn before_execution(h: &mut Harness) -> Outcome {
     h.run_until(|h| h.sim.server.queued() >= 2);
     h.release_all();
     h.settle();
-    Outcome {
-        xid,
-        note: format!("victim present: {}", has_name(h, "victim")),
-    }
+    victim_outcome(h, xid)
 }
 
 fn after_reply_before_ack(h: &mut Harness) -> Outcome {
@@ -238,28 +241,17 @@ fn after_reply_before_ack(h: &mut Harness) -> Outcome {
 }
 
 fn after_ack(h: &mut Harness) -> Outcome {
-    ready(h);
-    fixture_file(h, "victim");
-    let xid = h.fresh_xid();
-    let call = remove(h, "victim");
-    let call = h.nfs_call(xid, &call);
+    let (xid, call) = victim(h);
     h.send(call.clone(), true);
     // The client processes the reply and the server processes the Send completion.
     h.settle();
     h.send(call, true);
     h.settle();
-    Outcome {
-        xid,
-        note: format!("victim present: {}", has_name(h, "victim")),
-    }
+    victim_outcome(h, xid)
 }
 
 fn after_ack_late(h: &mut Harness) -> Outcome {
-    ready(h);
-    fixture_file(h, "victim");
-    let xid = h.fresh_xid();
-    let call = remove(h, "victim");
-    let call = h.nfs_call(xid, &call);
+    let (xid, call) = victim(h);
     h.send(call.clone(), true);
     h.settle();
     // A full credit window of other calls, one at a time.
@@ -272,10 +264,7 @@ fn after_ack_late(h: &mut Harness) -> Outcome {
     }
     h.send(call, true);
     h.settle();
-    Outcome {
-        xid,
-        note: format!("victim present: {}", has_name(h, "victim")),
-    }
+    victim_outcome(h, xid)
 }
 
 fn in_ack_window(h: &mut Harness) -> Outcome {
@@ -485,17 +474,23 @@ fn reply_chunk(h: &mut Harness) -> Outcome {
     }
 }
 
-fn passive_first(h: &mut Harness) -> Outcome {
+/// A MKDIR of "early" sent first on a new connection whose client has not posted its Receives
+/// yet (the late-posting race); returns its XID.
+fn mkdir_before_receives(h: &mut Harness) -> u32 {
     ready(h);
     let xid = h.fresh_xid();
     let args = mkdir(h, "early");
     let call = h.nfs_call(xid, &args);
-    // Reconnect with the client's Receive posting deferred (the late-posting race).
     h.sim.disconnect(Side::Client);
     h.settle();
     h.sim.client.defer_receive_posting();
     h.connect();
     h.send(call, true);
+    xid
+}
+
+fn passive_first(h: &mut Harness) -> Outcome {
+    let xid = mkdir_before_receives(h);
     h.run_until(|h| h.sim.stats().rnr_naks >= 1);
     h.sim.client.post_receives();
     h.sim.flush_work(Side::Client);
@@ -507,15 +502,7 @@ fn passive_first(h: &mut Harness) -> Outcome {
 }
 
 fn passive_first_exhausted(h: &mut Harness) -> Outcome {
-    ready(h);
-    let xid = h.fresh_xid();
-    let args = mkdir(h, "early");
-    let call = h.nfs_call(xid, &args);
-    h.sim.disconnect(Side::Client);
-    h.settle();
-    h.sim.client.defer_receive_posting();
-    h.connect();
-    h.send(call, true);
+    let xid = mkdir_before_receives(h);
     h.settle();
     Outcome {
         xid,

@@ -24,7 +24,9 @@ use std::collections::{BTreeSet, VecDeque};
 
 use engine::verbs::{CompletionError, Endpoint, Event, WorkRequest, WrId};
 
-/// splitmix64: small, fast, and good enough to pick among a handful of enabled actions.
+/// splitmix64 (Steele, Lea, Flood 2014): small, fast, and good enough to pick among a handful of
+/// enabled actions. Also the wire fuzzer's case generator (`wirefuzz::rng`), whose tests pin its
+/// outputs to the reference sequence: case files depend on them.
 #[derive(Debug, Clone)]
 pub struct SplitMix64(u64);
 

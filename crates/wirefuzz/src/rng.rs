@@ -1,29 +1,14 @@
-//! splitmix64 and the seeded byte stream a case's `arbitrary::Unstructured` reads.
+//! The seeded byte stream a case's `arbitrary::Unstructured` reads, drawn from the simulator's
+//! splitmix64 ([`sim::SplitMix64`], re-exported here).
 //!
-//! Kept here rather than borrowed from the simulator: case files promise that `(seed, index)`
-//! regenerates the same bytes forever, so the generator's PRNG must not change when the
-//! simulator's scheduler does.
+//! Case files promise that `(seed, index)` regenerates the same bytes forever, so the PRNG's
+//! outputs are pinned by the reference-sequence test below: a change to the simulator's
+//! generator that would move every case fails here first.
+
+pub use sim::SplitMix64;
 
 /// Bytes of entropy one case may consume; more than any family draws, so cases never run dry.
 pub const CASE_ENTROPY_BYTES: usize = 512;
-
-/// splitmix64 (Steele, Lea, Flood 2014): one add and two multiply-xorshift rounds per output.
-#[derive(Debug, Clone)]
-pub struct SplitMix64(u64);
-
-impl SplitMix64 {
-    pub fn new(seed: u64) -> Self {
-        SplitMix64(seed)
-    }
-
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-}
 
 /// The entropy for case `index` of run `seed`. Each case gets its own stream (seeded from both
 /// numbers), so case `i` is reproducible without generating cases `0..i`.
