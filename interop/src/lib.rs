@@ -14,6 +14,7 @@
 pub mod apt;
 pub mod bench;
 pub mod cache;
+pub mod capture;
 pub mod expect;
 pub mod host;
 pub mod images;

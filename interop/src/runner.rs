@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, ensure, Context, Result};
 use serde::Serialize;
 
 use crate::cache::{cache_root, sha256_file, KeyBuilder};
@@ -582,6 +582,7 @@ fn supervise(
 /// Judge every case and the host checks from what the guests left in `out/`.
 fn judge(suite: &Suite, run_dir: &Path, run: &mut KernelRun) -> Result<()> {
     let out = run_dir.join("share/out");
+    split_suite_capture(&out)?;
     let read = |name: &str| fs::read_to_string(out.join(name)).unwrap_or_default();
     let steps: Vec<_> = Role::BOTH
         .iter()
@@ -643,6 +644,31 @@ fn judge(suite: &Suite, run_dir: &Path, run: &mut KernelRun) -> Result<()> {
                 bytes: meta.len(),
                 sha256: sha256_file(&path)?,
             });
+        }
+    }
+    Ok(())
+}
+
+/// The client's whole-suite capture (`cli.suite.pcap`) cut into `<case>.pcap` by the case windows
+/// it recorded (`capture.windows`); a case that already has its own pcap keeps it.
+fn split_suite_capture(out: &Path) -> Result<()> {
+    const MAX_CAPTURE: u64 = 512 << 20;
+    let (pcap, windows) = (out.join("cli.suite.pcap"), out.join("capture.windows"));
+    let (Ok(meta), Ok(windows)) = (fs::metadata(&pcap), fs::read_to_string(&windows)) else {
+        return Ok(());
+    };
+    ensure!(
+        meta.len() <= MAX_CAPTURE,
+        "{} is larger than {MAX_CAPTURE} bytes",
+        pcap.display()
+    );
+    let bytes = fs::read(&pcap)?;
+    let cut = crate::capture::split_pcap(&bytes, &crate::capture::parse_windows(&windows))
+        .with_context(|| format!("splitting {}", pcap.display()))?;
+    for (case, file) in cut {
+        let target = out.join(format!("{case}.pcap"));
+        if !target.exists() && !case.contains('/') {
+            fs::write(&target, file)?;
         }
     }
     Ok(())

@@ -36,5 +36,18 @@ while IFS="$TAB" read -r name tmo srv cli mode; do
     touch "$RIG_SYNC/$name.cli.done"
   fi
 done < /rig/plan
+# A suite-wide capture (rig-suite.sh capture_start): let tcpdump drain what it has not written
+# yet (the file stops growing), stop it, and hand the file to the host, which cuts it per case.
+if pid=$(cat /tmp/suite-capture.pid 2>/dev/null) && kill -0 "$pid" 2>/dev/null; then
+  last=-1; i=0
+  while [ "$i" -lt 20 ]; do
+    size=$(stat -c %s /tmp/suite.pcap 2>/dev/null || echo 0)
+    [ "$size" = "$last" ] && break
+    last=$size; i=$((i + 1)); sleep 0.3
+  done
+  kill -INT "$pid" 2>/dev/null
+  for i in 1 2 3 4 5 6 7 8 9 10; do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+  cp /tmp/suite.pcap "$RIG_OUT/$ROLE.suite.pcap" 2>/dev/null
+fi
 dmesg > "$RIG_OUT/$ROLE.dmesg" 2>&1
 rig_log "driver end"

@@ -23,39 +23,28 @@ rxe_up() {
   rdma link show
 }
 
-# capture_start: RoCEv2 (UDP 4791) on eth0 for this case; the host renders it with
-# `rig trace show --format text` into the case's snapshot.
+# capture_start / capture_stop: RoCEv2 (UDP 4791) on eth0. One tcpdump runs for the whole suite
+# (started by the first case; starting one per case cost seconds under TCG and cut cases whose
+# tcpdump lagged); each case records its window in /rig/out/capture.windows, and the host cuts
+# the suite's capture into <case>.pcap (interop/src/capture.rs). driver.sh stops it at the end.
 capture_start() {
-  tcpdump -i eth0 -s 0 -U -w "/tmp/$RIG_CASE.pcap" udp port 4791 2>"/tmp/$RIG_CASE.tcpdump.err" &
-  echo $! > /tmp/capture.pid
-  # tcpdump needs a moment to open the socket under TCG; without it the CM handshake is lost.
-  # 2 s was not enough with three guest pairs on two cores (an empty capture of a whole case):
-  # wait up to 15 s, and say so when it never got there.
-  i=0
-  until grep -q listening "/tmp/$RIG_CASE.tcpdump.err" 2>/dev/null; do
-    i=$((i + 1))
-    [ "$i" -gt 75 ] && { echo "capture_start: tcpdump not listening after 15 s"; break; }
-    sleep 0.2
-  done
+  if ! kill -0 "$(cat /tmp/suite-capture.pid 2>/dev/null)" 2>/dev/null; then
+    # Its own session: a case killed by its timeout must not take the suite capture with it.
+    setsid tcpdump -i eth0 -s 0 -U -w /tmp/suite.pcap udp port 4791 2>/tmp/suite-capture.err &
+    echo $! > /tmp/suite-capture.pid
+    # tcpdump needs a moment to open the socket under TCG; without it the CM handshake is lost.
+    i=0
+    until grep -q listening /tmp/suite-capture.err 2>/dev/null; do
+      i=$((i + 1))
+      [ "$i" -gt 75 ] && { echo "capture_start: tcpdump not listening after 15 s"; break; }
+      sleep 0.2
+    done
+  fi
+  echo "$RIG_CASE start $(date +%s%6N)" >> "$RIG_OUT/capture.windows"
 }
 
 capture_stop() {
-  pid=$(cat /tmp/capture.pid 2>/dev/null) || return 0
-  # tcpdump under TCG can lag behind the socket by more than a fixed pause: SIGINT drops what it
-  # has not read yet (a capture cut before the disconnect). Wait until the file stops growing
-  # (two equal sizes 0.3 s apart, at most 6 s), then stop it.
-  f="/tmp/$RIG_CASE.pcap"
-  last=-1; i=0
-  while [ "$i" -lt 20 ]; do
-    size=$(stat -c %s "$f" 2>/dev/null || echo 0)
-    [ "$size" = "$last" ] && break
-    last=$size; i=$((i + 1))
-    sleep 0.3
-  done
-  kill -INT "$pid" 2>/dev/null
-  for i in 1 2 3 4 5 6 7 8 9 10; do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
-  cp "$f" "$RIG_OUT/$RIG_CASE.pcap" 2>/dev/null
-  rm -f /tmp/capture.pid
+  echo "$RIG_CASE end $(date +%s%6N)" >> "$RIG_OUT/capture.windows"
 }
 
 # json_field <key> <file>: the first scalar value of "key" in pretty-printed JSON (the guests
