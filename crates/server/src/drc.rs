@@ -14,7 +14,7 @@
 //! Architecture Invariant: a policy never sees a clock. Everything it decides is a function of the
 //! sequence of calls, replies, Receives and Send completions it was told about.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde::Serialize;
 
@@ -120,7 +120,7 @@ pub fn checksum(args: &[u8]) -> u32 {
     h
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 struct Key {
     xid: u32,
     proc_: u32,
@@ -148,17 +148,54 @@ struct Entry {
     mark: Option<u64>,
 }
 
-/// Storage shared by the three policies.
-#[derive(Debug, Default)]
+/// Storage shared by the three policies, with an index for every question a policy asks, so no
+/// operation scans the entries: lookups by key, the least recently used completed entry, "an
+/// entry with this XID but another checksum", entries by (connection, reply position) and by
+/// (connection, receive mark).
+#[derive(Debug)]
 struct Store {
     entries: BTreeMap<EntryId, Entry>,
-    by_key: BTreeMap<Key, EntryId>,
+    by_key: HashMap<Key, EntryId>,
+    /// Completed entries by last use: eviction under the cap takes the first.
+    lru: BTreeSet<(u64, EntryId)>,
+    /// (xid, client address) → checksum → entries, for `payload_misses`.
+    by_xid: HashMap<(u32, u32), HashMap<Option<u32>, u32>>,
+    /// Entries with a reply position and no receive mark, by (connection, position).
+    posted: BTreeSet<(u64, u64, EntryId)>,
+    /// acked-mark: entries waiting for their receive mark, by (connection, mark).
+    marked: BTreeSet<(u64, u64, EntryId)>,
+    /// Entries per connection (a connection's receive state is kept while it has any).
+    per_connection: HashMap<u64, u64>,
+    /// Connections whose last entry went since the policy last looked (acked-mark only, which
+    /// drains it on every eviction pass).
+    emptied: Vec<u64>,
+    track_emptied: bool,
+    /// Most entries held; completed entries are evicted least recently used first beyond it.
+    max_entries: usize,
     next_id: EntryId,
     use_clock: u64,
     stats: DrcStats,
 }
 
 impl Store {
+    fn new(max_entries: usize) -> Self {
+        Store {
+            entries: BTreeMap::new(),
+            by_key: HashMap::new(),
+            lru: BTreeSet::new(),
+            by_xid: HashMap::new(),
+            posted: BTreeSet::new(),
+            marked: BTreeSet::new(),
+            per_connection: HashMap::new(),
+            emptied: Vec::new(),
+            track_emptied: false,
+            max_entries: max_entries.max(1),
+            next_id: 0,
+            use_clock: 0,
+            stats: DrcStats::default(),
+        }
+    }
+
     fn key(request: &DrcRequest, with_checksum: bool) -> Key {
         Key {
             xid: request.xid,
@@ -179,42 +216,53 @@ impl Store {
         }
         let key = Store::key(request, with_checksum);
         self.use_clock += 1;
-        if let Some(entry) = self
-            .by_key
-            .get(&key)
-            .copied()
-            .and_then(|id| self.entries.get_mut(&id).map(|e| (id, e)))
-        {
-            let (id, entry) = entry;
-            entry.last_use = self.use_clock;
-            return match &entry.state {
-                State::InProgress if park => {
-                    self.stats.parks += 1;
-                    Decision::Park { entry: id }
+        let now = self.use_clock;
+        if let Some(id) = self.by_key.get(&key).copied() {
+            if let Some(entry) = self.entries.get_mut(&id) {
+                if matches!(entry.state, State::Done(_)) {
+                    self.lru.remove(&(entry.last_use, id));
+                    self.lru.insert((now, id));
                 }
-                State::InProgress => {
-                    self.stats.drops += 1;
-                    Decision::Drop
-                }
-                State::Done(results) => {
-                    self.stats.hits += 1;
-                    Decision::Replay {
-                        entry: id,
-                        results: results.clone(),
+                entry.last_use = now;
+                return match &entry.state {
+                    State::InProgress if park => {
+                        self.stats.parks += 1;
+                        Decision::Park { entry: id }
                     }
-                }
-            };
+                    State::InProgress => {
+                        self.stats.drops += 1;
+                        Decision::Drop
+                    }
+                    State::Done(results) => {
+                        self.stats.hits += 1;
+                        Decision::Replay {
+                            entry: id,
+                            results: results.clone(),
+                        }
+                    }
+                };
+            }
         }
-        if with_checksum
-            && self.by_key.keys().any(|k| {
-                k.xid == key.xid && k.client_addr == key.client_addr && k.checksum != key.checksum
-            })
-        {
-            self.stats.payload_misses += 1;
+        if with_checksum {
+            // An entry with this XID and client but another checksum (counted, not scanned).
+            let other = self
+                .by_xid
+                .get(&(key.xid, key.client_addr))
+                .is_some_and(|sums| sums.keys().any(|c| *c != key.checksum));
+            if other {
+                self.stats.payload_misses += 1;
+            }
         }
         self.stats.misses += 1;
         self.next_id += 1;
         let id = self.next_id;
+        *self
+            .by_xid
+            .entry((key.xid, key.client_addr))
+            .or_default()
+            .entry(key.checksum)
+            .or_default() += 1;
+        *self.per_connection.entry(request.connection).or_default() += 1;
         self.entries.insert(
             id,
             Entry {
@@ -222,7 +270,7 @@ impl Store {
                 state: State::InProgress,
                 connection: request.connection,
                 position: None,
-                last_use: self.use_clock,
+                last_use: now,
                 mark: None,
             },
         );
@@ -238,31 +286,110 @@ impl Store {
             self.stats.not_cached_too_big += 1;
             self.remove(id);
         } else if let Some(entry) = self.entries.get_mut(&id) {
+            if !matches!(entry.state, State::Done(_)) {
+                self.lru.insert((entry.last_use, id));
+            }
             entry.state = State::Done(results.to_vec());
         }
     }
 
     fn remove(&mut self, id: EntryId) {
-        if let Some(entry) = self.entries.remove(&id) {
-            self.by_key.remove(&entry.key);
+        let Some(entry) = self.entries.remove(&id) else {
+            return;
+        };
+        self.by_key.remove(&entry.key);
+        self.lru.remove(&(entry.last_use, id));
+        if let Some(position) = entry.position {
+            self.posted.remove(&(entry.connection, position, id));
         }
+        if let Some(mark) = entry.mark {
+            self.marked.remove(&(entry.connection, mark, id));
+        }
+        let xid = (entry.key.xid, entry.key.client_addr);
+        if let Some(sums) = self.by_xid.get_mut(&xid) {
+            if let Some(n) = sums.get_mut(&entry.key.checksum) {
+                *n -= 1;
+                if *n == 0 {
+                    sums.remove(&entry.key.checksum);
+                }
+            }
+            if sums.is_empty() {
+                self.by_xid.remove(&xid);
+            }
+        }
+        self.release_connection(entry.connection);
+    }
+
+    fn release_connection(&mut self, connection: u64) {
+        if let Some(n) = self.per_connection.get_mut(&connection) {
+            *n -= 1;
+            if *n == 0 {
+                self.per_connection.remove(&connection);
+                if self.track_emptied {
+                    self.emptied.push(connection);
+                }
+            }
+        }
+    }
+
+    /// The reply for `id` was posted on `connection` at `position` (`keep_later`: a replay keeps
+    /// the later of the two positions, acked-mark). Clears any receive mark (the entry waits
+    /// for this reply's ack again).
+    fn posted_at(&mut self, id: EntryId, connection: u64, position: u64, keep_later: bool) {
+        let Some(entry) = self.entries.get_mut(&id) else {
+            return;
+        };
+        let old_connection = entry.connection;
+        if let Some(old) = entry.position {
+            self.posted.remove(&(old_connection, old, id));
+        }
+        if let Some(mark) = entry.mark.take() {
+            self.marked.remove(&(old_connection, mark, id));
+        }
+        let position = match (keep_later, entry.position) {
+            (true, Some(old)) => old.max(position),
+            _ => position,
+        };
+        entry.connection = connection;
+        entry.position = Some(position);
+        self.posted.insert((connection, position, id));
+        if old_connection != connection {
+            *self.per_connection.entry(connection).or_default() += 1;
+            self.release_connection(old_connection);
+        }
+    }
+
+    /// Completed entries on `connection` whose reply position is at most `position`, taken out
+    /// of the position index (in-progress ones, which never have a position, stay).
+    fn take_acked(&mut self, connection: u64, position: u64) -> Vec<EntryId> {
+        let acked: Vec<(u64, u64, EntryId)> = self
+            .posted
+            .range((connection, 0, 0)..=(connection, position, EntryId::MAX))
+            .copied()
+            .collect();
+        let mut done = Vec::with_capacity(acked.len());
+        for item in acked {
+            let id = item.2;
+            if self
+                .entries
+                .get(&id)
+                .is_some_and(|e| matches!(e.state, State::Done(_)))
+            {
+                self.posted.remove(&item);
+                done.push(id);
+            }
+        }
+        done
     }
 
     fn evict_lru_over(&mut self, max: usize) {
         while self.entries.len() > max {
-            let oldest = self
-                .entries
-                .iter()
-                .filter(|(_, e)| matches!(e.state, State::Done(_)))
-                .min_by_key(|(_, e)| e.last_use)
-                .map(|(id, _)| *id);
-            match oldest {
-                Some(id) => {
-                    self.remove(id);
-                    self.stats.evicted_lru += 1;
-                }
-                None => break,
-            }
+            let Some(&(_, id)) = self.lru.first() else {
+                // Only entries in progress: they are bounded by the calls being executed.
+                break;
+            };
+            self.remove(id);
+            self.stats.evicted_lru += 1;
         }
     }
 }
@@ -271,14 +398,12 @@ impl Store {
 #[derive(Debug)]
 pub struct Classic {
     store: Store,
-    max_entries: usize,
 }
 
 impl Classic {
     pub fn new(max_entries: usize) -> Self {
         Classic {
-            store: Store::default(),
-            max_entries,
+            store: Store::new(max_entries),
         }
     }
 }
@@ -289,7 +414,7 @@ impl DrcPolicy for Classic {
     }
     fn lookup(&mut self, request: &DrcRequest) -> Decision {
         let d = self.store.lookup(request, true, false);
-        self.store.evict_lru_over(self.max_entries);
+        self.store.evict_lru_over(self.store.max_entries);
         d
     }
     fn complete(&mut self, entry: EntryId, results: &[u8]) {
@@ -303,15 +428,32 @@ impl DrcPolicy for Classic {
     }
 }
 
+/// Entries the `acked` and `acked-mark` policies hold at most (see docs/drc.md, "Bound"):
+/// completed entries beyond it are evicted least recently used first, as nfsd's cache does under
+/// its size limit.
+pub const ACKED_MAX_ENTRIES: usize = 4096;
+
 /// The 2026 series: evict on acknowledged reply position.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Acked {
     store: Store,
 }
 
+impl Default for Acked {
+    fn default() -> Self {
+        Acked::new()
+    }
+}
+
 impl Acked {
     pub fn new() -> Self {
-        Acked::default()
+        Acked::with_max_entries(ACKED_MAX_ENTRIES)
+    }
+
+    pub fn with_max_entries(max_entries: usize) -> Self {
+        Acked {
+            store: Store::new(max_entries),
+        }
     }
 }
 
@@ -321,31 +463,19 @@ impl DrcPolicy for Acked {
     }
     fn lookup(&mut self, request: &DrcRequest) -> Decision {
         // "NFSD: Remove DRC checksum": the key no longer includes the payload.
-        self.store.lookup(request, false, false)
+        let d = self.store.lookup(request, false, false);
+        self.store.evict_lru_over(self.store.max_entries);
+        d
     }
     fn complete(&mut self, entry: EntryId, results: &[u8]) {
         self.store.complete(entry, results);
     }
     fn reply_posted(&mut self, entry: EntryId, connection: u64, position: u64) {
-        if let Some(e) = self.store.entries.get_mut(&entry) {
-            e.connection = connection;
-            e.position = Some(position);
-        }
+        self.store.posted_at(entry, connection, position, false);
     }
     fn acked(&mut self, connection: u64, position: u64) {
         // "NFSD: Evict acknowledged DRC entries": the reply is in the client's buffer.
-        let gone: Vec<EntryId> = self
-            .store
-            .entries
-            .iter()
-            .filter(|(_, e)| {
-                e.connection == connection
-                    && matches!(e.state, State::Done(_))
-                    && e.position.is_some_and(|p| p <= position)
-            })
-            .map(|(id, _)| *id)
-            .collect();
-        for id in gone {
+        for id in self.store.take_acked(connection, position) {
             self.store.remove(id);
             self.store.stats.evicted_acked += 1;
         }
@@ -366,6 +496,22 @@ struct ReceiveState {
     pending: BTreeSet<u64>,
 }
 
+impl ReceiveState {
+    /// The highest mark that is evictable: every Receive up to it polled and looked up.
+    fn evictable_up_to(&self) -> Option<u64> {
+        match self.pending.first() {
+            Some(0) => None,
+            Some(&first) => Some(self.polled.min(first - 1)),
+            None => Some(self.polled),
+        }
+    }
+}
+
+/// Receive states acked-mark keeps at most: the connections with entries or with Receives not
+/// yet looked up. A connection lost with Receives pending keeps its state until it is the oldest
+/// beyond this many; its entries then wait for the size cap instead of their mark.
+pub const MAX_RECEIVE_STATES: usize = 4096;
+
 /// Acked eviction gated by a receive mark and the pending-request set; duplicates of an
 /// in-progress call are parked and answered.
 #[derive(Debug)]
@@ -373,37 +519,79 @@ pub struct AckedMark {
     store: Store,
     /// The credit window: the most credits ever granted on a connection.
     credit_window: u64,
+    /// Receive state of the connections that have entries or Receives not yet looked up.
     receives: BTreeMap<u64, ReceiveState>,
+    /// Connections whose receive state or marks changed since the last eviction pass: only
+    /// their marked entries can have become evictable.
+    dirty: BTreeSet<u64>,
 }
 
 impl AckedMark {
     pub fn new(credit_window: u32) -> Self {
+        AckedMark::with_max_entries(credit_window, ACKED_MAX_ENTRIES)
+    }
+
+    pub fn with_max_entries(credit_window: u32, max_entries: usize) -> Self {
         AckedMark {
-            store: Store::default(),
+            store: Store {
+                track_emptied: true,
+                ..Store::new(max_entries)
+            },
             credit_window: credit_window.into(),
             receives: BTreeMap::new(),
+            dirty: BTreeSet::new(),
         }
     }
 
+    /// Evict the marked entries whose mark every Receive up to has been polled and looked up,
+    /// on the connections that changed (the same entries a scan of all would find).
     fn evict_marked(&mut self) {
-        let receives = &self.receives;
-        let gone: Vec<EntryId> = self
-            .store
-            .entries
-            .iter()
-            .filter(|(_, e)| {
-                let Some(mark) = e.mark else { return false };
-                let Some(state) = receives.get(&e.connection) else {
-                    return false;
-                };
-                // Every Receive up to the mark has been polled *and* looked up.
-                state.polled >= mark && state.pending.range(..=mark).next().is_none()
-            })
-            .map(|(id, _)| *id)
-            .collect();
-        for id in gone {
-            self.store.remove(id);
-            self.store.stats.evicted_acked += 1;
+        for connection in std::mem::take(&mut self.dirty) {
+            let Some(up_to) = self
+                .receives
+                .get(&connection)
+                .and_then(ReceiveState::evictable_up_to)
+            else {
+                continue;
+            };
+            let gone: Vec<EntryId> = self
+                .store
+                .marked
+                .range((connection, 0, 0)..=(connection, up_to, EntryId::MAX))
+                .map(|&(_, _, id)| id)
+                .collect();
+            for id in gone {
+                self.store.remove(id);
+                self.store.stats.evicted_acked += 1;
+            }
+        }
+        self.forget_idle_connections();
+    }
+
+    /// A connection's receive state is needed while it has entries or Receives not looked up;
+    /// after that it is dropped (a later Receive starts it again with the same numbers), so a
+    /// server that sees many connections does not keep one record per connection forever.
+    /// Beyond [`MAX_RECEIVE_STATES`] the oldest connection's state goes first.
+    fn forget_idle_connections(&mut self) {
+        let emptied = std::mem::take(&mut self.store.emptied);
+        for connection in emptied {
+            self.forget_if_idle(connection);
+        }
+        while self.receives.len() > MAX_RECEIVE_STATES {
+            if self.receives.pop_first().is_none() {
+                break;
+            }
+        }
+    }
+
+    fn forget_if_idle(&mut self, connection: u64) {
+        let idle = self
+            .receives
+            .get(&connection)
+            .is_some_and(|s| s.pending.is_empty())
+            && !self.store.per_connection.contains_key(&connection);
+        if idle {
+            self.receives.remove(&connection);
         }
     }
 }
@@ -416,46 +604,47 @@ impl DrcPolicy for AckedMark {
         let state = self.receives.entry(connection).or_default();
         state.polled = state.polled.max(recv_seq);
         state.pending.insert(recv_seq);
+        self.dirty.insert(connection);
     }
     fn discarded(&mut self, connection: u64, recv_seq: u64) {
         if let Some(state) = self.receives.get_mut(&connection) {
             state.pending.remove(&recv_seq);
         }
+        self.dirty.insert(connection);
         self.evict_marked();
+        self.forget_if_idle(connection);
     }
     fn lookup(&mut self, request: &DrcRequest) -> Decision {
         let d = self.store.lookup(request, false, true);
         if let Some(state) = self.receives.get_mut(&request.connection) {
             state.pending.remove(&request.recv_seq);
         }
+        self.dirty.insert(request.connection);
         self.evict_marked();
+        self.store.evict_lru_over(self.store.max_entries);
+        self.forget_if_idle(request.connection);
         d
     }
     fn complete(&mut self, entry: EntryId, results: &[u8]) {
         self.store.complete(entry, results);
     }
     fn reply_posted(&mut self, entry: EntryId, connection: u64, position: u64) {
-        if let Some(e) = self.store.entries.get_mut(&entry) {
-            // A replay is another reply the client may still be waiting for: re-arm.
-            e.connection = connection;
-            e.position = Some(e.position.map_or(position, |p| p.max(position)));
-            e.mark = None;
-        }
+        // A replay is another reply the client may still be waiting for: re-arm.
+        self.store.posted_at(entry, connection, position, true);
     }
     fn acked(&mut self, connection: u64, position: u64) {
         let polled = self.receives.get(&connection).map_or(0, |s| s.polled);
         let window = self.credit_window;
-        for e in self.store.entries.values_mut() {
-            if e.connection == connection
-                && e.mark.is_none()
-                && matches!(e.state, State::Done(_))
-                && e.position.is_some_and(|p| p <= position)
-            {
+        for id in self.store.take_acked(connection, position) {
+            if let Some(e) = self.store.entries.get_mut(&id) {
                 // A credit-honouring client can have sent at most `window - 1` calls that it sent
                 // before processing this reply and that arrive after this ack (docs/drc.md).
-                e.mark = Some(polled + window);
+                let mark = polled + window;
+                e.mark = Some(mark);
+                self.store.marked.insert((connection, mark, id));
             }
         }
+        self.dirty.insert(connection);
         self.evict_marked();
     }
     fn len(&self) -> usize {
@@ -465,6 +654,10 @@ impl DrcPolicy for AckedMark {
         self.store.stats
     }
 }
+
+#[cfg(test)]
+#[path = "drc_reference.rs"]
+mod drc_reference;
 
 /// The policies by name, for the command line and the scenario matrix.
 pub const POLICY_NAMES: [&str; 3] = ["classic", "acked", "acked-mark"];
@@ -589,6 +782,176 @@ mod tests {
         drc.received(1, 5);
         drc.discarded(1, 5);
         assert_eq!(drc.len(), 0);
+    }
+
+    /// Deterministic xorshift for the differential runs.
+    struct Rng(u64);
+    impl Rng {
+        fn below(&mut self, n: u64) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0 % n.max(1)
+        }
+    }
+
+    /// Drive `new` and `old` with the same random operations over three connections and
+    /// compare every decision, size and counter.
+    fn same_as_reference(mut new: Box<dyn DrcPolicy>, mut old: Box<dyn DrcPolicy>, seed: u64) {
+        let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+        let mut recv_seq = [0u64; 3];
+        let mut pending: Vec<(u64, u64)> = Vec::new();
+        let mut executing: Vec<EntryId> = Vec::new();
+        let mut done: Vec<EntryId> = Vec::new();
+        let mut position = [0u64; 3];
+        for step in 0..3000 {
+            let conn = rng.below(3);
+            let c = conn as usize;
+            match rng.below(7) {
+                0 | 1 => {
+                    recv_seq[c] += 1;
+                    new.received(conn, recv_seq[c]);
+                    old.received(conn, recv_seq[c]);
+                    pending.push((conn, recv_seq[c]));
+                }
+                2 | 3 if !pending.is_empty() => {
+                    let (conn, seq) = pending.remove(rng.below(pending.len() as u64) as usize);
+                    if rng.below(8) == 0 {
+                        new.discarded(conn, seq);
+                        old.discarded(conn, seq);
+                    } else {
+                        let request = DrcRequest {
+                            connection: conn,
+                            recv_seq: seq,
+                            client_addr: 7,
+                            xid: rng.below(40) as u32,
+                            prog: 100003,
+                            vers: 3,
+                            proc_: 12,
+                            len: 100,
+                            checksum: rng.below(3) as u32,
+                            cacheable: rng.below(6) != 0,
+                        };
+                        let (a, b) = (new.lookup(&request), old.lookup(&request));
+                        assert_eq!(a, b, "step {step}: lookup {request:?}");
+                        if let Decision::Execute { entry: Some(id) } = a {
+                            executing.push(id);
+                        }
+                        if let Decision::Replay { entry, .. } = a {
+                            position[c] += 1;
+                            new.reply_posted(entry, conn, position[c]);
+                            old.reply_posted(entry, conn, position[c]);
+                        }
+                    }
+                }
+                4 if !executing.is_empty() => {
+                    let id = executing.remove(rng.below(executing.len() as u64) as usize);
+                    let size = if rng.below(10) == 0 { 300 } else { 8 };
+                    let results = vec![step as u8; size];
+                    new.complete(id, &results);
+                    old.complete(id, &results);
+                    done.push(id);
+                }
+                5 if !done.is_empty() => {
+                    let id = done.remove(rng.below(done.len() as u64) as usize);
+                    position[c] += 1;
+                    new.reply_posted(id, conn, position[c]);
+                    old.reply_posted(id, conn, position[c]);
+                }
+                _ => {
+                    let acked = position[c].saturating_sub(rng.below(3));
+                    new.acked(conn, acked);
+                    old.acked(conn, acked);
+                }
+            }
+            assert_eq!(new.len(), old.len(), "step {step}: entries");
+            assert_eq!(new.stats(), old.stats(), "step {step}: stats");
+        }
+    }
+
+    #[test]
+    fn indexed_policies_decide_exactly_as_the_scanning_reference() {
+        use super::drc_reference as reference;
+        for seed in 1..=20 {
+            same_as_reference(
+                Box::new(Classic::new(16)),
+                Box::new(reference::Classic::new(16)),
+                seed,
+            );
+            same_as_reference(
+                Box::new(Acked::with_max_entries(usize::MAX)),
+                Box::new(reference::Acked::new()),
+                seed,
+            );
+            same_as_reference(
+                Box::new(AckedMark::with_max_entries(4, usize::MAX)),
+                Box::new(reference::AckedMark::new(4)),
+                seed,
+            );
+        }
+    }
+
+    #[test]
+    fn acked_policies_are_capped_least_recently_used_first() {
+        for mut drc in [
+            Box::new(Acked::with_max_entries(8)) as Box<dyn DrcPolicy>,
+            Box::new(AckedMark::with_max_entries(4, 8)),
+        ] {
+            // 100 completed entries whose replies are never acknowledged.
+            for xid in 0..100 {
+                drc.received(1, u64::from(xid) + 1);
+                let Decision::Execute { entry: Some(e) } =
+                    drc.lookup(&req(xid, 0, u64::from(xid) + 1))
+                else {
+                    panic!("executes");
+                };
+                drc.complete(e, b"r");
+                drc.reply_posted(e, 1, u64::from(xid) + 1);
+            }
+            assert!(drc.len() <= 9, "{}: {}", drc.name(), drc.len());
+            assert!(drc.stats().evicted_lru >= 91, "{}", drc.name());
+            // The most recent entries are the ones kept.
+            drc.received(1, 1000);
+            assert!(
+                matches!(drc.lookup(&req(99, 0, 1000)), Decision::Replay { .. }),
+                "{}",
+                drc.name()
+            );
+        }
+        assert_eq!(
+            policy_by_name("acked", 8).unwrap().name(),
+            Acked::new().name()
+        );
+    }
+
+    #[test]
+    fn acknowledgements_take_time_linear_in_the_calls_not_the_entries() {
+        // Entries never acknowledged pile up (no cap), while every call's own reply is acked:
+        // the scanning reference looked at every entry on each ack.
+        let run = |calls: u32| {
+            let mut drc = AckedMark::with_max_entries(4, usize::MAX);
+            let started = std::time::Instant::now();
+            for xid in 0..calls {
+                let seq = u64::from(xid) + 1;
+                drc.received(1, seq);
+                let Decision::Execute { entry: Some(e) } = drc.lookup(&req(xid, 0, seq)) else {
+                    panic!("executes");
+                };
+                drc.complete(e, b"r");
+                // Every other reply goes out on a connection that never acknowledges.
+                let conn = 1 + u64::from(xid % 2);
+                drc.reply_posted(e, conn, seq);
+                drc.acked(1, seq);
+            }
+            (started.elapsed(), drc.len())
+        };
+        let best = |calls| (0..3).map(|_| run(calls)).min().unwrap();
+        let (small, kept_small) = best(2_000);
+        let (large, kept_large) = best(20_000);
+        assert_eq!((kept_small, kept_large), (1_000 + 2, 10_000 + 2));
+        let ratio = large.as_secs_f64() / small.as_secs_f64().max(1e-6);
+        eprintln!("acked-mark: 10x the calls, {ratio:.1}x the time");
+        assert!(ratio <= 15.0, "20k calls took {ratio:.1}x the time of 2k");
     }
 
     #[test]

@@ -6,14 +6,21 @@
 //! header, DRC lookup); a later step executes it and posts the reply. The server counts
 //! executions per (XID, procedure), so verdicts are exact, not inferred from replies.
 //!
+//! Everything the server remembers is bounded ([`records`]): the DRC by its policy's cap, the
+//! executions, decisions and trace lines by [`records::RecordLimits`], so a server that runs for
+//! days under a fuzzer holds what it held after the first minutes.
+//!
 //! Architecture Invariant: the server reaches the transport only through [`engine::Responder`];
 //! a verbs driver can host it unchanged.
 #![forbid(unsafe_code)]
 
 pub mod drc;
 pub mod fs;
+pub mod records;
 
 use std::collections::{BTreeMap, VecDeque};
+
+use records::{RecordLimits, RecordSizes, Records};
 
 use engine::verbs::{Endpoint, Event, MemoryTable, WorkRequest};
 use engine::{ConnectionConfig, IncomingCall, OutgoingReply, Responder, ResponderOutput};
@@ -37,6 +44,22 @@ pub struct Execution {
     pub procedure: String,
     pub status: String,
     pub connection: u64,
+}
+
+/// How much a [`Server`] holds (see [`Server::held`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Held {
+    pub records: RecordSizes,
+    pub drc_entries: usize,
+    pub queued: usize,
+    pub parked: usize,
+}
+
+impl Held {
+    /// Everything held, in entries.
+    pub fn total(&self) -> usize {
+        self.records.total() + self.drc_entries + self.queued + self.parked
+    }
 }
 
 /// One DRC decision.
@@ -93,9 +116,7 @@ pub struct Server {
     queue: VecDeque<Job>,
     parked: BTreeMap<EntryId, Vec<ParkedCall>>,
     client_addr: u32,
-    executions: Vec<Execution>,
-    decisions: Vec<DrcEvent>,
-    trace: Vec<String>,
+    records: Records,
 }
 
 impl Server {
@@ -109,9 +130,7 @@ impl Server {
             queue: VecDeque::new(),
             parked: BTreeMap::new(),
             client_addr,
-            executions: Vec::new(),
-            decisions: Vec::new(),
-            trace: Vec::new(),
+            records: Records::new(RecordLimits::default()),
         }
     }
 
@@ -136,20 +155,41 @@ impl Server {
         self.drc.as_ref()
     }
 
-    pub fn executions(&self) -> &[Execution] {
-        &self.executions
+    /// The most recent executions, oldest first (at most
+    /// [`RecordLimits::recent_executions`]; [`Server::records`] has the counts).
+    pub fn executions(&self) -> &VecDeque<Execution> {
+        self.records.executions()
     }
 
-    pub fn decisions(&self) -> &[DrcEvent] {
-        &self.decisions
+    /// The most recent DRC decisions, oldest first.
+    pub fn decisions(&self) -> &VecDeque<DrcEvent> {
+        self.records.decisions()
     }
 
-    /// How many times the call `xid` of `procedure` was executed.
+    /// How many times the call `xid` of `procedure` was executed (exact for the most recent
+    /// [`RecordLimits::counted_xids`] pairs).
     pub fn executions_of(&self, xid: u32, procedure: &str) -> usize {
-        self.executions
-            .iter()
-            .filter(|e| e.xid == xid && e.procedure == procedure)
-            .count()
+        usize::try_from(self.records.executions_of(xid, procedure)).unwrap_or(usize::MAX)
+    }
+
+    /// Everything the server counted: executions per (XID, procedure), totals, decisions.
+    pub fn records(&self) -> &Records {
+        &self.records
+    }
+
+    /// Change how much of each record is kept.
+    pub fn set_record_limits(&mut self, limits: RecordLimits) {
+        self.records.set_limits(limits);
+    }
+
+    /// How much the server holds: its records, DRC entries, queued and parked calls.
+    pub fn held(&self) -> Held {
+        Held {
+            records: self.records.sizes(),
+            drc_entries: self.drc.len(),
+            queued: self.queue.len(),
+            parked: self.parked(),
+        }
     }
 
     /// Requests queued or executing (not yet answered or dropped).
@@ -162,20 +202,23 @@ impl Server {
         self.parked.values().map(Vec::len).sum()
     }
 
+    /// The trace lines since the last call (at most [`RecordLimits::trace_lines`]: a first
+    /// line says how many older ones were dropped).
     pub fn take_trace(&mut self) -> Vec<String> {
         self.sync_trace();
-        std::mem::take(&mut self.trace)
+        self.records.take_trace()
     }
 
     /// Move the engine's lines in first, so the log reads in causal order.
     fn sync_trace(&mut self) {
-        let mut engine_lines = self.responder.take_trace();
-        self.trace.append(&mut engine_lines);
+        for line in self.responder.take_trace() {
+            self.records.trace_line(line);
+        }
     }
 
     fn note(&mut self, line: String) {
         self.sync_trace();
-        self.trace.push(line);
+        self.records.trace_line(line);
     }
 
     fn absorb_outputs(&mut self) {
@@ -336,7 +379,7 @@ impl Server {
             parsed.procedure,
             decision.name()
         ));
-        self.decisions.push(DrcEvent {
+        self.records.decision(DrcEvent {
             xid: parsed.header.xid,
             procedure: parsed.procedure.clone(),
             decision: decision.name(),
@@ -402,7 +445,7 @@ impl Server {
                 "MNT3_OK".to_string()
             }
         };
-        self.executions.push(Execution {
+        self.records.execution(Execution {
             xid,
             procedure: parsed.procedure.clone(),
             status: status.clone(),
