@@ -3,11 +3,12 @@
 //! client for `rig scenarios` against kernel nfsd (rpc.mountd on a fixed port).
 //!
 //! Architecture Invariant: a record is read fragment by fragment, each length checked against
-//! [`MAX_RECORD`] before anything is allocated; the number of fragments is bounded too.
+//! [`MAX_RECORD`] before anything is allocated; the number of fragments is bounded too; at most
+//! [`MAX_CONNECTIONS`] connections (threads) are served at once.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -162,25 +163,96 @@ pub fn answer(message: &[u8], ports: Ports) -> Option<Vec<u8>> {
     Some(reply)
 }
 
-/// Serve MOUNT/portmap on `listener` until `stop` is set: one thread per TCP connection.
+/// Most TCP connections served at once (one thread each); more are closed on accept. The
+/// kernel client opens one per mount.
+pub const MAX_CONNECTIONS: usize = 16;
+/// A connection that sends nothing (or reads nothing) for this long is closed.
+const IDLE: Duration = Duration::from_secs(30);
+
+/// Serve MOUNT/portmap on `listener` until `stop` is set: one thread per TCP connection, at
+/// most [`MAX_CONNECTIONS`] at once.
 pub fn serve(listener: TcpListener, ports: Ports, stop: Arc<AtomicBool>) -> std::io::Result<()> {
+    serve_bounded(listener, ports, stop, MAX_CONNECTIONS)
+}
+
+/// [`serve`] with at most `max_connections` served at once. Connections beyond it are closed
+/// at once; a thread that cannot be spawned closes its connection; accept errors that come
+/// and go (out of fds, aborted handshakes) are reported and waited out, not fatal.
+pub fn serve_bounded(
+    listener: TcpListener,
+    ports: Ports,
+    stop: Arc<AtomicBool>,
+    max_connections: usize,
+) -> std::io::Result<()> {
     listener.set_nonblocking(true)?;
+    let active = Arc::new(AtomicUsize::new(0));
+    let mut refused = 0u64;
+    let mut accept_errors = 0u64;
     while !stop.load(Ordering::Relaxed) {
         match listener.accept() {
             Ok((stream, peer)) => {
-                stream.set_nonblocking(false)?;
-                stream.set_read_timeout(Some(Duration::from_secs(30)))?;
+                if active.load(Ordering::Acquire) >= max_connections {
+                    refused += 1;
+                    // Reported at the 1st, 2nd, 4th, ... refusal: a flood is one line per doubling.
+                    if refused.is_power_of_two() {
+                        eprintln!(
+                            "rig serve: mount-tcp {peer}: {max_connections} connections already \
+                             served; closed ({refused} refused so far)"
+                        );
+                    }
+                    drop(stream);
+                    continue;
+                }
+                if stream.set_nonblocking(false).is_err()
+                    || stream.set_read_timeout(Some(IDLE)).is_err()
+                    || stream.set_write_timeout(Some(IDLE)).is_err()
+                {
+                    continue;
+                }
+                active.fetch_add(1, Ordering::AcqRel);
+                let guard = Active(Arc::clone(&active));
                 let stop = Arc::clone(&stop);
-                std::thread::spawn(move || serve_stream(stream, peer, ports, &stop));
+                let spawned =
+                    std::thread::Builder::new()
+                        .name("mount-tcp".into())
+                        .spawn(move || {
+                            let _guard = guard;
+                            serve_stream(stream, peer, ports, &stop);
+                        });
+                if let Err(e) = spawned {
+                    // The closure (stream and guard) was dropped: connection closed, slot freed.
+                    eprintln!("rig serve: mount-tcp {peer}: cannot start a thread ({e}); closed");
+                }
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                 // Nothing pending: check the stop flag a few times a second.
                 std::thread::sleep(Duration::from_millis(100));
             }
-            Err(e) => return Err(e),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::Interrupted | std::io::ErrorKind::ConnectionAborted
+                ) => {}
+            Err(e) => {
+                // EMFILE, ENFILE, ENOBUFS...: wait for resources to come back.
+                accept_errors += 1;
+                if accept_errors.is_power_of_two() {
+                    eprintln!("rig serve: mount-tcp: accept: {e} ({accept_errors} so far)");
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
         }
     }
     Ok(())
+}
+
+/// Counts a served connection until its thread ends (or is never started).
+struct Active(Arc<AtomicUsize>);
+
+impl Drop for Active {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 fn serve_stream(mut stream: TcpStream, peer: SocketAddr, ports: Ports, stop: &AtomicBool) {
@@ -250,6 +322,48 @@ mod tests {
         assert_eq!(handle, Fs::default().root_handle());
         let missing = mount(addr, b"/nope", Duration::from_secs(5)).unwrap_err();
         assert!(missing.contains("MNT failed"), "{missing}");
+        stop.store(true, Ordering::Relaxed);
+        server.join().unwrap().unwrap();
+    }
+
+    #[test]
+    fn connections_beyond_the_limit_are_closed_and_their_slots_come_back() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let ports = Ports {
+            nfs: 20049,
+            mount: addr.port(),
+        };
+        let server = {
+            let stop = Arc::clone(&stop);
+            std::thread::spawn(move || serve_bounded(listener, ports, stop, 2))
+        };
+        // Two idle connections hold both slots (each proven served by a round trip).
+        let hold: Vec<TcpStream> = (0..2)
+            .map(|_| {
+                let mut s = TcpStream::connect(addr).unwrap();
+                s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+                let call = CallHeader::new(1, PORTMAP_PROGRAM, PMAP_V2, 0).to_bytes();
+                write_record(&mut s, &call).unwrap();
+                read_record(&mut s).unwrap();
+                s
+            })
+            .collect();
+        // A third is closed by the server: it reads end of file, not a reply.
+        let mut third = TcpStream::connect(addr).unwrap();
+        third
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        let mut byte = [0u8; 1];
+        assert_eq!(third.read(&mut byte).unwrap_or(0), 0);
+        // Once the two go, a new connection is served again.
+        drop(hold);
+        let served = (0..50).any(|_| {
+            std::thread::sleep(Duration::from_millis(100));
+            mount(addr, b"/export", Duration::from_secs(5)).is_ok()
+        });
+        assert!(served);
         stop.store(true, Ordering::Relaxed);
         server.join().unwrap().unwrap();
     }

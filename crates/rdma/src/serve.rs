@@ -6,6 +6,12 @@
 //! that reconnects finds its duplicate reply cache, as with nfsd (which keys the DRC by client
 //! address). Concurrent connections get slots of their own (separate namespaces, same root
 //! handle) up to `max_connections`; beyond that connect requests are rejected.
+//!
+//! Everything the loop keeps is bounded for a server that runs for days: per-connection
+//! statistics for the open connections and the [`MAX_CONNECTION_STATS`] most recent closed ones
+//! (older ones are counted), each slot's records and DRC bounded in `server`, and the options
+//! checked against the limits the verbs layer enforces ([`MAX_CONNECTIONS`], [`MAX_CREDITS`])
+//! before anything is set up.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -27,6 +33,15 @@ use crate::conn::{conn_params, ConnCounters, Connection, Role};
 const TICK: Duration = Duration::from_millis(200);
 /// Upper-layer steps run per wake-up before returning to poll(2) (fairness between connections).
 const UPPER_LAYER_BUDGET: usize = 4096;
+/// Most concurrent connections: one poll(2) watches the CM channel and every connection's
+/// completion channel, at most `verbs::cq::MAX_WAIT_FDS` fds.
+pub const MAX_CONNECTIONS: usize = verbs::cq::MAX_WAIT_FDS - 1;
+/// Most credits a connection grants: its Send Queue is sized for twice the grant (our requester
+/// exceeds it on purpose), within `verbs::qp::MAX_CREDITS`.
+pub const MAX_CREDITS: u32 = verbs::qp::MAX_CREDITS / 2;
+/// Closed connections whose statistics are kept (the most recent; older ones are counted in
+/// `connections_forgotten`). Open connections are always kept.
+pub const MAX_CONNECTION_STATS: usize = 1024;
 
 /// What `rig serve` was asked to do.
 #[derive(Debug, Clone)]
@@ -69,7 +84,10 @@ pub struct ExecutionCount {
     pub statuses: Vec<String>,
 }
 
-/// What `rig serve --stats` writes.
+/// What `rig serve --stats` writes. `executions` holds the per-(XID, procedure) counts of the
+/// most recent XIDs of each slot (`server::records::RecordLimits::counted_xids`), exact for
+/// those; `executions_total` and `drc_decisions` count everything; `xids_forgotten` and
+/// `connections_forgotten` say what fell out of the bounded lists.
 #[derive(Debug, Clone, Serialize)]
 pub struct ServeStats {
     pub listen: String,
@@ -77,8 +95,106 @@ pub struct ServeStats {
     pub connections_seen: u64,
     pub connections_rejected: u64,
     pub connections: Vec<ConnectionStats>,
+    pub connections_forgotten: u64,
     pub executions: Vec<ExecutionCount>,
+    pub executions_total: u64,
+    pub xids_forgotten: u64,
     pub drc_decisions: BTreeMap<String, u64>,
+}
+
+impl ServeStats {
+    /// Empty statistics for a server on `listen` with `policy`.
+    pub fn new(listen: &str, policy: &str) -> Self {
+        ServeStats {
+            listen: listen.to_string(),
+            policy: policy.to_string(),
+            connections_seen: 0,
+            connections_rejected: 0,
+            connections: Vec::new(),
+            connections_forgotten: 0,
+            executions: Vec::new(),
+            executions_total: 0,
+            xids_forgotten: 0,
+            drc_decisions: BTreeMap::new(),
+        }
+    }
+}
+
+/// Per-connection statistics while serving: the open connections and the most recent closed
+/// ones, by connection number.
+#[derive(Debug, Default)]
+struct ConnectionBook {
+    by_number: BTreeMap<u64, ConnectionStats>,
+    closed: usize,
+    forgotten: u64,
+    next: u64,
+}
+
+impl ConnectionBook {
+    fn open(&mut self, mut stats: ConnectionStats) -> u64 {
+        self.next += 1;
+        stats.connection = self.next;
+        self.by_number.insert(self.next, stats);
+        self.next
+    }
+
+    fn get(&mut self, number: u64) -> Option<&mut ConnectionStats> {
+        self.by_number.get_mut(&number)
+    }
+
+    /// Mark `number` closed; the oldest closed ones beyond [`MAX_CONNECTION_STATS`] go.
+    fn close(&mut self, number: u64) {
+        if let Some(stats) = self.by_number.get_mut(&number) {
+            if stats.open {
+                stats.open = false;
+                self.closed += 1;
+            }
+        }
+        while self.closed > MAX_CONNECTION_STATS {
+            let oldest = self
+                .by_number
+                .iter()
+                .find(|(_, s)| !s.open)
+                .map(|(n, _)| *n);
+            let Some(oldest) = oldest else { break };
+            self.by_number.remove(&oldest);
+            self.closed -= 1;
+            self.forgotten += 1;
+        }
+    }
+
+    fn to_stats(&self, stats: &mut ServeStats) {
+        stats.connections = self.by_number.values().cloned().collect();
+        stats.connections_forgotten = self.forgotten;
+    }
+}
+
+/// Check `options` against what the verbs layer and the server accept, before any set-up.
+pub fn check_options(options: &ServeOptions) -> Result<(), String> {
+    if policy_by_name(&options.policy, options.config.credits).is_none() {
+        return Err(format!(
+            "unknown DRC policy {:?} (classic, acked, acked-mark)",
+            options.policy
+        ));
+    }
+    if !(1..=MAX_CREDITS).contains(&options.config.credits) {
+        return Err(format!(
+            "credits {} out of range 1..={MAX_CREDITS} (the Send Queue holds twice the grant, \
+             at most verbs::qp::MAX_CREDITS work requests per credit slot)",
+            options.config.credits
+        ));
+    }
+    if !(1..=MAX_CONNECTIONS).contains(&options.max_connections) {
+        return Err(format!(
+            "max connections {} out of range 1..={MAX_CONNECTIONS} (one poll(2) watches every \
+             connection, at most verbs::cq::MAX_WAIT_FDS fds)",
+            options.max_connections
+        ));
+    }
+    if options.drop_after == Some(0) {
+        return Err("drop-after 0 would disconnect before any reply: give 1 or more".into());
+    }
+    Ok(())
 }
 
 struct Slot {
@@ -90,7 +206,8 @@ struct Slot {
 struct Live {
     conn: Connection,
     slot: usize,
-    stats_index: usize,
+    /// The connection's number in the statistics.
+    number: u64,
     established: bool,
     dropped: bool,
 }
@@ -106,11 +223,18 @@ pub struct Controls<'a> {
     pub checkpoint: Option<&'a dyn Fn(&ServeStats)>,
 }
 
+/// What the loop counts beside the slots.
+struct Books {
+    stats: ServeStats,
+    connections: ConnectionBook,
+}
+
 /// Serve until `controls.stop` is set; returns the statistics.
 pub fn serve(options: &ServeOptions, controls: Controls<'_>) -> Result<ServeStats, VerbsError> {
-    if policy_by_name(&options.policy, options.config.credits).is_none() {
+    if let Err(reason) = check_options(options) {
+        eprintln!("rig serve: {reason}");
         return Err(VerbsError::InvalidState(
-            "unknown DRC policy (classic, acked, acked-mark)",
+            "serve options out of range (unknown DRC policy, credits or max connections)",
         ));
     }
     let channel = EventChannel::new()?;
@@ -123,14 +247,9 @@ pub fn serve(options: &ServeOptions, controls: Controls<'_>) -> Result<ServeStat
     );
     let mut slots: Vec<Slot> = Vec::new();
     let mut live: Vec<Live> = Vec::new();
-    let mut stats = ServeStats {
-        listen: options.listen.to_string(),
-        policy: options.policy.clone(),
-        connections_seen: 0,
-        connections_rejected: 0,
-        connections: Vec::new(),
-        executions: Vec::new(),
-        drc_decisions: BTreeMap::new(),
+    let mut books = Books {
+        stats: ServeStats::new(&options.listen.to_string(), &options.policy),
+        connections: ConnectionBook::default(),
     };
     let mut clock = 0u64;
     while !controls.stop.load(Ordering::Relaxed) {
@@ -139,7 +258,9 @@ pub fn serve(options: &ServeOptions, controls: Controls<'_>) -> Result<ServeStat
             for l in live.iter_mut().filter(|l| l.established) {
                 eprintln!("rig serve: SIGUSR1: disconnecting slot {}", l.slot);
                 l.dropped = true;
-                stats.connections[l.stats_index].dropped_by_server = true;
+                if let Some(entry) = books.connections.get(l.number) {
+                    entry.dropped_by_server = true;
+                }
                 let _ = l.conn.id.disconnect();
             }
         }
@@ -148,86 +269,85 @@ pub fn serve(options: &ServeOptions, controls: Controls<'_>) -> Result<ServeStat
         let ready = wait_any_readable(&fds, TICK)?;
         if ready[0] {
             if let Ok(event) = channel.next_event(Duration::ZERO) {
-                let closed = on_cm_event(event, options, &mut slots, &mut live, &mut stats, clock);
+                let closed = on_cm_event(event, options, &mut slots, &mut live, &mut books, clock);
                 if let (true, Some(checkpoint)) = (closed, controls.checkpoint) {
-                    tally(&slots, &mut stats);
-                    checkpoint(&stats);
+                    tally(&slots, &mut books);
+                    checkpoint(&books.stats);
                 }
             }
         }
         for l in &mut live {
             let slot = &mut slots[l.slot];
-            {
-                // Drained on every wake-up, not only when the fd fired: a completion may land
-                // between draining and re-arming the CQ.
-                let events = match l.conn.completions(slot.server.memory()) {
-                    Ok(events) => events,
-                    Err(error) => {
-                        eprintln!("rig serve: completion queue: {error}");
-                        Vec::new()
-                    }
-                };
-                let entry = &mut stats.connections[l.stats_index];
-                for event in events {
-                    match &event {
-                        Event::RecvCompleted { .. } => entry.calls_received += 1,
-                        Event::SendCompleted { .. } => entry.credits_returned += 1,
-                        _ => {}
-                    }
-                    slot.server.handle_event(event);
+            // Drained on every wake-up, not only when the fd fired: a completion may land
+            // between draining and re-arming the CQ.
+            let events = match l.conn.completions(slot.server.memory()) {
+                Ok(events) => events,
+                Err(error) => {
+                    eprintln!("rig serve: completion queue: {error}");
+                    Vec::new()
                 }
-                drive(&mut slot.server, &mut l.conn);
-                entry.verbs = l.conn.counters;
-                if let Some(n) = options.drop_after {
-                    if !l.dropped && entry.credits_returned >= n {
-                        eprintln!(
-                            "rig serve: --drop-after {n}: disconnecting connection {}",
-                            entry.connection
-                        );
-                        l.dropped = true;
-                        entry.dropped_by_server = true;
-                        let _ = l.conn.id.disconnect();
-                    }
+            };
+            let Some(entry) = books.connections.get(l.number) else {
+                continue;
+            };
+            for event in events {
+                match &event {
+                    Event::RecvCompleted { .. } => entry.calls_received += 1,
+                    Event::SendCompleted { .. } => entry.credits_returned += 1,
+                    _ => {}
+                }
+                slot.server.handle_event(event);
+            }
+            drive(&mut slot.server, &mut l.conn);
+            entry.verbs = l.conn.counters;
+            if let Some(n) = options.drop_after {
+                if !l.dropped && entry.credits_returned >= n {
+                    eprintln!(
+                        "rig serve: --drop-after {n}: disconnecting connection {}",
+                        entry.connection
+                    );
+                    l.dropped = true;
+                    entry.dropped_by_server = true;
+                    let _ = l.conn.id.disconnect();
                 }
             }
         }
     }
     for l in &live {
-        // Still open at shutdown: say so in the stats, then close it.
-        stats.connections[l.stats_index].open = true;
+        // Still open at shutdown: the stats say so; then close it.
         let _ = l.conn.id.disconnect();
     }
-    tally(&slots, &mut stats);
-    Ok(stats)
+    tally(&slots, &mut books);
+    Ok(books.stats)
 }
 
-/// Recompute the per-(xid, procedure) execution counts and the DRC decision totals of `stats`
-/// from every slot.
-fn tally(slots: &[Slot], stats: &mut ServeStats) {
+/// Recompute the per-(xid, procedure) execution counts, the totals and the DRC decision totals
+/// of the statistics from every slot's records, and the connection list from the book.
+fn tally(slots: &[Slot], books: &mut Books) {
+    let stats = &mut books.stats;
+    books.connections.to_stats(stats);
     stats.executions.clear();
     stats.drc_decisions.clear();
+    stats.executions_total = 0;
+    stats.xids_forgotten = 0;
     for (index, slot) in slots.iter().enumerate() {
-        let mut counts: BTreeMap<(u32, String), Vec<String>> = BTreeMap::new();
-        for execution in slot.server.executions() {
-            counts
-                .entry((execution.xid, execution.procedure.clone()))
-                .or_default()
-                .push(execution.status.clone());
-        }
-        for ((xid, procedure), statuses) in counts {
-            stats.executions.push(ExecutionCount {
+        let records = slot.server.records();
+        let mut counts: Vec<ExecutionCount> = records
+            .counts()
+            .map(|(xid, procedure, count)| ExecutionCount {
                 slot: index,
                 xid,
-                procedure,
-                executions: statuses.len(),
-                statuses,
-            });
-        }
-        for decision in slot.server.decisions() {
-            *stats
-                .drc_decisions
-                .entry(decision.decision.to_string())
-                .or_default() += 1;
+                procedure: procedure.to_string(),
+                executions: usize::try_from(count.executions).unwrap_or(usize::MAX),
+                statuses: count.statuses.clone(),
+            })
+            .collect();
+        counts.sort_by(|a, b| (a.xid, &a.procedure).cmp(&(b.xid, &b.procedure)));
+        stats.executions.extend(counts);
+        stats.executions_total += records.executions_total();
+        stats.xids_forgotten += records.forgotten();
+        for (decision, n) in records.decision_totals() {
+            *stats.drc_decisions.entry(decision.to_string()).or_default() += n;
         }
     }
 }
@@ -255,9 +375,10 @@ fn on_cm_event(
     options: &ServeOptions,
     slots: &mut Vec<Slot>,
     live: &mut Vec<Live>,
-    stats: &mut ServeStats,
+    books: &mut Books,
     clock: u64,
 ) -> bool {
+    let stats = &mut books.stats;
     match event.kind {
         CmEventKind::ConnectRequest => {
             let Some(id) = event.new_id.take() else {
@@ -300,8 +421,8 @@ fn on_cm_event(
             }
             slots[slot].busy = true;
             slots[slot].last_used = clock;
-            stats.connections.push(ConnectionStats {
-                connection: stats.connections.len() as u64 + 1,
+            let number = books.connections.open(ConnectionStats {
+                connection: 0,
                 slot,
                 credits_granted: options.config.credits,
                 calls_received: 0,
@@ -314,7 +435,7 @@ fn on_cm_event(
             live.push(Live {
                 conn,
                 slot,
-                stats_index: stats.connections.len() - 1,
+                number,
                 established: false,
                 dropped: false,
             });
@@ -324,8 +445,7 @@ fn on_cm_event(
                 l.established = true;
                 eprintln!(
                     "rig serve: connection {} established (slot {})",
-                    l.stats_index + 1,
-                    l.slot
+                    l.number, l.slot
                 );
             }
         }
@@ -337,22 +457,20 @@ fn on_cm_event(
             if let Some(index) = live.iter().position(|l| event.is_for(&l.conn.id)) {
                 let mut l = live.swap_remove(index);
                 let slot = &mut slots[l.slot];
-                {
-                    if let Ok(events) = l.conn.completions(slot.server.memory()) {
-                        for event in events {
-                            slot.server.handle_event(event);
-                        }
+                if let Ok(events) = l.conn.completions(slot.server.memory()) {
+                    for event in events {
+                        slot.server.handle_event(event);
                     }
-                    slot.server.handle_event(Event::ConnectionLost);
-                    drive(&mut slot.server, &mut l.conn);
                 }
+                slot.server.handle_event(Event::ConnectionLost);
+                drive(&mut slot.server, &mut l.conn);
                 l.conn.lost();
                 slot.busy = false;
                 slot.last_used = clock;
-                stats.connections[l.stats_index].open = false;
+                books.connections.close(l.number);
                 eprintln!(
                     "rig serve: connection {} closed ({})",
-                    l.stats_index + 1,
+                    l.number,
                     event.kind.name()
                 );
                 return true;
@@ -427,15 +545,9 @@ mod tests {
 
     #[test]
     fn the_stats_json_is_what_rig_judge_counts_from() {
-        let mut stats = ServeStats {
-            listen: "10.99.0.1:20049".to_string(),
-            policy: "classic".to_string(),
-            connections_seen: 1,
-            connections_rejected: 0,
-            connections: Vec::new(),
-            executions: Vec::new(),
-            drc_decisions: BTreeMap::new(),
-        };
+        let mut stats = ServeStats::new("10.99.0.1:20049", "classic");
+        stats.connections_seen = 1;
+        stats.executions_total = 2;
         for slot in [0, 1] {
             stats.executions.push(ExecutionCount {
                 slot,
@@ -467,5 +579,58 @@ mod tests {
         .err()
         .unwrap();
         assert!(err.to_string().contains("unknown DRC policy"), "{err}");
+    }
+
+    #[test]
+    fn options_out_of_range_are_refused_with_the_limit_named() {
+        let ok = options(4);
+        assert_eq!(check_options(&ok), Ok(()));
+        let mut credits = options(4);
+        for bad in [0, MAX_CREDITS + 1, 4096] {
+            credits.config.credits = bad;
+            let err = check_options(&credits).unwrap_err();
+            assert!(err.contains(&format!("1..={MAX_CREDITS}")), "{err}");
+        }
+        credits.config.credits = MAX_CREDITS;
+        assert_eq!(check_options(&credits), Ok(()));
+        for bad in [0, MAX_CONNECTIONS + 1, 5000] {
+            let err = check_options(&options(bad)).unwrap_err();
+            assert!(err.contains(&format!("1..={MAX_CONNECTIONS}")), "{err}");
+        }
+        assert_eq!(check_options(&options(MAX_CONNECTIONS)), Ok(()));
+        let mut drop = options(1);
+        drop.drop_after = Some(0);
+        assert!(check_options(&drop).unwrap_err().contains("drop-after"));
+    }
+
+    #[test]
+    fn connection_statistics_keep_open_ones_and_the_most_recent_closed() {
+        let mut book = ConnectionBook::default();
+        let stats = |slot| ConnectionStats {
+            connection: 0,
+            slot,
+            credits_granted: 8,
+            calls_received: 0,
+            credits_returned: 0,
+            verbs: ConnCounters::default(),
+            peer_private_data: None,
+            dropped_by_server: false,
+            open: true,
+        };
+        let long_lived = book.open(stats(0));
+        for round in 0..(10 * MAX_CONNECTION_STATS) {
+            let n = book.open(stats(1));
+            book.get(n).unwrap().calls_received = round as u64;
+            book.close(n);
+        }
+        let mut out = ServeStats::new("x", "acked");
+        book.to_stats(&mut out);
+        assert_eq!(out.connections.len(), MAX_CONNECTION_STATS + 1);
+        assert_eq!(out.connections_forgotten, 9 * MAX_CONNECTION_STATS as u64);
+        assert_eq!(out.connections[0].connection, long_lived);
+        assert!(out.connections[0].open);
+        let last = out.connections.last().unwrap();
+        assert_eq!(last.connection, 10 * MAX_CONNECTION_STATS as u64 + 1);
+        assert!(!last.open);
     }
 }

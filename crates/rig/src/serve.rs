@@ -1,5 +1,10 @@
 //! `rig serve`: our NFSv3 + MOUNT v3 server over RDMA (soft-RoCE in the VMs), until SIGTERM/SIGINT;
 //! then the --stats JSON. SIGUSR1 disconnects every connection (the reconnect test).
+//!
+//! Every numeric option is range-checked before anything is bound or set up ([`check_args`]):
+//! a value the verbs layer or the poll loop would refuse later (credits above
+//! `rdma::serve::MAX_CREDITS`, connections above `rdma::serve::MAX_CONNECTIONS`) or that would
+//! wrap (`--max-file-mib`) is an error naming the range.
 
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
@@ -31,22 +36,64 @@ pub struct Args {
     /// executions while the server runs (the selftest suite; each rewrite is the whole file).
     #[arg(long, requires = "stats")]
     stats_on_close: bool,
-    /// Concurrent connections (each beyond the first gets its own file system and DRC).
+    /// Concurrent connections (each beyond the first gets its own file system and DRC);
+    /// 1..=1023.
     #[arg(long, default_value_t = 4)]
     max_connections: usize,
     /// Also serve MOUNT v3 and portmap GETPORT over TCP here (for the kernel client's
     /// `mountproto=tcp,mountport=P`).
     #[arg(long)]
     mount_tcp: Option<SocketAddr>,
-    /// Disconnect each connection once after this many replies (the reconnect test).
+    /// Disconnect each connection once after this many replies (the reconnect test); 1 or more.
     #[arg(long)]
     drop_after: Option<u64>,
-    /// Largest file in the in-memory export, MiB (the whole export holds at most 4 such files).
+    /// Largest file in the in-memory export, MiB (the whole export holds at most 4 such files);
+    /// 1..=4096.
     #[arg(long, default_value_t = 24)]
     max_file_mib: u64,
-    /// Credits granted per connection (RFC 8166 §3.3.1).
+    /// Credits granted per connection (RFC 8166 §3.3.1); 1..=2048.
     #[arg(long, default_value_t = ConnectionConfig::default().credits)]
     credits: u32,
+}
+
+/// Largest `--max-file-mib` (each slot's export holds up to four such files in memory).
+const MAX_FILE_MIB: u64 = 4096;
+
+/// The server options from `args`, every number checked against its range.
+fn check_args(args: &Args) -> Result<rdma::ServeOptions> {
+    if !(1..=MAX_FILE_MIB).contains(&args.max_file_mib) {
+        bail!(
+            "--max-file-mib {} out of range 1..={MAX_FILE_MIB}",
+            args.max_file_mib
+        );
+    }
+    let max_file_bytes = args.max_file_mib << 20; // at most 2^32: no wrap
+    let options = rdma::ServeOptions {
+        listen: args.listen,
+        policy: args.policy.clone(),
+        profile: args.profile,
+        config: ConnectionConfig {
+            credits: args.credits,
+            ..ConnectionConfig::default()
+        },
+        max_connections: args.max_connections,
+        drop_after: args.drop_after,
+        fs_limits: server::fs::Limits {
+            max_file_bytes,
+            max_total_bytes: max_file_bytes.saturating_mul(4),
+            ..server::fs::Limits::default()
+        },
+    };
+    if let Err(reason) = rdma::serve::check_options(&options) {
+        // Name the option as the user typed it.
+        let reason = reason
+            .replace("credits ", "--credits ")
+            .replace("max connections ", "--max-connections ")
+            .replace("drop-after ", "--drop-after ")
+            .replace("unknown DRC policy", "--policy: unknown DRC policy");
+        bail!("{reason}");
+    }
+    Ok(options)
 }
 
 pub fn run(args: Args) -> Result<u8> {
@@ -57,9 +104,7 @@ pub fn run(args: Args) -> Result<u8> {
             String::from_utf8_lossy(server::fs::EXPORT_PATH)
         );
     }
-    if args.credits == 0 {
-        bail!("--credits must be at least 1");
-    }
+    let options = check_args(&args)?;
     let stop = Arc::new(AtomicBool::new(false));
     let drop_all = Arc::new(AtomicBool::new(false));
     for signal in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
@@ -77,27 +122,14 @@ pub fn run(args: Args) -> Result<u8> {
             };
             let stop = Arc::clone(&stop);
             eprintln!("rig serve: MOUNT v3 + portmap over TCP on {addr}");
-            Some(std::thread::spawn(move || {
-                rdma::mount_tcp::serve(listener, ports, stop)
-            }))
+            Some(
+                std::thread::Builder::new()
+                    .name("mount-tcp".into())
+                    .spawn(move || rdma::mount_tcp::serve(listener, ports, stop))
+                    .context("--mount-tcp: starting its thread")?,
+            )
         }
         None => None,
-    };
-    let options = rdma::ServeOptions {
-        listen: args.listen,
-        policy: args.policy.clone(),
-        profile: args.profile,
-        config: ConnectionConfig {
-            credits: args.credits,
-            ..ConnectionConfig::default()
-        },
-        max_connections: args.max_connections.max(1),
-        drop_after: args.drop_after,
-        fs_limits: server::fs::Limits {
-            max_file_bytes: args.max_file_mib << 20,
-            max_total_bytes: (args.max_file_mib << 20).saturating_mul(4),
-            ..server::fs::Limits::default()
-        },
     };
     // --stats-on-close: each closed connection rewrites the stats file, so a client can count
     // its executions while the server keeps running (the selftest suite judges every case so).
@@ -190,20 +222,48 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("serve-classic.stats.json");
         std::fs::write(&path, "old").unwrap();
-        let stats = rdma::ServeStats {
-            listen: "10.99.0.1:20049".to_string(),
-            policy: "classic".to_string(),
-            connections_seen: 0,
-            connections_rejected: 0,
-            connections: Vec::new(),
-            executions: Vec::new(),
-            drc_decisions: Default::default(),
-        };
+        let stats = rdma::ServeStats::new("10.99.0.1:20049", "classic");
         write_stats(&path, &stats).unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(text.contains("\"policy\": \"classic\""), "{text}");
         assert!(!dir.join("serve-classic.stats.json.tmp").exists());
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn numeric_options_out_of_range_are_refused_before_anything_starts() {
+        let base = ["rig", "--listen", "127.0.0.1:20049", "--policy", "acked"];
+        for (option, value, says) in [
+            ("--credits", "0", "--credits 0 out of range 1..=2048"),
+            ("--credits", "2049", "--credits 2049 out of range 1..=2048"),
+            ("--credits", "4096", "out of range 1..=2048"),
+            (
+                "--max-connections",
+                "0",
+                "--max-connections 0 out of range 1..=1023",
+            ),
+            ("--max-connections", "1024", "out of range 1..=1023"),
+            (
+                "--max-file-mib",
+                "0",
+                "--max-file-mib 0 out of range 1..=4096",
+            ),
+            ("--max-file-mib", "17592186044416", "out of range 1..=4096"),
+            ("--drop-after", "0", "--drop-after 0"),
+        ] {
+            let cli = Cli::parse_from(base.iter().chain(&[option, value]));
+            let err = format!("{:#}", run(cli.args).unwrap_err());
+            assert!(err.contains(says), "{option} {value}: {err}");
+        }
+        for (option, value) in [
+            ("--credits", "2048"),
+            ("--max-connections", "1023"),
+            ("--max-file-mib", "4096"),
+            ("--drop-after", "1"),
+        ] {
+            let cli = Cli::parse_from(base.iter().chain(&[option, value]));
+            assert!(check_args(&cli.args).is_ok(), "{option} {value}");
+        }
     }
 
     #[test]
