@@ -1,15 +1,30 @@
 //! Child processes in their own process groups, bounded by timeouts and killed on every exit path.
 //!
-//! Architecture Invariant: every long-running child (qemu, debootstrap, apt-get) is started through
-//! [`GroupChild::spawn`], which puts it in a fresh process group and records the group in a global
-//! registry. The group is killed when the handle drops, when a timeout expires, and from the
-//! SIGINT/SIGTERM/SIGHUP handler installed by [`install_signal_handler`], so no qemu outlives us.
+//! Architecture Invariant: every long-running child (qemu, debootstrap, apt-get, tshark) is
+//! started through [`GroupChild::spawn`] (or [`run_logged`] / [`output_with_timeout`] on top of
+//! it), which puts it in a fresh process group and records the group in a global registry. The
+//! group is killed when the handle drops, when a timeout expires, from the SIGINT/SIGTERM/SIGHUP
+//! handler installed by [`install_signal_handler`], and when `interop` itself dies by SIGKILL.
+//!
+//! Dying with the parent: each group is led by a *guardian*, `sh -c 'read _; kill -KILL 0'`,
+//! whose stdin is the read end of a pipe whose only write end `interop` holds (close-on-exec, so
+//! no other child inherits it). The child joins the guardian's group. When `interop` exits for
+//! any reason, SIGKILL included, the kernel closes the write end, the guardian's `read` sees end
+//! of file, and it kills its whole group: the child and everything the child started. This is
+//! `setpriv --pdeathsig KILL` without its two catches: a parent-death signal fires when the
+//! *thread* that forked exits (the harness spawns from worker threads), and it reaches only the
+//! direct child, not the helpers qemu or a shell start. No `pre_exec`, no `unsafe`.
+//!
+//! The start/kill race: [`shut_down`] marks the registry closed and kills every group while
+//! holding the registry lock, and [`GroupChild::spawn`] spawns and registers while holding the
+//! same lock and refuses once it is closed, so no child can start unseen after the handler ran.
 
 use std::collections::BTreeSet;
 use std::fs::File;
+use std::io::Read;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -18,10 +33,18 @@ use nix::errno::Errno;
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 
-/// Process groups we started and have not yet killed.
-static LIVE_GROUPS: Mutex<BTreeSet<i32>> = Mutex::new(BTreeSet::new());
+/// Process groups we started and have not yet killed, and whether new ones may start.
+struct Registry {
+    groups: BTreeSet<i32>,
+    closed: bool,
+}
 
-fn registry() -> std::sync::MutexGuard<'static, BTreeSet<i32>> {
+static LIVE_GROUPS: Mutex<Registry> = Mutex::new(Registry {
+    groups: BTreeSet::new(),
+    closed: false,
+});
+
+fn registry() -> std::sync::MutexGuard<'static, Registry> {
     // A panic while holding the lock must not stop the cleanup path: take the data anyway.
     LIVE_GROUPS
         .lock()
@@ -36,18 +59,37 @@ fn kill_group_id(pgid: i32) {
     }
 }
 
-/// Kill every process group still registered. Called from the signal handler and at exit.
+/// Kill every process group still registered. Called at exit and by [`shut_down`].
 pub fn kill_all_groups() -> usize {
-    let groups: Vec<i32> = std::mem::take(&mut *registry()).into_iter().collect();
+    let mut registry = registry();
+    let groups: Vec<i32> = std::mem::take(&mut registry.groups).into_iter().collect();
     for pgid in &groups {
         kill_group_id(*pgid);
     }
     groups.len()
 }
 
+/// Refuse every later [`GroupChild::spawn`] and kill every registered group, atomically: a
+/// spawn racing with this either finished (its group is killed here) or fails.
+pub fn shut_down() -> usize {
+    let mut registry = registry();
+    registry.closed = true;
+    let groups: Vec<i32> = std::mem::take(&mut registry.groups).into_iter().collect();
+    for pgid in &groups {
+        kill_group_id(*pgid);
+    }
+    groups.len()
+}
+
+/// Let children start again after [`shut_down`] (tests share one process).
+#[cfg(test)]
+fn reopen() {
+    registry().closed = false;
+}
+
 /// Number of process groups currently registered (for tests and diagnostics).
 pub fn live_group_count() -> usize {
-    registry().len()
+    registry().groups.len()
 }
 
 /// Install a SIGINT/SIGTERM/SIGHUP handler thread that kills all registered process groups and
@@ -61,7 +103,7 @@ pub fn install_signal_handler() -> Result<()> {
         .name("interop-signals".into())
         .spawn(move || {
             if let Some(signal) = signals.forever().next() {
-                let killed = kill_all_groups();
+                let killed = shut_down();
                 eprintln!("\ninterop: caught signal {signal}, killed {killed} process group(s)");
                 std::process::exit(128 + signal);
             }
@@ -79,34 +121,81 @@ pub enum WaitOutcome {
     TimedOut,
 }
 
-/// A child that leads its own process group; the group dies with this handle.
+/// A child in its own process group, led by a guardian that kills the group when `interop` dies
+/// (see the module docs); the group dies with this handle.
 #[derive(Debug)]
 pub struct GroupChild {
     name: String,
     child: Child,
+    /// The group's leader: `sh` waiting for end of file on `lifeline`'s pipe.
+    guardian: Child,
+    /// The write end of the guardian's pipe, held only to be closed: when this process ends
+    /// (exit, SIGKILL) the kernel closes it and the guardian fires.
+    _lifeline: std::io::PipeWriter,
     pgid: i32,
     reaped: Option<ExitStatus>,
 }
 
+/// What the guardian runs: wait for end of file on stdin, then kill its own process group.
+const GUARDIAN_SCRIPT: &str = "read _lifeline; kill -KILL 0";
+
 impl GroupChild {
-    /// Spawn `command` as the leader of a new process group and register the group.
+    /// Spawn `command` in a new process group led by a guardian, and register the group.
+    /// Refused once [`shut_down`] ran.
     pub fn spawn(name: &str, mut command: Command) -> Result<Self> {
-        command.process_group(0);
-        let child = command
+        // Held across both spawns and the registration: see "the start/kill race".
+        let mut registry = registry();
+        if registry.closed {
+            bail!("not starting {name}: interop is shutting down");
+        }
+        // std's pipe is close-on-exec on both ends: only the guardian gets the read end (as its
+        // stdin), and no child inherits the write end.
+        let (lifeline_rx, lifeline) = std::io::pipe().context("creating the guardian's pipe")?;
+        let mut guardian = Command::new("sh");
+        guardian
+            .args(["-c", GUARDIAN_SCRIPT])
+            .stdin(Stdio::from(lifeline_rx))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .process_group(0);
+        let mut guardian = guardian
             .spawn()
-            .with_context(|| format!("starting {name}: {command:?}"))?;
-        let pgid = i32::try_from(child.id()).context("pid out of range")?;
-        registry().insert(pgid);
+            .with_context(|| format!("starting the guardian of {name}"))?;
+        let pgid = match i32::try_from(guardian.id()) {
+            Ok(pgid) => pgid,
+            Err(_) => {
+                let _ = guardian.kill();
+                let _ = guardian.wait();
+                bail!("guardian pid out of range");
+            }
+        };
+        command.process_group(pgid);
+        let child = match command.spawn() {
+            Ok(child) => child,
+            Err(e) => {
+                kill_group_id(pgid);
+                let _ = guardian.wait();
+                return Err(e).with_context(|| format!("starting {name}: {command:?}"));
+            }
+        };
+        registry.groups.insert(pgid);
         Ok(GroupChild {
             name: name.to_owned(),
             child,
+            guardian,
+            _lifeline: lifeline,
             pgid,
             reaped: None,
         })
     }
 
-    /// The child's pid (which is also its process group id).
+    /// The child's pid.
     pub fn pid(&self) -> i32 {
+        i32::try_from(self.child.id()).unwrap_or(-1)
+    }
+
+    /// The process group (the guardian's pid).
+    pub fn pgid(&self) -> i32 {
         self.pgid
     }
 
@@ -148,17 +237,34 @@ impl GroupChild {
         }
     }
 
-    /// SIGKILL the whole group, reap the leader and forget the group.
+    /// SIGKILL the whole group (guardian included), reap the child and the guardian and forget
+    /// the group.
     pub fn kill_group(&mut self) {
-        if registry().remove(&self.pgid) {
+        if registry().groups.remove(&self.pgid) {
             kill_group_id(self.pgid);
         }
         if self.reaped.is_none() {
-            // After SIGKILL the leader exits promptly; reap it so no zombie remains.
+            // After SIGKILL the child exits promptly; reap it so no zombie remains.
             if let Ok(status) = self.child.wait() {
                 self.reaped = Some(status);
             }
         }
+        // The guardian got the same SIGKILL (or is gone already): reap it too. Its group id
+        // cannot be reused before this, since the guardian's pid is the group's.
+        if matches!(self.guardian.try_wait(), Ok(None)) {
+            let _ = self.guardian.kill();
+        }
+        let _ = self.guardian.wait();
+    }
+
+    /// The child's standard output, if it was piped.
+    pub fn take_stdout(&mut self) -> Option<std::process::ChildStdout> {
+        self.child.stdout.take()
+    }
+
+    /// The child's standard error, if it was piped.
+    pub fn take_stderr(&mut self) -> Option<std::process::ChildStderr> {
+        self.child.stderr.take()
     }
 }
 
@@ -248,6 +354,60 @@ pub fn run_logged_with_heartbeat(
     }
 }
 
+/// Largest output kept per stream by [`output_with_timeout`]; the rest is read and dropped.
+pub const MAX_CAPTURED_OUTPUT: usize = 16 << 20;
+
+/// Run `command` (tshark, a probe) to completion in its own guarded process group, with its
+/// stdout and stderr captured (each at most [`MAX_CAPTURED_OUTPUT`] bytes) and stdin null; after
+/// `timeout` the group is killed and this is an error naming the command. A non-zero exit is
+/// not an error here: the status is in the [`Output`].
+pub fn output_with_timeout(name: &str, mut command: Command, timeout: Duration) -> Result<Output> {
+    command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = GroupChild::spawn(name, command)?;
+    let drain = |stream: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut kept = Vec::new();
+            if let Some(mut stream) = stream {
+                let _ = (&mut stream)
+                    .take(MAX_CAPTURED_OUTPUT as u64)
+                    .read_to_end(&mut kept);
+                // Keep reading (and dropping) so the child never blocks on a full pipe.
+                let _ = std::io::copy(&mut stream, &mut std::io::sink());
+            }
+            kept
+        })
+    };
+    let stdout = drain(
+        child
+            .take_stdout()
+            .map(|s| Box::new(s) as Box<dyn Read + Send>),
+    );
+    let stderr = drain(
+        child
+            .take_stderr()
+            .map(|s| Box::new(s) as Box<dyn Read + Send>),
+    );
+    let outcome = child.wait_timeout(timeout)?;
+    // The group is dead either way now (exited, or killed on timeout): the pipes close.
+    child.kill_group();
+    let stdout = stdout.join().unwrap_or_default();
+    let stderr = stderr.join().unwrap_or_default();
+    match outcome {
+        WaitOutcome::Exited(status) => Ok(Output {
+            status,
+            stdout,
+            stderr,
+        }),
+        WaitOutcome::TimedOut => bail!(
+            "{name} timed out after {:.1}s and was killed",
+            timeout.as_secs_f64()
+        ),
+    }
+}
+
 /// The last `lines` lines of a text file (empty if unreadable).
 pub fn tail(path: &Path, lines: usize) -> String {
     let text = std::fs::read_to_string(path).unwrap_or_default();
@@ -330,6 +490,120 @@ mod tests {
         })
         .unwrap();
         assert!(gone);
+    }
+
+    /// Env var that turns [`helper_or_guarded_sleeper`] into the parent process of
+    /// [`a_killed_parent_takes_its_group_children_with_it`].
+    const HELPER_ENV: &str = "INTEROP_PROCESS_TEST_HELPER";
+
+    /// As a helper (HELPER_ENV set, run by the test below): spawn a sleeper through
+    /// `GroupChild::spawn` from this test's thread, print its pid, and wait to be killed. As an
+    /// ordinary test: the sleeper's group is led by its guardian, and dropping the handle takes
+    /// both.
+    #[test]
+    fn helper_or_guarded_sleeper() {
+        let _serial = serial();
+        let mut command = Command::new("sleep");
+        command.arg("300").stdout(Stdio::null());
+        let child = GroupChild::spawn("sleeper", command).unwrap();
+        if std::env::var_os(HELPER_ENV).is_some() {
+            println!("sleeper-pid {}", child.pid());
+            std::io::Write::flush(&mut std::io::stdout()).unwrap();
+            std::thread::sleep(Duration::from_secs(300));
+            return;
+        }
+        let (pid, pgid) = (child.pid(), child.pgid());
+        assert_ne!(pid, pgid, "the guardian leads the group");
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+        let fields: Vec<&str> = stat.rsplit_once(") ").unwrap().1.split(' ').collect();
+        assert_eq!(
+            fields[2],
+            pgid.to_string(),
+            "the sleeper is in the guardian's group"
+        );
+        assert!(process_alive(pgid));
+        drop(child);
+        let gone = wait_until(Duration::from_secs(5), Duration::from_millis(20), || {
+            Ok(!process_alive(pid) && !process_alive(pgid))
+        })
+        .unwrap();
+        assert!(gone, "sleeper {pid} or guardian {pgid} survived the drop");
+    }
+
+    #[test]
+    fn a_killed_parent_takes_its_group_children_with_it() {
+        let _serial = serial();
+        // The parent: this test binary again, running only the helper above.
+        let mut parent = Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "process::tests::helper_or_guarded_sleeper",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(HELPER_ENV, "1")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdout = parent.stdout.take().unwrap();
+        let mut sleeper = None;
+        for line in std::io::BufRead::lines(std::io::BufReader::new(stdout)) {
+            let line = line.unwrap();
+            // libtest may have written "test NAME ... " on the same line first.
+            if let Some((_, pid)) = line.split_once("sleeper-pid ") {
+                sleeper = Some(pid.trim().parse::<i32>().unwrap());
+                break;
+            }
+        }
+        let sleeper = sleeper.expect("the helper printed its sleeper's pid");
+        assert!(process_alive(sleeper));
+        // SIGKILL: no handler, no Drop, no cleanup in the parent runs.
+        nix::sys::signal::kill(
+            Pid::from_raw(i32::try_from(parent.id()).unwrap()),
+            Signal::SIGKILL,
+        )
+        .unwrap();
+        let _ = parent.wait();
+        let gone = wait_until(Duration::from_secs(10), Duration::from_millis(20), || {
+            Ok(!process_alive(sleeper))
+        })
+        .unwrap();
+        assert!(gone, "sleeper {sleeper} outlived its SIGKILLed parent");
+    }
+
+    #[test]
+    fn no_child_starts_after_shut_down() {
+        let _serial = serial();
+        let (child, grandchild) = spawn_sleeper_group();
+        assert!(shut_down() >= 1);
+        let err = GroupChild::spawn("late", Command::new("true")).unwrap_err();
+        assert!(err.to_string().contains("shutting down"), "{err}");
+        reopen();
+        let gone = wait_until(Duration::from_secs(5), Duration::from_millis(20), || {
+            Ok(!process_alive(grandchild))
+        })
+        .unwrap();
+        assert!(gone);
+        drop(child);
+        GroupChild::spawn("after reopen", Command::new("true")).unwrap();
+    }
+
+    #[test]
+    fn output_is_captured_and_a_hung_helper_is_killed_at_its_timeout() {
+        let _serial = serial();
+        let mut command = Command::new("sh");
+        command.args(["-c", "echo out; echo err >&2; exit 4"]);
+        let out = output_with_timeout("echo", command, Duration::from_secs(10)).unwrap();
+        assert_eq!(out.status.code(), Some(4));
+        assert_eq!(out.stdout, b"out\n");
+        assert_eq!(out.stderr, b"err\n");
+        let mut command = Command::new("sh");
+        command.args(["-c", "sleep 300 & echo $!; wait"]);
+        let started = Instant::now();
+        let err = output_with_timeout("hung", command, Duration::from_millis(300)).unwrap_err();
+        assert!(err.to_string().contains("hung timed out"), "{err}");
+        assert!(started.elapsed() < Duration::from_secs(10));
     }
 
     #[test]
