@@ -164,7 +164,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             });
             let capture = match format {
                 Format::Jsonl => {
-                    out!("{}", render::jsonl(&t))?;
+                    crate::output::write_with(|w| render::write_jsonl(&t, w))?;
                     trace::capture_status(&t)
                 }
                 Format::Text => {

@@ -470,6 +470,23 @@ fn segment_json(s: &Segment) -> Value {
 /// One JSON object per RPC-over-RDMA message (raw values; xid as "0x%08x").
 pub fn jsonl(trace: &Trace) -> String {
     let mut out = String::new();
+    let written: Result<(), std::convert::Infallible> = each_json_line(trace, |line| {
+        out.push_str(line);
+        out.push('\n');
+        Ok(())
+    });
+    match written {
+        Ok(()) => out,
+    }
+}
+
+/// [`jsonl`] written to `out` line by line, without holding the text in memory.
+pub fn write_jsonl(trace: &Trace, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+    each_json_line(trace, |line| writeln!(out, "{line}"))
+}
+
+/// Call `f` with each JSON line (escaped, without its newline); stops at the first error.
+fn each_json_line<E>(trace: &Trace, mut f: impl FnMut(&str) -> Result<(), E>) -> Result<(), E> {
     for (e, m) in trace.messages() {
         let chunks = m.header.as_ref().and_then(|h| h.chunks());
         let reads: Vec<Value> = chunks
@@ -526,10 +543,9 @@ pub fn jsonl(trace: &Trace) -> String {
             "note": m.note,
             "error": m.error,
         });
-        out.push_str(&escape_json_text(&obj.to_string()));
-        out.push('\n');
+        f(&escape_json_text(&obj.to_string()))?;
     }
-    out
+    Ok(())
 }
 
 /// Replace the number of every `xN` / `hN` symbol by `#`, so that one extra or missing Call
