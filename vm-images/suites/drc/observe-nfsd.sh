@@ -51,7 +51,8 @@ verdict_file="$RIG_OUT/$RIG_CASE.verdict.json"
 ftrace="$RIG_OUT/$RIG_CASE.ftrace.txt"
 { echo "# rig-sources: $(cat /tmp/rig-trace-sources 2>/dev/null)"
   [ -e $T/trace ] && cat $T/trace; } | head -c 16777217 > "$ftrace"
-"$RIG" judge --verdict "$verdict_file" --ftrace "$ftrace" --write > /tmp/judge.out 2>&1
+rig_case_bin
+"$RIG_CASE_BIN" judge --verdict "$verdict_file" --ftrace "$ftrace" --write > /tmp/judge.out 2>&1
 judge_rc=$?
 grep -E '^[a-z_]+=' /tmp/judge.out >> "$RIG_OUT/$RIG_CASE.kernel.txt"
 echo "== rig judge (exit $judge_rc)"; cat /tmp/judge.out

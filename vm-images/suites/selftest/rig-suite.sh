@@ -6,13 +6,18 @@
 #   run_scenario   one `rig scenarios --transport rdma` run → /rig/out/<case>.verdict.json + RESULT
 #   serve_start / serve_stop       `rig serve` in the background, its --stats JSON into /rig/out
 #   closed_connections / judge_serve_stats   re-judge a case's verdict with `rig serve`'s counts
-# The host's rig binary (~20 MB) is read over 9p with cache=none on every exec; a copy in this
-# guest's tmpfs, made once per boot, makes each `rig scenarios`/`rig judge` start from memory.
+# The host's rig binary (~20 MB) is read over 9p with cache=none on every exec. The short-lived
+# per-case commands (`rig scenarios`, `rig judge`) run from a copy in this guest's tmpfs, made on
+# first use ($RIG_CASE_BIN); long-lived ones (`rig serve`) and guests that never run rig (the
+# kernel client in kclient, which needs its 256 MiB for 16 MiB of writeback) keep /rig/bin/rig
+# and pay nothing.
 RIG=/rig/bin/rig
-if [ -x "$RIG" ]; then
-  [ -x /run/rig ] || { cp "$RIG" /run/rig.tmp 2>/dev/null && mv /run/rig.tmp /run/rig; }
-  [ -x /run/rig ] && RIG=/run/rig
-fi
+rig_case_bin() {
+  if [ ! -x /run/rig ] && [ -x "$RIG" ]; then
+    cp "$RIG" /run/rig.tmp 2>/dev/null && mv /run/rig.tmp /run/rig
+  fi
+  if [ -x /run/rig ]; then RIG_CASE_BIN=/run/rig; else RIG_CASE_BIN=$RIG; fi
+}
 NFS_RDMA_PORT=20049
 MOUNT_TCP_PORT=20048
 
@@ -105,7 +110,8 @@ run_scenario() {
   label=$1; scenario=$2; shift 2
   out="$RIG_OUT/$RIG_CASE.verdict.json"
   capture_start
-  "$RIG" scenarios --transport rdma --server "$RIG_SERVER_IP:$NFS_RDMA_PORT" \
+  rig_case_bin
+  "$RIG_CASE_BIN" scenarios --transport rdma --server "$RIG_SERVER_IP:$NFS_RDMA_PORT" \
     --scenario "$scenario" --format json --label "$label" "$@" > "$out" 2> "/tmp/$RIG_CASE.err"
   rc=$?
   capture_stop
@@ -185,7 +191,8 @@ judge_serve_stats() {
     [ "$(closed_connections "$stats")" -ge "$want" ] && break
     sleep 0.2
   done
-  "$RIG" judge --verdict "$out" --serve-stats "$stats" --write > "/tmp/$RIG_CASE.judge" 2>&1
+  rig_case_bin
+  "$RIG_CASE_BIN" judge --verdict "$out" --serve-stats "$stats" --write > "/tmp/$RIG_CASE.judge" 2>&1
   judge_rc=$?
   echo "== rig judge (exit $judge_rc)"; cat "/tmp/$RIG_CASE.judge"
   counted=$(sed -n 's/^executions_counted=//p' "/tmp/$RIG_CASE.judge" | head -1)
