@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use anyhow::{ensure, Context, Result};
 use clap::{Parser, Subcommand};
 
-use interop::cache::output_root;
+use interop::cache::{last_run_root, output_root};
 use interop::images::{vm_images_dir, Builder, CustomKernel, CustomKind, Images};
 use interop::kbuild::series_patches;
 use interop::matrix::is_cmdline_word;
@@ -274,11 +274,40 @@ fn list(kernels: &KernelArgs, args: &RunArgs) -> Result<bool> {
     Ok(true)
 }
 
+/// Wall time per (kernel, suite) of the previous run's report (empty when there is none).
+fn previous_durations(
+    report: &std::path::Path,
+) -> std::collections::BTreeMap<(String, String), u64> {
+    let mut durations = std::collections::BTreeMap::new();
+    let Ok(text) = interop::snapshots::read_bounded(report) else {
+        return durations;
+    };
+    let Ok(value) = serde_json::from_str::<serde_json::Value>(&text) else {
+        return durations;
+    };
+    for run in value
+        .get("runs")
+        .and_then(serde_json::Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        if let (Some(kernel), Some(suite), Some(wall)) = (
+            run.get("kernel").and_then(serde_json::Value::as_str),
+            run.get("suite").and_then(serde_json::Value::as_str),
+            run.get("wall_ms").and_then(serde_json::Value::as_u64),
+        ) {
+            durations.insert((kernel.to_owned(), suite.to_owned()), wall);
+        }
+    }
+    durations
+}
+
 /// Run every (kernel, suite) of `work` on `jobs` workers that each take the next item as soon as
 /// they are free (a short suite no longer waits for the longest of its batch); results come back
 /// in `work` order.
 fn run_queue(
     work: &[(usize, &Suite)],
+    previous: &std::collections::BTreeMap<(String, String), u64>,
     jobs: usize,
     images: &Images,
     settings: &RunSettings,
@@ -286,9 +315,19 @@ fn run_queue(
 ) -> Result<Vec<interop::report::KernelRun>> {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Mutex;
-    // Longest suites first (by case count), so the last ones to finish are short.
+    // Longest first, so the last ones to finish are short: the previous run's wall time of the
+    // same kernel × suite, else a tenth of the suite's summed case timeouts.
     let mut order: Vec<usize> = (0..work.len()).collect();
-    order.sort_by_key(|&i| std::cmp::Reverse(work[i].1.cases.len()));
+    order.sort_by_key(|&i| {
+        let (k, suite) = work[i];
+        let guess = suite.cases.iter().map(|c| c.timeout_secs).sum::<u64>() * 100;
+        std::cmp::Reverse(
+            previous
+                .get(&(images.kernels[k].name.clone(), suite.name.clone()))
+                .copied()
+                .unwrap_or(guess),
+        )
+    });
     let next = AtomicUsize::new(0);
     let slots: Mutex<Vec<Option<interop::report::KernelRun>>> = Mutex::new(vec![None; work.len()]);
     let panicked = std::thread::scope(|scope| {
@@ -344,6 +383,7 @@ fn run(kernels: &KernelArgs, args: &RunArgs) -> Result<bool> {
     let out_root = output_root();
     let _output_lock = interop::runner::lock_output(&out_root)?;
     let runs_root = out_root.join("runs");
+    let previous = previous_durations(&last_run_root().join("report.json"));
     let run_root = create_run_dir(&runs_root)?;
     link_last(&out_root, &run_root)?;
     progress.done(
@@ -402,7 +442,7 @@ fn run(kernels: &KernelArgs, args: &RunArgs) -> Result<bool> {
             settings.out_root = run_root.join(format!("attempt-{attempt}"));
         }
         runs.extend(
-            run_queue(&work, args.jobs, &images, &settings, &progress)?
+            run_queue(&work, &previous, args.jobs, &images, &settings, &progress)?
                 .into_iter()
                 .map(|mut run| {
                     run.attempt = attempt;
