@@ -58,7 +58,9 @@ fn show_with(bytes: &[u8], limits: trace::reassembly::Limits) -> (Trace, String)
 }
 
 /// Time `f` on the small and the large input (best of three runs each: the host may be busy,
-/// and noise only ever adds time).
+/// and noise only ever adds time). A ratio over the limit is measured again, up to three times:
+/// noise on a loaded CI host can push one measurement over, a quadratic cost (100x for 10x the
+/// input) stays over every time.
 fn ratio(small: &[u8], large: &[u8], f: impl Fn(&[u8])) -> f64 {
     let time = |bytes: &[u8]| {
         (0..3)
@@ -70,8 +72,15 @@ fn ratio(small: &[u8], large: &[u8], f: impl Fn(&[u8])) -> f64 {
             .min()
             .unwrap_or(Duration::ZERO)
     };
-    let (s, l) = (time(small), time(large));
-    l.as_secs_f64() / s.as_secs_f64().max(1e-6)
+    let mut best = f64::INFINITY;
+    for _ in 0..3 {
+        let (s, l) = (time(small), time(large));
+        best = best.min(l.as_secs_f64() / s.as_secs_f64().max(1e-6));
+        if best <= 15.0 {
+            break;
+        }
+    }
+    best
 }
 
 #[test]
@@ -176,11 +185,18 @@ fn diff_of_traces_differing_everywhere_keeps_to_its_deadline() {
         let d = render::diff_until("a", &a, "b", &b, Some(deadline)).unwrap();
         (started.elapsed(), d)
     };
-    let (small, _) = run(2_000);
+    // The property: the diff keeps to its deadline, which grows linearly with the lines (a
+    // floor plus time per line), then falls back to a coarse diff that is linear. A full Myers
+    // diff of inputs that differ everywhere is quadratic (255 s for 100k lines before). The
+    // small case may finish under its deadline, so a time *ratio* says nothing here; the bound
+    // does. One second of slack covers the fallback and a busy host.
     let (large, d) = run(20_000);
-    let r = large.as_secs_f64() / small.as_secs_f64().max(1e-6);
-    eprintln!("diff: 10x the lines, {r:.1}x the time");
-    assert!(r <= 15.0, "20k lines took {r:.1}x the time of 2k");
+    let allowed = render::diff_time_allowed(2 * 20_000, Duration::ZERO) + Duration::from_secs(1);
+    eprintln!("diff: 20k lines in {large:?}, allowed {allowed:?}");
+    assert!(
+        large <= allowed,
+        "20k lines took {large:?}, over the deadline {allowed:?}"
+    );
     // Every line of both sides is in the diff, deadline or not.
     assert_eq!(d.lines().filter(|l| l.starts_with("-c1")).count(), 20_000);
     assert_eq!(d.lines().filter(|l| l.starts_with("+c1")).count(), 20_000);
