@@ -946,10 +946,18 @@ mod tests {
             (started.elapsed(), drc.len())
         };
         let best = |calls| (0..3).map(|_| run(calls)).min().unwrap();
-        let (small, kept_small) = best(2_000);
-        let (large, kept_large) = best(20_000);
-        assert_eq!((kept_small, kept_large), (1_000 + 2, 10_000 + 2));
-        let ratio = large.as_secs_f64() / small.as_secs_f64().max(1e-6);
+        // Over the limit, measure again (up to three times): noise on a busy host only adds
+        // time, the scanning reference's quadratic cost stays ~100x every time.
+        let mut ratio = f64::INFINITY;
+        for _ in 0..3 {
+            let (small, kept_small) = best(2_000);
+            let (large, kept_large) = best(20_000);
+            assert_eq!((kept_small, kept_large), (1_000 + 2, 10_000 + 2));
+            ratio = ratio.min(large.as_secs_f64() / small.as_secs_f64().max(1e-6));
+            if ratio <= 15.0 {
+                break;
+            }
+        }
         eprintln!("acked-mark: 10x the calls, {ratio:.1}x the time");
         assert!(ratio <= 15.0, "20k calls took {ratio:.1}x the time of 2k");
     }
