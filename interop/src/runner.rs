@@ -684,12 +684,13 @@ fn pcap_outcome(check: &PcapCheck, pcap: &Path) -> CaseOutcome {
         reasons: Vec::new(),
         results: Vec::new(),
     };
-    let counted = Command::new("tshark")
+    let mut tshark = Command::new("tshark");
+    tshark
         .arg("-r")
         .arg(pcap)
-        .args(["-Y", &check.display_filter])
-        .stderr(Stdio::null())
-        .output();
+        .args(["-Y", &check.display_filter]);
+    // Its own process group, a timeout and bounded output: the capture comes from a guest.
+    let counted = crate::process::output_with_timeout("tshark", tshark, Duration::from_secs(120));
     match counted {
         Ok(output) if output.status.success() => {
             let frames = output
