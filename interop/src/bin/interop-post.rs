@@ -194,7 +194,7 @@ fn snapshots(accept_globs: &[String], rig: &Path, outs: &[PathBuf]) -> Result<u8
     let mut unbaselined = 0;
     let mut entries = Vec::new();
     for snapshot in &snapshots {
-        let timing = expected.timing_reason(scenario_of_case(&snapshot.case));
+        let timing = expected.timing_reason_for_case(&snapshot.case);
         let path = label(snapshot);
         let comparison = compare(snapshot, &root)?;
         let (result, outcome, of) = match &comparison {
