@@ -19,8 +19,8 @@ use serde_json::{json, Value};
 use interop::cache::{last_run_root, workspace_root};
 use interop::images::vm_images_dir;
 use interop::snapshots::{
-    accept, collect, compare, divergences, read_bounded, scenario_of_case, Accepted, Comparison,
-    ExpectedDifferences, Snapshot,
+    accept, collect, compare, divergences, read_bounded, Accepted, Comparison, ExpectedDifferences,
+    Snapshot,
 };
 use interop::suite::Suite;
 
