@@ -396,7 +396,23 @@ fn run(kernels: &KernelArgs, args: &RunArgs) -> Result<bool> {
         ),
         None,
     );
-    let images = build(&progress, kernels)?;
+    // Only the kernels that run one of the chosen suites are built: `--suite smoke` must not
+    // build the drc-only mutant kernels from source.
+    let mut kernels = kernels.clone();
+    if kernels.kernels.is_empty() && custom(&kernels)?.is_none() {
+        let matrix = interop::matrix::Matrix::load(&vm_images_dir().join("kernels.toml"))?;
+        kernels.kernels = matrix
+            .kernels
+            .iter()
+            .filter(|k| suites.iter().any(|s| k.runs_suite(&s.name)))
+            .map(|k| k.name.clone())
+            .collect();
+        ensure!(
+            !kernels.kernels.is_empty(),
+            "no kernel of vm-images/kernels.toml runs the chosen suites"
+        );
+    }
+    let images = build(&progress, &kernels)?;
     let mut settings = RunSettings {
         accel: args.accel,
         memory_mib: args.memory_mib,
