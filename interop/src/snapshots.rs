@@ -142,55 +142,7 @@ fn flatten(prefix: &str, value: &Value, depth: usize, out: &mut BTreeMap<String,
     }
 }
 
-/// Sort key of a trace line inside a stretch between connection-management lines: messages by
-/// XID (`x<N>`), then data movements by handle (`h<N>+off`), client before server, then as seen.
-fn order_key(line: &str) -> (u8, u64, u8) {
-    let words: Vec<&str> = line.split(' ').take(4).collect();
-    let direction = u8::from(words.get(1) == Some(&"S"));
-    let number = |word: Option<&&str>, prefix: char| {
-        word.and_then(|w| w.strip_prefix(prefix))
-            .map(|w| w.split('+').next().unwrap_or(""))
-            .and_then(|n| n.parse::<u64>().ok())
-    };
-    if words.get(2) == Some(&"CM_RTU") {
-        // The RTU's MAD can reach the capture after the first call it enabled.
-        (0, 0, 0)
-    } else if let Some(xid) = number(words.get(3), 'x') {
-        (0, xid, direction)
-    } else if let Some(handle) = number(words.get(3), 'h') {
-        (1, handle, direction)
-    } else {
-        (2, 0, direction)
-    }
-}
-
-/// The trace lines in an order that does not depend on timing: concurrent calls and replies
-/// (over-credit's 65 MKDIRs, burst's duplicates, two Read-chunk pulls) interleave differently
-/// from run to run while the exchange is the same. Connection-management lines (`CM_*`, except
-/// the RTU, which leads its stretch) stay in place; the lines between two of them are ordered by
-/// [`order_key`] (stable). Every line is
-/// kept, so a missing reply, an extra execution's status or a lost `DUP_REPLY` still shows.
-pub fn canonical_order<'a>(lines: &[&'a str]) -> Vec<&'a str> {
-    let is_cm = |l: &str| {
-        l.split(' ')
-            .nth(2)
-            .is_some_and(|w| w.starts_with("CM_") && w != "CM_RTU")
-    };
-    let mut out = Vec::with_capacity(lines.len());
-    let mut stretch: Vec<&str> = Vec::new();
-    for line in lines {
-        if is_cm(line) {
-            stretch.sort_by_key(|l| order_key(l));
-            out.append(&mut stretch);
-            out.push(*line);
-        } else {
-            stretch.push(line);
-        }
-    }
-    stretch.sort_by_key(|l| order_key(l));
-    out.append(&mut stretch);
-    out
-}
+pub use trace::render::canonical_order;
 
 /// Our client names what it creates `rig<pid>x<8 hex>-<scenario>-...` so runs never collide
 /// (crates/rig/src/scenarios.rs); the names show in traces (LOOKUP name=...). `rig<run>` here.

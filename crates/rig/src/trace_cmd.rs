@@ -190,8 +190,15 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             diff_seconds,
         } => {
             let level = Level::from(level);
-            let ra = rendered(&a, Style::Normalised, level)?;
-            let rb = rendered(&b, Style::Normalised, level)?;
+            let (mut ra, mut rb) = (
+                rendered(&a, Style::Normalised, level)?,
+                rendered(&b, Style::Normalised, level)?,
+            );
+            if level == Level::Exchange {
+                // The exchange, not the timing: concurrent messages in canonical order.
+                ra = ra.in_canonical_order();
+                rb = rb.in_canonical_order();
+            }
             let lines = ra.lines.lines().count() + rb.lines.lines().count();
             let floor = diff_seconds.map_or(DIFF_TIME_FLOOR, Duration::from_secs);
             let deadline = Instant::now().checked_add(render::diff_time_allowed(lines, floor));

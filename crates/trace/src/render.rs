@@ -88,6 +88,19 @@ pub struct Rendered {
 }
 
 impl Rendered {
+    /// The event lines in [`canonical_order`]: what `rig trace diff` and the interop snapshots
+    /// compare at the exchange level, where concurrent messages interleave by timing.
+    #[must_use]
+    pub fn in_canonical_order(mut self) -> Self {
+        let lines: Vec<&str> = self.lines.lines().collect();
+        let ordered: String = canonical_order(&lines)
+            .into_iter()
+            .map(|l| format!("{l}\n"))
+            .collect();
+        self.lines = ordered;
+        self
+    }
+
     /// The summary: `transport: duplicates=0 naks=0 ...` and `capture: complete` (or
     /// `capture: incomplete (...)`). Event lines always start with a connection tag (`c1 `,
     /// `c? `) or, raw, a frame number, so these two lines cannot be mistaken for events.
@@ -604,6 +617,56 @@ fn credits_by_role(text: &str) -> [std::collections::BTreeSet<u32>; 2] {
 /// credit grant, a reordered Reply) rather than renumbering; a summary of credit grants leads.
 pub fn diff(a_name: &str, a: &str, b_name: &str, b: &str) -> Option<String> {
     diff_until(a_name, a, b_name, b, None)
+}
+
+/// Sort key of a trace line inside a stretch between connection-management lines: messages by
+/// XID (`x<N>`), then data movements by handle (`h<N>+off`), client before server, then as seen.
+fn order_key(line: &str) -> (u8, u64, u8) {
+    let words: Vec<&str> = line.split(' ').take(4).collect();
+    let direction = u8::from(words.get(1) == Some(&"S"));
+    let number = |word: Option<&&str>, prefix: char| {
+        word.and_then(|w| w.strip_prefix(prefix))
+            .map(|w| w.split('+').next().unwrap_or(""))
+            .and_then(|n| n.parse::<u64>().ok())
+    };
+    if words.get(2) == Some(&"CM_RTU") {
+        // The RTU's MAD can reach the capture after the first call it enabled.
+        (0, 0, 0)
+    } else if let Some(xid) = number(words.get(3), 'x') {
+        (0, xid, direction)
+    } else if let Some(handle) = number(words.get(3), 'h') {
+        (1, handle, direction)
+    } else {
+        (2, 0, direction)
+    }
+}
+
+/// The trace lines in an order that does not depend on timing: concurrent calls and replies
+/// (over-credit's 65 MKDIRs, burst's duplicates, two Read-chunk pulls) interleave differently
+/// from run to run while the exchange is the same. Connection-management lines (`CM_*`, except
+/// the RTU, which leads its stretch) stay in place; the lines between two of them are ordered by
+/// [`order_key`] (stable). Every line is
+/// kept, so a missing reply, an extra execution's status or a lost `DUP_REPLY` still shows.
+pub fn canonical_order<'a>(lines: &[&'a str]) -> Vec<&'a str> {
+    let is_cm = |l: &str| {
+        l.split(' ')
+            .nth(2)
+            .is_some_and(|w| w.starts_with("CM_") && w != "CM_RTU")
+    };
+    let mut out = Vec::with_capacity(lines.len());
+    let mut stretch: Vec<&str> = Vec::new();
+    for line in lines {
+        if is_cm(line) {
+            stretch.sort_by_key(|l| order_key(l));
+            out.append(&mut stretch);
+            out.push(*line);
+        } else {
+            stretch.push(line);
+        }
+    }
+    stretch.sort_by_key(|l| order_key(l));
+    out.append(&mut stretch);
+    out
 }
 
 /// First line of the note a diff carries when its deadline passed.
