@@ -65,6 +65,12 @@ pub enum KernelOrigin<'a> {
     },
 }
 
+/// Whether a kernel whose entry lists `suites` runs `suite` (an empty list: every suite). The
+/// matrix entry and the built image it becomes both answer through this.
+pub fn runs_suite(suites: &[String], suite: &str) -> bool {
+    suites.is_empty() || suites.iter().any(|s| s == suite)
+}
+
 /// Kernel command-line words we pass on: `key=value` or `key`, no shell or quoting characters.
 pub fn is_cmdline_word(word: &str) -> bool {
     !word.is_empty()
@@ -240,7 +246,7 @@ impl KernelSpec {
 
     /// Whether this entry runs `suite` (entries without a `suites` list run every suite).
     pub fn runs_suite(&self, suite: &str) -> bool {
-        self.suites.is_empty() || self.suites.iter().any(|s| s == suite)
+        runs_suite(&self.suites, suite)
     }
 
     /// Canonical text of this entry, for its cache key.
