@@ -22,6 +22,8 @@ pub enum Basis {
     Kernel,
     /// Counted by `rig serve` (its `--stats` per-XID execution counts).
     Serve,
+    /// Nothing to count: the scenario sent no call under test (it cannot run on this transport).
+    None,
 }
 
 impl Basis {
@@ -31,6 +33,7 @@ impl Basis {
             Basis::Inferred => "inferred from NFS statuses",
             Basis::Kernel => "counted in the kernel",
             Basis::Serve => "counted by rig serve",
+            Basis::None => "not run",
         }
     }
 
@@ -39,6 +42,7 @@ impl Basis {
         match self {
             Basis::Inferred => "inferred",
             Basis::Kernel | Basis::Serve => "counted",
+            Basis::None => "none",
         }
     }
 }

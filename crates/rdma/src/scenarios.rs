@@ -68,7 +68,7 @@ pub struct Verdict {
     /// Executions *inferred* from the statuses by `rig scenarios`, or *counted* on the server
     /// once `rig judge` has seen its trace or stats; null when nothing can tell.
     pub executions: Option<usize>,
-    /// "inferred" (from NFS statuses) or "counted" (by `rig judge`).
+    /// "inferred" (from NFS statuses), "counted" (by `rig judge`) or "none" (no call under test).
     pub executions_basis: String,
     /// How the statuses were read (kept when `rig judge` replaces the count).
     pub inference: String,
@@ -237,7 +237,7 @@ fn empty_verdict(
         replies_identical: true,
         statuses: Vec::new(),
         executions: None,
-        executions_basis: Basis::Inferred.verdict_name().to_string(),
+        executions_basis: Basis::None.verdict_name().to_string(),
         inference: String::new(),
         judgement: pass(),
         failure: String::new(),

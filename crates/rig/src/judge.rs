@@ -132,7 +132,12 @@ fn judge_one(verdict: &mut Verdict, source: &Source) -> Judged {
             )
         }
         Err(why) => (
-            Basis::Inferred,
+            // A verdict with no XID under test has nothing to count or infer.
+            if verdict.xid == 0 {
+                Basis::None
+            } else {
+                Basis::Inferred
+            },
             format!(
                 "executions not counted: {why}; judged on inferred {}",
                 number(inferred)
@@ -402,6 +407,35 @@ mod tests {
         assert!(out.contains(&"counts_agree=unknown".to_string()));
         let written = parse_verdicts(&fs::read_to_string(&args.verdict).unwrap()).unwrap();
         assert_eq!(written[0].executions_basis, "inferred");
+    }
+
+    #[test]
+    fn a_scenario_with_no_call_under_test_has_basis_none() {
+        let unsupported = VERDICT
+            .replace(
+                "\"outcome\": \"ok\"",
+                "\"outcome\": \"unsupported-on-rdma\"",
+            )
+            .replace("\"xid\": 1514078226", "\"xid\": 0")
+            .replace("\"executions\": 1", "\"executions\": null")
+            .replace(
+                "\"executions_basis\": \"inferred\"",
+                "\"executions_basis\": \"none\"",
+            );
+        let (_dir, args) = case(&trace(REPLAYED));
+        fs::write(&args.verdict, &unsupported).unwrap();
+        let mut out = Vec::new();
+        assert!(!judge_file(&args, &mut out).unwrap());
+        assert!(
+            out[0].contains(
+                "executions not counted: no XID under test (outcome unsupported-on-rdma)"
+            ),
+            "{out:?}"
+        );
+        let written = parse_verdicts(&fs::read_to_string(&args.verdict).unwrap()).unwrap();
+        assert_eq!(written[0].executions_basis, "none");
+        assert_eq!(written[0].executions, None);
+        assert_eq!(written[0].judgement, "pass");
     }
 
     #[test]
