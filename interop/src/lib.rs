@@ -25,6 +25,7 @@ pub mod process;
 pub mod progress;
 pub mod report;
 pub mod results;
+pub mod retry;
 pub mod runner;
 pub mod runs;
 pub mod snapshots;

@@ -362,6 +362,82 @@ fn run_queue(
         .collect()
 }
 
+/// Run once more every case whose capture was incomplete (a harness failure, not a result) and
+/// put the retry's files and outcome in place of the first attempt's; the first attempt's files
+/// stay in `harness-failed/` beside the case's share.
+fn retry_harness_failures(
+    work: &[(usize, &Suite)],
+    runs: &mut [interop::report::KernelRun],
+    jobs: usize,
+    images: &Images,
+    settings: &RunSettings,
+    progress: &Progress,
+) -> Result<()> {
+    use interop::retry;
+    let mut failures = Vec::new();
+    let mut retry_work: Vec<(usize, Suite)> = Vec::new();
+    for (index, ((k, suite), run)) in work.iter().zip(runs.iter()).enumerate() {
+        let dir = retry::run_dir(&settings.out_root, &run.kernel, &run.suite);
+        let found = retry::harness_failures(run, suite, &dir);
+        if found.is_empty() {
+            continue;
+        }
+        let names: Vec<String> = found.iter().map(|f| f.case.clone()).collect();
+        for failure in &found {
+            progress.done(
+                Phase::Case,
+                &run.kernel,
+                &format!(
+                    "{}/{}: harness failure ({}), retrying once",
+                    run.suite, failure.case, failure.reason
+                ),
+                None,
+            );
+        }
+        let Some(only) = interop::runs::select_cases(suite, &names) else {
+            continue;
+        };
+        retry_work.push((*k, only));
+        failures.push((index, found));
+    }
+    if retry_work.is_empty() {
+        return Ok(());
+    }
+    let retry_settings = RunSettings {
+        out_root: settings.out_root.join("retry"),
+        ..settings.clone()
+    };
+    let queue: Vec<(usize, &Suite)> = retry_work.iter().map(|(k, s)| (*k, s)).collect();
+    let retried = run_queue(
+        &queue,
+        &Default::default(),
+        jobs,
+        images,
+        &retry_settings,
+        progress,
+    )?;
+    for ((index, found), retry_run) in failures.into_iter().zip(retried) {
+        let (_, suite) = work[index];
+        let run = &mut runs[index];
+        let cases: Vec<String> = suite.cases.iter().map(|c| c.name.clone()).collect();
+        let dir = retry::run_dir(&settings.out_root, &run.kernel, &run.suite);
+        let retry_dir = retry::run_dir(&retry_settings.out_root, &run.kernel, &run.suite);
+        for failure in &found {
+            if retry_run.error.is_none() {
+                retry::adopt_files(
+                    &dir.join("share/out"),
+                    &retry_dir.join("share/out"),
+                    &dir.join("harness-failed"),
+                    &failure.case,
+                    &cases,
+                )?;
+            }
+            retry::adopt_outcome(run, &retry_run, failure);
+        }
+    }
+    Ok(())
+}
+
 fn run(kernels: &KernelArgs, args: &RunArgs) -> Result<bool> {
     let progress = Progress::default();
     let suites = load_suites(args)?;
@@ -457,14 +533,20 @@ fn run(kernels: &KernelArgs, args: &RunArgs) -> Result<bool> {
             // Later attempts keep their own case files beside the first's.
             settings.out_root = run_root.join(format!("attempt-{attempt}"));
         }
-        runs.extend(
-            run_queue(&work, &previous, args.jobs, &images, &settings, &progress)?
-                .into_iter()
-                .map(|mut run| {
-                    run.attempt = attempt;
-                    run
-                }),
-        );
+        let mut attempt_runs =
+            run_queue(&work, &previous, args.jobs, &images, &settings, &progress)?;
+        retry_harness_failures(
+            &work,
+            &mut attempt_runs,
+            args.jobs,
+            &images,
+            &settings,
+            &progress,
+        )?;
+        runs.extend(attempt_runs.into_iter().map(|mut run| {
+            run.attempt = attempt;
+            run
+        }));
     }
     let mut report = Report { runs };
     let expectations = interop::expect::load(&vm_images_dir().join("expectations.toml"))?;

@@ -1,0 +1,277 @@
+//! One retry of the cases whose capture was incomplete: a capture cut before the disconnect or
+//! with packets lost for good is a harness failure, not a result, so the case runs once more
+//! and the retry's files and outcome replace the first attempt's (kept under `harness-failed/`).
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+
+use crate::report::KernelRun;
+use crate::results::ResultLine;
+use crate::suite::Suite;
+
+/// A case of one kernel × suite run whose capture could not be compared.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HarnessFailure {
+    pub case: String,
+    pub reason: String,
+}
+
+/// The run directory of `kernel` × `suite` under `out_root` (as the runner lays it out).
+pub fn run_dir(out_root: &Path, kernel: &str, suite: &str) -> PathBuf {
+    out_root.join("runs").join(kernel).join(suite)
+}
+
+/// The rig binary that renders the captures: the one the guests ran (copied into the share),
+/// else the workspace's release build.
+pub fn rig_binary(run_dir: &Path) -> Option<PathBuf> {
+    let shared = run_dir.join("share/bin/rig");
+    if shared.is_file() {
+        return Some(shared);
+    }
+    let built = crate::cache::workspace_root().join("target/release/rig");
+    built.is_file().then_some(built)
+}
+
+/// The cases of `suite` whose capture in `run_dir` is incomplete or unreadable, by the same
+/// rule the snapshot comparison applies ([`crate::snapshots::collect`]).
+pub fn harness_failures(run: &KernelRun, suite: &Suite, run_dir: &Path) -> Vec<HarnessFailure> {
+    if run.error.is_some() {
+        // A run that failed as a whole is reported as such; retrying one case would hide it.
+        return Vec::new();
+    }
+    let Some(rig) = rig_binary(run_dir) else {
+        return Vec::new();
+    };
+    let cases: Vec<String> = suite.cases.iter().map(|c| c.name.clone()).collect();
+    let scratch = run_dir.join("snapshots");
+    if fs::create_dir_all(&scratch).is_err() {
+        return Vec::new();
+    }
+    let Ok(snapshots) = crate::snapshots::collect(
+        &run.kernel,
+        &run.suite,
+        &cases,
+        &run_dir.join("share/out"),
+        Some(&rig),
+        &scratch,
+    ) else {
+        return Vec::new();
+    };
+    snapshots
+        .into_iter()
+        .filter_map(|s| {
+            s.harness_failure.map(|reason| HarnessFailure {
+                case: s.case,
+                reason,
+            })
+        })
+        .collect()
+}
+
+/// Whether `file` (a name in a share's `out/`) belongs to `case` of `cases`: it starts with
+/// `<case>.` and not with `<longer>.` for another case that has `<case>.` as its prefix.
+pub fn belongs_to(file: &str, case: &str, cases: &[String]) -> bool {
+    let own = format!("{case}.");
+    file.starts_with(&own)
+        && !cases
+            .iter()
+            .filter(|other| other.as_str() != case && other.starts_with(&own))
+            .any(|other| file.starts_with(&format!("{other}.")))
+}
+
+/// Move the first attempt's files of `case` from `out` into `kept`, then copy the retry's from
+/// `retry_out` into `out`, so that everything after the run (snapshots, acceptance) reads the
+/// retry. Returns how many files were adopted.
+pub fn adopt_files(
+    out: &Path,
+    retry_out: &Path,
+    kept: &Path,
+    case: &str,
+    cases: &[String],
+) -> Result<usize> {
+    fs::create_dir_all(kept).with_context(|| format!("creating {}", kept.display()))?;
+    for entry in fs::read_dir(out).with_context(|| format!("reading {}", out.display()))? {
+        let entry = entry?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if belongs_to(&name, case, cases) && entry.file_type()?.is_file() {
+            fs::rename(entry.path(), kept.join(&name))
+                .with_context(|| format!("keeping {name} of the first attempt"))?;
+        }
+    }
+    let mut adopted = 0;
+    for entry in
+        fs::read_dir(retry_out).with_context(|| format!("reading {}", retry_out.display()))?
+    {
+        let entry = entry?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if belongs_to(&name, case, cases) && entry.file_type()?.is_file() {
+            fs::copy(entry.path(), out.join(&name))
+                .with_context(|| format!("adopting {name} of the retry"))?;
+            adopted += 1;
+        }
+    }
+    Ok(adopted)
+}
+
+/// Put the retry's outcome of `failure.case` in place of the first attempt's in `run`, with a
+/// `harness` result line saying why it was retried. When the retry did not run, the case keeps
+/// its first outcome and the line says so (its incomplete capture then still fails the snapshot
+/// step as a harness failure).
+pub fn adopt_outcome(run: &mut KernelRun, retry: &KernelRun, failure: &HarnessFailure) {
+    let Some(slot) = run.cases.iter_mut().find(|c| c.name == failure.case) else {
+        return;
+    };
+    let mut note = ResultLine {
+        case: failure.case.clone(),
+        role: "harness".to_owned(),
+        verdict: "retried".to_owned(),
+        fields: [("first_attempt".to_owned(), failure.reason.clone())]
+            .into_iter()
+            .collect(),
+    };
+    match retry.cases.iter().find(|c| c.name == failure.case) {
+        Some(outcome) if retry.error.is_none() => {
+            *slot = outcome.clone();
+        }
+        _ => {
+            note.verdict = "retry-failed".to_owned();
+            note.fields.insert(
+                "retry".to_owned(),
+                retry
+                    .error
+                    .clone()
+                    .unwrap_or_else(|| "the case is missing from the retry".to_owned()),
+            );
+        }
+    }
+    slot.results.push(note);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    #[test]
+    fn files_belong_to_their_case_only() {
+        let cases = names(&["nfsd.after-ack", "nfsd.after-ack.slow", "nfsd.burst"]);
+        assert!(belongs_to("nfsd.after-ack.pcap", "nfsd.after-ack", &cases));
+        assert!(belongs_to(
+            "nfsd.after-ack.cli.log",
+            "nfsd.after-ack",
+            &cases
+        ));
+        assert!(!belongs_to(
+            "nfsd.after-ack.slow.pcap",
+            "nfsd.after-ack",
+            &cases
+        ));
+        assert!(belongs_to(
+            "nfsd.after-ack.slow.pcap",
+            "nfsd.after-ack.slow",
+            &cases
+        ));
+        assert!(!belongs_to("nfsd.burst.pcap", "nfsd.after-ack", &cases));
+        assert!(!belongs_to(
+            "nfsd.after-acked.pcap",
+            "nfsd.after-ack",
+            &cases
+        ));
+    }
+
+    #[test]
+    fn adopting_moves_the_first_attempt_aside_and_copies_the_retry() {
+        let root = std::env::temp_dir().join(format!("rig-retry-test-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&root);
+        let (out, retry, kept) = (root.join("out"), root.join("retry"), root.join("kept"));
+        fs::create_dir_all(&out).unwrap();
+        fs::create_dir_all(&retry).unwrap();
+        fs::write(out.join("nfsd.after-ack.pcap"), "cut").unwrap();
+        fs::write(out.join("nfsd.after-ack.verdict.json"), "first").unwrap();
+        fs::write(out.join("nfsd.burst.pcap"), "other").unwrap();
+        fs::write(retry.join("nfsd.after-ack.pcap"), "whole").unwrap();
+        fs::write(retry.join("nfsd.after-ack.verdict.json"), "second").unwrap();
+        fs::write(retry.join("nfsd.burst.pcap"), "not retried").unwrap();
+        let cases = names(&["nfsd.after-ack", "nfsd.burst"]);
+        let adopted = adopt_files(&out, &retry, &kept, "nfsd.after-ack", &cases).unwrap();
+        assert_eq!(adopted, 2);
+        assert_eq!(
+            fs::read_to_string(out.join("nfsd.after-ack.pcap")).unwrap(),
+            "whole"
+        );
+        assert_eq!(
+            fs::read_to_string(kept.join("nfsd.after-ack.pcap")).unwrap(),
+            "cut"
+        );
+        assert_eq!(
+            fs::read_to_string(kept.join("nfsd.after-ack.verdict.json")).unwrap(),
+            "first"
+        );
+        assert_eq!(
+            fs::read_to_string(out.join("nfsd.burst.pcap")).unwrap(),
+            "other"
+        );
+        assert!(!kept.join("nfsd.burst.pcap").exists());
+        fs::remove_dir_all(&root).unwrap();
+    }
+
+    fn run_with(case: &str, verdict: crate::results::Verdict) -> KernelRun {
+        KernelRun {
+            kernel: "linux-6.12".into(),
+            release: "6.12".into(),
+            accel: "tcg".into(),
+            suite: "drc".into(),
+            wall_ms: 0,
+            boot_ms: None,
+            cases: vec![crate::results::CaseOutcome {
+                name: case.into(),
+                verdict,
+                duration_ms: 1,
+                reasons: Vec::new(),
+                results: Vec::new(),
+            }],
+            artifacts: Vec::new(),
+            error: None,
+            attempt: 1,
+        }
+    }
+
+    #[test]
+    fn the_retry_outcome_replaces_the_first_with_a_note() {
+        use crate::results::Verdict;
+        let failure = HarnessFailure {
+            case: "nfsd.after-ack".into(),
+            reason: "capture incomplete: no disconnect".into(),
+        };
+        let mut first = run_with("nfsd.after-ack", Verdict::Pass);
+        let mut retry = run_with("nfsd.after-ack", Verdict::Fail);
+        retry.cases[0].reasons.push("executed twice".into());
+        adopt_outcome(&mut first, &retry, &failure);
+        assert_eq!(first.cases[0].verdict, Verdict::Fail);
+        assert_eq!(first.cases[0].reasons, ["executed twice"]);
+        let note = first.cases[0].results.last().unwrap();
+        assert_eq!(
+            (note.role.as_str(), note.verdict.as_str()),
+            ("harness", "retried")
+        );
+        assert_eq!(
+            note.fields["first_attempt"],
+            "capture incomplete: no disconnect"
+        );
+
+        // A retry that never ran leaves the first outcome, and says so.
+        let mut first = run_with("nfsd.after-ack", Verdict::Pass);
+        let mut broken = run_with("nfsd.after-ack", Verdict::Pass);
+        broken.error = Some("boot timeout".into());
+        adopt_outcome(&mut first, &broken, &failure);
+        assert_eq!(first.cases[0].verdict, Verdict::Pass);
+        let note = first.cases[0].results.last().unwrap();
+        assert_eq!(note.verdict, "retry-failed");
+        assert_eq!(note.fields["retry"], "boot timeout");
+    }
+}
