@@ -1,6 +1,11 @@
-//! The executor: sends each case on a live connection, classifies what comes back, probes
-//! liveness with an NFS NULL after every case, reconnects after a disconnect, and appends every
-//! case to the case log *before* sending it, so a crash of the target reproduces from the log.
+//! The executor: sends each case on a live connection with an NFS NULL liveness probe right
+//! behind it, classifies what comes back, reconnects after a disconnect, and appends every case
+//! to the case log *before* sending it, so a crash of the target reproduces from the log.
+//!
+//! Why the probe travels with the case: a responder takes Receives in order and sends transport
+//! errors (RDMA_ERROR, RFC 8166 §5) or closes before it takes the next one, so once the probe is
+//! answered the case has been taken: a dropped case costs one round trip plus a short grace for
+//! a slow execution, not the whole deadline, and an answered case costs no fixed wait at all.
 
 use std::io::Write;
 
@@ -74,18 +79,12 @@ impl CaseRunner for ModelRunner {
     }
 }
 
-/// How a liveness probe went.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Probe {
-    Answered,
-    Disconnected,
-    Silent,
-}
-
 /// What the wait after a Send saw.
 #[derive(Debug, Default)]
 struct Collected {
     answer: Option<Observed>,
+    /// The liveness probe sent behind the case was answered.
+    probe_answered: bool,
     disconnected: bool,
     strays: u32,
 }
@@ -150,24 +149,47 @@ impl<T: Target> Executor<T> {
         Ok(())
     }
 
-    /// Listen until quiet or disconnected; the first message with `xid` is the answer. With
-    /// `any_error`, an RDMA_ERROR with any XID also counts (a header too short to carry an XID
-    /// is answered with whatever the responder found there).
-    fn collect(&mut self, xid: u32, any_error: bool) -> Collected {
+    /// The next liveness probe: an NFS NULL call with a probe XID.
+    fn next_probe(&mut self) -> (u32, Vec<u8>) {
+        self.probes = self.probes.wrapping_add(1);
+        let xid = PROBE_XID_BASE.wrapping_add(self.probes);
+        let call = nfs3_call(xid, &Nfs3Call::Null);
+        let bytes = RawBuilder::new()
+            .fixed(xid, 1, 8, 0)
+            .empty_lists()
+            .raw(&call)
+            .bytes();
+        (xid, bytes)
+    }
+
+    /// Listen until the case and the probe behind it are both answered, the connection closes,
+    /// or the target is quiet: for the whole deadline while the probe is outstanding, then for a
+    /// tenth of it (a case executed more slowly than the NULL behind it). The first message with
+    /// `xid` is the case's answer; with `any_error`, an RDMA_ERROR with any XID also counts (a
+    /// header too short to carry an XID is answered with whatever the responder found there).
+    fn collect(&mut self, xid: u32, probe_xid: Option<u32>, any_error: bool) -> Collected {
         let mut seen = Collected::default();
-        let settle = Deadline {
+        let grace = Deadline {
             sim_steps: self.deadline.sim_steps,
             wall: self.deadline.wall / 10,
         };
         for _ in 0..MAX_EVENTS_PER_CASE {
-            // After the answer, only wait briefly for a close that may follow it.
-            let deadline = if seen.answer.is_some() {
-                settle
+            let probe_done = probe_xid.is_none() || seen.probe_answered;
+            if probe_done && seen.answer.is_some() {
+                break;
+            }
+            let deadline = if seen.probe_answered {
+                grace
             } else {
                 self.deadline
             };
             match self.target.next_event(deadline) {
                 TargetEvent::Message(bytes) => match parse_answer(&bytes) {
+                    Some((answer_xid, Observed::Reply))
+                        if Some(answer_xid) == probe_xid && !seen.probe_answered =>
+                    {
+                        seen.probe_answered = true;
+                    }
                     Some((answer_xid, kind)) if seen.answer.is_none() => {
                         let is_error = matches!(kind, Observed::ErrVers | Observed::ErrChunk);
                         if answer_xid == xid || (any_error && is_error) {
@@ -186,30 +208,6 @@ impl<T: Target> Executor<T> {
             }
         }
         seen
-    }
-
-    /// Send an NFS NULL and wait for its reply.
-    fn probe(&mut self) -> Probe {
-        if !self.target.is_connected() {
-            return Probe::Disconnected;
-        }
-        self.probes = self.probes.wrapping_add(1);
-        let xid = PROBE_XID_BASE.wrapping_add(self.probes);
-        let call = nfs3_call(xid, &Nfs3Call::Null);
-        let bytes = RawBuilder::new()
-            .fixed(xid, 1, 8, 0)
-            .empty_lists()
-            .raw(&call)
-            .bytes();
-        if self.target.post_send(&bytes).is_err() {
-            return Probe::Disconnected;
-        }
-        let seen = self.collect(xid, false);
-        match seen.answer {
-            Some(_) => Probe::Answered,
-            None if seen.disconnected => Probe::Disconnected,
-            None => Probe::Silent,
-        }
     }
 }
 
@@ -252,25 +250,23 @@ impl<T: Target> CaseRunner for Executor<T> {
         let bytes = case.wire_bytes(&keys);
         // Logged before the Send: if this case takes the target down, the log ends with it.
         self.log_case(case)?;
-        let sent = self.target.post_send(&bytes);
-        let seen = match sent {
-            Ok(()) => self.collect(case.xid, case.bytes.len() < 4),
-            Err(e) => {
-                self.target.deregister_all();
-                return Err(e);
-            }
-        };
+        if let Err(e) = self.target.post_send(&bytes) {
+            self.target.deregister_all();
+            return Err(e);
+        }
+        // The probe right behind the case (a failed post means the case closed the connection,
+        // which the wait below sees).
+        let (probe_xid, probe) = self.next_probe();
+        let probe_xid = self.target.post_send(&probe).is_ok().then_some(probe_xid);
+        let seen = self.collect(case.xid, probe_xid, case.bytes.len() < 4);
         let strays = seen.strays;
-        let (outcome, alive_after) = match (seen.answer, seen.disconnected) {
-            (Some(Observed::ErrChunk), true) => (Observed::ErrChunkThenClose, false),
-            (Some(answer), true) => (answer, false),
-            (None, true) => (Observed::Disconnect, false),
-            (Some(answer), false) => (answer, self.probe() == Probe::Answered),
-            (None, false) => match self.probe() {
-                Probe::Answered => (Observed::Drop, true),
-                Probe::Disconnected => (Observed::Disconnect, false),
-                Probe::Silent => (Observed::Hang, false),
-            },
+        let (outcome, alive_after) = match (seen.answer, seen.disconnected, seen.probe_answered) {
+            (Some(Observed::ErrChunk), true, _) => (Observed::ErrChunkThenClose, false),
+            (Some(answer), true, _) => (answer, false),
+            (None, true, _) => (Observed::Disconnect, false),
+            (Some(answer), false, probe_answered) => (answer, probe_answered),
+            (None, false, true) => (Observed::Drop, true),
+            (None, false, false) => (Observed::Hang, false),
         };
         if outcome == Observed::Hang {
             // A silent responder on a live connection: start the next case afresh.
@@ -375,6 +371,10 @@ mod tests {
         Silent,
         /// Answer the case with a reply to an older XID only; answer probes.
         StaleOnly,
+        /// Answer the case and the probe.
+        AnswerAll,
+        /// Answer the probe first and the case after it (a slow execution).
+        CaseAfterProbe,
     }
 
     struct ScriptedTarget {
@@ -382,6 +382,10 @@ mod tests {
         connected: bool,
         connects: u32,
         events: VecDeque<TargetEvent>,
+        /// Waits that ended quiet (each one a deadline or a grace period on a real target).
+        quiet_waits: u32,
+        /// The case's reply held back until the probe's is taken.
+        held: Option<Vec<u8>>,
     }
 
     impl ScriptedTarget {
@@ -391,6 +395,8 @@ mod tests {
                 connected: false,
                 connects: 0,
                 events: VecDeque::new(),
+                quiet_waits: 0,
+                held: None,
             }
         }
     }
@@ -441,14 +447,24 @@ mod tests {
                     self.events
                         .push_back(TargetEvent::Message(reply(xid.wrapping_sub(1))));
                 }
-                (Script::StaleOnly, true) => {
+                (Script::StaleOnly, true) | (Script::AnswerAll, _) => {
                     self.events.push_back(TargetEvent::Message(reply(xid)))
+                }
+                (Script::CaseAfterProbe, false) => self.held = Some(reply(xid)),
+                (Script::CaseAfterProbe, true) => {
+                    self.events.push_back(TargetEvent::Message(reply(xid)));
+                    if let Some(held) = self.held.take() {
+                        self.events.push_back(TargetEvent::Message(held));
+                    }
                 }
             }
             Ok(())
         }
         fn next_event(&mut self, _: Deadline) -> TargetEvent {
             let event = self.events.pop_front().unwrap_or(TargetEvent::Quiet);
+            if event == TargetEvent::Quiet {
+                self.quiet_waits += 1;
+            }
             if event == TargetEvent::Disconnected {
                 self.connected = false;
             }
@@ -460,6 +476,11 @@ mod tests {
     }
 
     fn run(script: Script, cases: u64) -> (Vec<CaseResult>, u32) {
+        let (results, target) = run_target(script, cases);
+        (results, target.connects)
+    }
+
+    fn run_target(script: Script, cases: u64) -> (Vec<CaseResult>, ScriptedTarget) {
         let mut executor = Executor::new(ScriptedTarget::new(script), Deadline::default());
         let results = (0..cases)
             .map(|i| {
@@ -468,7 +489,29 @@ mod tests {
                     .unwrap()
             })
             .collect();
-        (results, executor.target().connects)
+        (results, executor.target)
+    }
+
+    #[test]
+    fn an_answered_case_and_probe_cost_no_wait() {
+        let (results, target) = run_target(Script::AnswerAll, 3);
+        for result in &results {
+            assert_eq!(result.outcome, Observed::Reply);
+            assert!(result.alive_after);
+            assert_eq!(result.stray_messages, 0);
+        }
+        assert_eq!(target.quiet_waits, 0, "no deadline or grace waited out");
+        assert_eq!(target.connects, 1, "one connection for every case");
+    }
+
+    #[test]
+    fn a_case_answered_after_its_probe_is_still_its_answer() {
+        let (results, target) = run_target(Script::CaseAfterProbe, 2);
+        for result in &results {
+            assert_eq!(result.outcome, Observed::Reply);
+            assert!(result.alive_after);
+        }
+        assert_eq!(target.quiet_waits, 0);
     }
 
     #[test]
@@ -505,11 +548,13 @@ mod tests {
 
     #[test]
     fn replies_to_other_xids_are_strays_not_answers() {
-        let (results, _) = run(Script::StaleOnly, 2);
+        let (results, target) = run_target(Script::StaleOnly, 2);
         for result in &results {
             assert_eq!(result.outcome, Observed::Drop);
             assert_eq!(result.stray_messages, 1);
             assert!(result.alive_after);
         }
+        // A drop waits out only the grace after the probe's answer, once per case.
+        assert_eq!(target.quiet_waits, 2);
     }
 }
