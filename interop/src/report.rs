@@ -1,13 +1,15 @@
-//! Run reports: the summary table on stdout, `report.json`, and `junit.xml`.
+//! Run reports: the summary table on stdout, `report.json`, and `junit.xml` (through
+//! `quick-junit`: failures vs harness errors, skipped known/not-run cases, case files in
+//! `system-out`).
 
 use std::fmt::Write as _;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::results::{CaseOutcome, Verdict};
 
 /// A file the run produced (pcap, dmesg, logs), with its checksum.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Artifact {
     pub name: String,
     pub path: String,
@@ -16,7 +18,7 @@ pub struct Artifact {
 }
 
 /// One suite on one kernel.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KernelRun {
     pub kernel: String,
     /// `uname -r` inside the guest (or from the module tree when the guest never booted).
@@ -44,7 +46,7 @@ impl KernelRun {
 }
 
 /// The whole report.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Report {
     pub runs: Vec<KernelRun>,
 }
@@ -167,83 +169,187 @@ impl Report {
         out
     }
 
-    /// JUnit XML: a testsuite per kernel × suite, a testcase per case.
+    /// JUnit XML through `quick-junit`: a testsuite per kernel × suite (attempt), a testcase per
+    /// case. A failed or timed-out case is a `failure`; a harness error of the run (boot timeout,
+    /// qemu crash) an `error` testcase named `harness`; `known` and `not-run` are `skipped` with
+    /// the reason; `caught` passes with a note. A case the harness retried (incomplete capture)
+    /// carries its first attempt as a flaky run. Each case's `system-out` lists its files
+    /// (`share/out/<case>.*`) and the run's dmesg, console and pcap paths.
     pub fn junit(&self) -> String {
-        let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n");
+        let mut report = quick_junit::Report::new("rpcrdma-rig interop");
+        let mut total = std::time::Duration::ZERO;
         for run in &self.runs {
-            let failures = run.cases.iter().filter(|c| !c.verdict.is_ok()).count()
-                + usize::from(run.error.is_some());
-            let _ = writeln!(
-                out,
-                "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{failures}\" time=\"{:.3}\">",
-                xml_escape(&format!("{}.{}", run.kernel, run.suite)),
-                run.cases.len() + usize::from(run.error.is_some()),
-                run.wall_ms as f64 / 1000.0
-            );
-            let _ = writeln!(
-                out,
-                "    <properties><property name=\"release\" value=\"{}\"/><property name=\"accel\" value=\"{}\"/></properties>",
-                xml_escape(&run.release),
-                xml_escape(&run.accel)
-            );
-            for case in &run.cases {
-                let _ = write!(
-                    out,
-                    "    <testcase classname=\"{}\" name=\"{}\" time=\"{:.3}\"",
-                    xml_escape(&format!("{}.{}", run.kernel, run.suite)),
-                    xml_escape(&case.name),
-                    case.duration_ms as f64 / 1000.0
-                );
-                if case.verdict == Verdict::Pass {
-                    out.push_str("/>\n");
-                } else if case.verdict.is_ok() {
-                    // Caught mutants and known failures: green, with the reason kept readable.
-                    let _ = writeln!(
-                        out,
-                        ">\n      <system-out>{}: {}</system-out>\n    </testcase>",
-                        case.verdict.as_str(),
-                        xml_escape(&case.reasons.join("\n"))
-                    );
-                } else {
-                    let _ = writeln!(
-                        out,
-                        ">\n      <failure message=\"{}\">{}</failure>\n    </testcase>",
-                        case.verdict.as_str(),
-                        xml_escape(&case.reasons.join("\n"))
-                    );
-                }
-            }
-            if let Some(error) = &run.error {
-                let _ = writeln!(
-                    out,
-                    "    <testcase classname=\"{}\" name=\"harness\"><error message=\"harness\">{}</error></testcase>",
-                    xml_escape(&format!("{}.{}", run.kernel, run.suite)),
-                    xml_escape(error)
-                );
-            }
-            out.push_str("  </testsuite>\n");
+            let suite = junit_suite(run);
+            total += std::time::Duration::from_millis(run.wall_ms);
+            report.add_test_suite(suite);
         }
-        out.push_str("</testsuites>\n");
-        out
+        report.set_time(total);
+        report
+            .to_string()
+            .unwrap_or_else(|e| format!("<?xml version=\"1.0\"?>\n<!-- junit: {e} -->\n"))
     }
 }
 
-/// Escape text for XML attributes and content; drop control characters XML 1.0 forbids.
-pub fn xml_escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            '\n' | '\t' | '\r' => out.push(c),
-            c if (c as u32) < 0x20 => {}
-            c => out.push(c),
-        }
+/// Bound on a reason text or a system-out taken into the JUnit file (guest output is untrusted).
+const MAX_JUNIT_TEXT: usize = 16 * 1024;
+/// Bound on the files listed for one case.
+const MAX_CASE_FILES: usize = 64;
+
+/// `text` cut to `MAX_JUNIT_TEXT` bytes on a character boundary, with a note when cut.
+fn bounded(text: &str) -> String {
+    if text.len() <= MAX_JUNIT_TEXT {
+        return text.to_owned();
     }
-    out
+    let mut end = MAX_JUNIT_TEXT;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!(
+        "{}\n[... {} more bytes cut]",
+        &text[..end],
+        text.len() - end
+    )
+}
+
+/// The directory of the run's per-case files (`runs/<kernel>/<suite>/share/out`), found from
+/// the artifacts the run recorded (their paths carry the attempt directory).
+pub fn out_dir(run: &KernelRun) -> Option<std::path::PathBuf> {
+    run.artifacts.iter().find_map(|a| {
+        let path = std::path::Path::new(&a.path);
+        let dir = path.parent()?;
+        dir.ends_with("share/out").then(|| dir.to_path_buf())
+    })
+}
+
+/// The files of `case` in the run's out directory: `<case>.*`, less those of another case whose
+/// name extends this one's (`nfsd` vs `nfsd.after-ack`); sorted, at most `MAX_CASE_FILES`.
+pub fn case_files(run: &KernelRun, case: &str) -> Vec<std::path::PathBuf> {
+    let Some(dir) = out_dir(run) else {
+        return Vec::new();
+    };
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return Vec::new();
+    };
+    let prefix = format!("{case}.");
+    let longer: Vec<String> = run
+        .cases
+        .iter()
+        .filter(|c| c.name.len() > case.len() && c.name.starts_with(&prefix))
+        .map(|c| format!("{}.", c.name))
+        .collect();
+    let mut files: Vec<std::path::PathBuf> = entries
+        .filter_map(Result::ok)
+        .filter_map(|e| {
+            let name = e.file_name().into_string().ok()?;
+            (name.starts_with(&prefix) && !longer.iter().any(|l| name.starts_with(l.as_str())))
+                .then(|| e.path())
+        })
+        .collect();
+    files.sort();
+    files.truncate(MAX_CASE_FILES);
+    files
+}
+
+fn junit_suite(run: &KernelRun) -> quick_junit::TestSuite {
+    use quick_junit::{NonSuccessKind, TestCase, TestCaseStatus, TestRerun, TestSuite};
+    use std::time::Duration;
+
+    let classname = format!("{}.{}", run.kernel, run.suite);
+    let name = if run.attempt > 1 {
+        format!("{classname}.attempt-{}", run.attempt)
+    } else {
+        classname.clone()
+    };
+    let mut suite = TestSuite::new(name);
+    suite.set_time(Duration::from_millis(run.wall_ms));
+    suite.add_property(("kernel", run.kernel.as_str()));
+    suite.add_property(("release", run.release.as_str()));
+    suite.add_property(("accel", run.accel.as_str()));
+    suite.add_property(("suite", run.suite.as_str()));
+    suite.add_property(("attempt", run.attempt.to_string().as_str()));
+    if let Some(boot) = run.boot_ms {
+        suite.add_property(("boot_ms", boot.to_string().as_str()));
+    }
+    // The run-wide logs every case shares: dmesg, consoles, the suite's pcap.
+    let shared: Vec<String> = run
+        .artifacts
+        .iter()
+        .map(|a| format!("{}: {}", a.name, a.path))
+        .collect();
+    if !shared.is_empty() {
+        suite.set_system_out(bounded(&shared.join("\n")));
+    }
+    for case in &run.cases {
+        let reasons = bounded(&case.reasons.join("\n"));
+        let mut status = match case.verdict {
+            Verdict::Pass | Verdict::Caught => TestCaseStatus::success(),
+            Verdict::Known | Verdict::NotRun => {
+                let mut s = TestCaseStatus::skipped();
+                s.set_message(format!(
+                    "{}: {}",
+                    case.verdict.as_str(),
+                    first_line(&reasons)
+                ));
+                s.set_description(reasons.clone());
+                s
+            }
+            Verdict::Fail | Verdict::Timeout => {
+                let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+                s.set_message(first_line(&reasons));
+                s.set_type(case.verdict.as_str());
+                s.set_description(reasons.clone());
+                s
+            }
+        };
+        for retry in case
+            .results
+            .iter()
+            .filter(|r| r.role == "harness" && r.verdict == "retried")
+        {
+            let why = retry
+                .fields
+                .get("first_attempt")
+                .map_or("harness failure", String::as_str);
+            let mut rerun = TestRerun::new(NonSuccessKind::Error);
+            rerun.set_type("harness");
+            rerun.set_message(bounded(why));
+            status.add_rerun(rerun);
+        }
+        let mut testcase = TestCase::new(case.name.as_str(), status);
+        testcase.set_classname(classname.as_str());
+        testcase.set_time(Duration::from_millis(case.duration_ms));
+        let mut out = Vec::new();
+        if case.verdict == Verdict::Caught {
+            out.push(format!("caught: {reasons}"));
+        }
+        for file in case_files(run, &case.name) {
+            out.push(format!("file: {}", file.display()));
+        }
+        out.extend(
+            run.artifacts
+                .iter()
+                .map(|a| format!("{}: {}", a.name, a.path)),
+        );
+        if !out.is_empty() {
+            testcase.set_system_out(bounded(&out.join("\n")));
+        }
+        suite.add_test_case(testcase);
+    }
+    if let Some(error) = &run.error {
+        let mut status = TestCaseStatus::non_success(NonSuccessKind::Error);
+        let error = bounded(error);
+        status.set_message(first_line(&error));
+        status.set_type("harness");
+        status.set_description(error.as_str());
+        let mut testcase = TestCase::new("harness", status);
+        testcase.set_classname(classname.as_str());
+        suite.add_test_case(testcase);
+    }
+    suite
+}
+
+fn first_line(text: &str) -> String {
+    text.lines().next().unwrap_or_default().to_owned()
 }
 
 #[cfg(test)]
@@ -329,26 +435,254 @@ mod tests {
         assert_eq!(lines[4], "  - linux-6.1 smoke nfs3: md5 differs");
     }
 
+    /// A parsed JUnit element: name, attributes, text, children.
+    #[derive(Debug, Default)]
+    struct Element {
+        name: String,
+        attrs: std::collections::BTreeMap<String, String>,
+        text: String,
+        children: Vec<Element>,
+    }
+
+    impl Element {
+        fn attr(&self, key: &str) -> &str {
+            self.attrs.get(key).map_or("", String::as_str)
+        }
+        fn child(&self, name: &str) -> Option<&Element> {
+            self.children.iter().find(|c| c.name == name)
+        }
+        fn all(&self, name: &str) -> Vec<&Element> {
+            self.children.iter().filter(|c| c.name == name).collect()
+        }
+    }
+
+    /// Parse XML back with quick-xml into a tree (a malformed document fails the test).
+    fn parse(xml: &str) -> Element {
+        use quick_xml::events::{BytesStart, Event};
+        fn open(e: &BytesStart) -> Element {
+            Element {
+                name: String::from_utf8(e.name().as_ref().to_vec()).unwrap(),
+                attrs: e
+                    .attributes()
+                    .map(|a| {
+                        let a = a.unwrap();
+                        (
+                            String::from_utf8(a.key.as_ref().to_vec()).unwrap(),
+                            a.normalized_value(quick_xml::XmlVersion::Implicit1_0)
+                                .unwrap()
+                                .into_owned(),
+                        )
+                    })
+                    .collect(),
+                ..Element::default()
+            }
+        }
+        let mut reader = quick_xml::Reader::from_str(xml);
+        let mut stack = vec![Element::default()];
+        loop {
+            match reader.read_event().expect("well-formed XML") {
+                Event::Start(e) => stack.push(open(&e)),
+                Event::Empty(e) => stack.last_mut().unwrap().children.push(open(&e)),
+                Event::End(_) => {
+                    let done = stack.pop().unwrap();
+                    stack.last_mut().unwrap().children.push(done);
+                }
+                Event::Text(t) => stack
+                    .last_mut()
+                    .unwrap()
+                    .text
+                    .push_str(&t.decode().unwrap()),
+                Event::GeneralRef(r) => {
+                    let name = r.decode().unwrap();
+                    let c = match name.as_ref() {
+                        "lt" => "<",
+                        "gt" => ">",
+                        "amp" => "&",
+                        "quot" => "\"",
+                        "apos" => "'",
+                        other => panic!("unexpected entity {other}"),
+                    };
+                    stack.last_mut().unwrap().text.push_str(c);
+                }
+                Event::Eof => break,
+                _ => {}
+            }
+        }
+        assert_eq!(stack.len(), 1, "unbalanced XML");
+        stack.pop().unwrap()
+    }
+
+    fn artifact(name: &str, path: &std::path::Path) -> Artifact {
+        Artifact {
+            name: name.into(),
+            path: path.display().to_string(),
+            bytes: 1,
+            sha256: "00".into(),
+        }
+    }
+
     #[test]
-    fn junit_counts_failures_and_escapes() {
+    fn junit_structure_failures_errors_skipped_and_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("runs/linux-6.1/drc/share/out");
+        std::fs::create_dir_all(&out).unwrap();
+        for file in [
+            "srv.dmesg",
+            "nfsd.after-ack.pcap",
+            "nfsd.after-ack.cli.log",
+            "nfsd.after-ack-late.pcap",
+            "nfsd.burst.verdict.json",
+        ] {
+            std::fs::write(out.join(file), "x").unwrap();
+        }
+        let mut retried = outcome("nfsd.burst", Verdict::Pass, &[]);
+        retried.results.push(ResultLine {
+            case: "nfsd.burst".into(),
+            role: "harness".into(),
+            verdict: "retried".into(),
+            fields: [("first_attempt".to_string(), "capture cut".to_string())].into(),
+        });
+        let mut drc = run(
+            "linux-6.1",
+            vec![
+                outcome(
+                    "nfsd.after-ack",
+                    Verdict::Fail,
+                    &["<bad> & \"worse\"\u{1}", "2nd"],
+                ),
+                outcome(
+                    "nfsd.after-ack-late",
+                    Verdict::Known,
+                    &["timing (finding 4)"],
+                ),
+                outcome("nfsd.once", Verdict::NotRun, &["setup failed"]),
+                outcome("nfsd.in-ack-window", Verdict::Caught, &["mutant caught"]),
+                outcome("nfsd.timeout", Verdict::Timeout, &["cli: killed"]),
+                retried,
+            ],
+        );
+        drc.suite = "drc".into();
+        drc.artifacts = vec![artifact("srv.dmesg", &out.join("srv.dmesg"))];
+        let mut broken = run("linux-7.x", vec![outcome("rping", Verdict::Pass, &[])]);
+        broken.error = Some("boot timed out\nconsole: ...".into());
+        broken.wall_ms = 2_500;
+        let report = Report {
+            runs: vec![drc, broken],
+        };
+        let xml = report.junit();
+        assert!(!xml.contains('\u{1}'), "control characters are dropped");
+        let root = parse(&xml);
+        let suites = root.child("testsuites").expect("a testsuites root");
+        assert_eq!(suites.attr("tests"), "8");
+        assert_eq!(suites.attr("failures"), "2");
+        assert_eq!(suites.attr("errors"), "1");
+        assert_eq!(suites.attr("time"), "32.500");
+        let all = suites.all("testsuite");
+        assert_eq!(all.len(), 2);
+        let drc = all[0];
+        assert_eq!(drc.attr("name"), "linux-6.1.drc");
+        assert_eq!(
+            (
+                drc.attr("tests"),
+                drc.attr("failures"),
+                drc.attr("errors"),
+                drc.attr("skipped")
+            ),
+            ("6", "2", "0", "2")
+        );
+        assert_eq!(drc.attr("time"), "30.000");
+        let props: Vec<(&str, &str)> = drc
+            .child("properties")
+            .unwrap()
+            .all("property")
+            .iter()
+            .map(|p| (p.attr("name"), p.attr("value")))
+            .collect();
+        assert!(props.contains(&("release", "6.1.0-50-amd64")));
+        assert!(props.contains(&("accel", "tcg")));
+        let case = |name: &str| {
+            *drc.all("testcase")
+                .iter()
+                .find(|c| c.attr("name") == name)
+                .unwrap_or_else(|| panic!("no testcase {name}"))
+        };
+        // A failed case: a failure with the reason, escaped and parsed back intact.
+        let failed = case("nfsd.after-ack");
+        assert_eq!(failed.attr("classname"), "linux-6.1.drc");
+        assert_eq!(failed.attr("time"), "1.500");
+        let failure = failed.child("failure").expect("failure element");
+        assert_eq!(failure.attr("message"), "<bad> & \"worse\"");
+        assert_eq!(failure.attr("type"), "fail");
+        assert_eq!(failure.text, "<bad> & \"worse\"\n2nd");
+        // Its files, not those of the case whose name extends it, and the run's dmesg.
+        let system_out = &failed.child("system-out").unwrap().text;
+        let lines: Vec<&str> = system_out.lines().collect();
+        assert_eq!(
+            lines,
+            vec![
+                format!("file: {}", out.join("nfsd.after-ack.cli.log").display()),
+                format!("file: {}", out.join("nfsd.after-ack.pcap").display()),
+                format!("srv.dmesg: {}", out.join("srv.dmesg").display()),
+            ]
+        );
+        assert_eq!(
+            case("nfsd.timeout").child("failure").unwrap().attr("type"),
+            "timeout"
+        );
+        // Known and not-run: skipped with the reason.
+        let known = case("nfsd.after-ack-late").child("skipped").unwrap();
+        assert_eq!(known.attr("message"), "known: timing (finding 4)");
+        assert!(case("nfsd.after-ack-late").child("failure").is_none());
+        let not_run = case("nfsd.once").child("skipped").unwrap();
+        assert_eq!(not_run.attr("message"), "not-run: setup failed");
+        // Caught: a pass with a note.
+        let caught = case("nfsd.in-ack-window");
+        assert!(caught.child("failure").is_none() && caught.child("skipped").is_none());
+        assert!(caught
+            .child("system-out")
+            .unwrap()
+            .text
+            .starts_with("caught: mutant caught"));
+        // The retried case: passed, its first attempt a flaky run.
+        let flaky = case("nfsd.burst").child("flakyError").expect("flaky rerun");
+        assert_eq!(flaky.attr("message"), "capture cut");
+        assert!(case("nfsd.burst").child("failure").is_none());
+        // A harness error of a run is an error testcase, not a failure.
+        let broken = all[1];
+        assert_eq!((broken.attr("errors"), broken.attr("failures")), ("1", "0"));
+        assert_eq!(broken.attr("time"), "2.500");
+        let harness = broken
+            .all("testcase")
+            .into_iter()
+            .find(|c| c.attr("name") == "harness")
+            .unwrap();
+        let error = harness.child("error").unwrap();
+        assert_eq!(error.attr("message"), "boot timed out");
+        assert_eq!(error.attr("type"), "harness");
+    }
+
+    #[test]
+    fn junit_bounds_untrusted_text() {
+        let huge = "é".repeat(100_000);
         let report = Report {
             runs: vec![run(
                 "linux-6.1",
-                vec![
-                    outcome("rping", Verdict::Pass, &[]),
-                    outcome("nfs3", Verdict::Fail, &["<bad> & \"worse\"\u{1}"]),
-                ],
+                vec![outcome("nfs3", Verdict::Fail, &[huge.as_str()])],
             )],
         };
         let xml = report.junit();
-        assert!(xml.contains(
-            "<testsuite name=\"linux-6.1.smoke\" tests=\"2\" failures=\"1\" time=\"30.000\">"
-        ));
-        assert!(
-            xml.contains("<testcase classname=\"linux-6.1.smoke\" name=\"rping\" time=\"1.500\"/>")
-        );
-        assert!(xml.contains("&lt;bad&gt; &amp; &quot;worse&quot;</failure>"));
-        assert!(!xml.contains('\u{1}'));
+        assert!(xml.len() < 3 * MAX_JUNIT_TEXT + 4096, "{} bytes", xml.len());
+        let root = parse(&xml);
+        let failure = root
+            .child("testsuites")
+            .unwrap()
+            .child("testsuite")
+            .unwrap()
+            .child("testcase")
+            .unwrap()
+            .child("failure")
+            .unwrap();
+        assert!(failure.text.ends_with("more bytes cut]"));
     }
 
     #[test]

@@ -3,12 +3,12 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::suite::{Case, Role};
 
 /// `RESULT case=<case> role=<role> verdict=<verdict> key=value...` from a guest script.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ResultLine {
     pub case: String,
     pub role: String,
@@ -73,7 +73,7 @@ pub fn parse_step_lines(text: &str) -> Vec<StepLine> {
 }
 
 /// Outcome of one case (or one host check).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Verdict {
     Pass,
@@ -105,7 +105,7 @@ impl Verdict {
 }
 
 /// A judged case, as it appears in the report.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CaseOutcome {
     pub name: String,
     pub verdict: Verdict,
