@@ -30,9 +30,11 @@ clippy:
     cargo clippy --workspace --all-targets -- -D warnings
     cargo clippy --manifest-path fuzz/Cargo.toml --all-targets -- -D warnings
 
-# All unit, integration, data-driven and snapshot tests (no VM).
+# All unit, integration, data-driven and snapshot tests (no VM). A changed or new insta snapshot
+# fails its test either way; outside CI its proposal is written as `.snap.new` for `just snapshots`,
+# under CI (CI set, as .ci/run has it) nothing is written (INSTA_UPDATE=no).
 unit:
-    CI=true cargo test --workspace
+    if [ -n "${CI:-}" ]; then export INSTA_UPDATE=no; else export INSTA_UPDATE="${INSTA_UPDATE:-new}"; fi; [ "${INSTA_UPDATE}" != always ] || { echo "unit: INSTA_UPDATE=always would accept snapshots silently; use just snapshots" >&2; exit 2; }; cargo test --workspace
 
 # Each fuzz target for 10 s (stable toolchain, no sanitizer).
 fuzz-smoke:
@@ -51,7 +53,9 @@ bench:
     cargo bench -p rpcrdma-wire --bench decode
     cargo bench -p rpcrdma-trace --bench decode
 
-# Review and accept changed insta snapshots (installs cargo-insta if missing).
+# Run the tests and review every changed insta snapshot of the workspace one by one (accept, reject,
+# skip); snapshot files no test refers to any more are listed. Installs cargo-insta from crates.io
+# if missing. (Interop baselines: `just snapshots-interop`.)
 snapshots:
-    command -v cargo-insta >/dev/null || cargo install --locked cargo-insta
-    cargo insta review --workspace
+    command -v cargo-insta >/dev/null || { echo "snapshots: cargo install --locked cargo-insta"; cargo install --locked cargo-insta; }
+    cargo insta test --workspace --review --unreferenced=warn

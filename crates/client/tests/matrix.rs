@@ -1,7 +1,8 @@
 //! The full scenario × policy matrix on the simulated transport, asserted against the committed
 //! expected table (fixtures/scenarios/expected.json) and per-run trace snapshots
-//! (fixtures/snapshots/sim/). Regenerate the table with `UPDATE_EXPECTED=1 cargo test -p
-//! rpcrdma-client`; snapshots with `cargo insta review` / `INSTA_UPDATE=always`.
+//! (`tests/snapshots/`, inside this package so `cargo insta review` finds them). Regenerate the
+//! table with `UPDATE_EXPECTED=1 cargo test -p rpcrdma-client`; review snapshots with
+//! `just snapshots`.
 
 use std::path::PathBuf;
 
@@ -105,7 +106,6 @@ fn traces_match_snapshots() {
     for run in full_matrix() {
         let name = format!("{}__{}", run.verdict.scenario, run.verdict.policy);
         insta::with_settings!({
-            snapshot_path => repo_root().join("fixtures/snapshots/sim"),
             prepend_module_to_snapshot => false,
             omit_expression => true,
         }, {
