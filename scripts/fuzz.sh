@@ -22,8 +22,11 @@ for target in "$@"; do
   esac
   extra=()
   [ "$target" = trace_capture ] && extra=(-max_len=16384)
+  # The target's libFuzzer dictionary (RPC-over-RDMA/RPC/NFS words; also named in fuzz/options/).
+  [ -f "dict/$target.dict" ] && extra+=(-dict="dict/$target.dict")
   log=$(mktemp)
-  # corpus/<target> grows and persists between runs (gitignored); seeds/ is committed and read-only.
+  # corpus/<target> holds the committed seeds (scripts/fuzz-seeds.sh) and grows between runs (what
+  # libFuzzer adds is gitignored); seeds/ is committed and read-only.
   if ! cargo fuzz run --sanitizer "$sanitizer" "$target" "corpus/$target" "${seeds[@]}" -- \
       -max_total_time="$seconds" -print_final_stats=1 -timeout=10 -rss_limit_mb=2048 "${extra[@]}" >"$log" 2>&1; then
     tail -40 "$log"; echo "fuzz target $target FAILED (artifacts in fuzz/artifacts/$target)" >&2; exit 1
