@@ -12,8 +12,8 @@
 //!   SEND, RDMA WRITE, RDMA READ responses; duplicates, gaps, NAKs reported as events.
 //! - [`session`]: connections (from CM, else from traffic), roles, RPC-over-RDMA headers, chunk
 //!   data attached by handle and offset, Call/Reply pairing by xid, retransmissions.
-//! - [`upper`]: rebuild full RPC messages from chunks; RPC, NFSv3, NFSACL, MOUNT decode;
-//!   [`nfs4`] names NFSv4 COMPOUND operations.
+//! - [`upper`]: rebuild full RPC messages from chunks; RPC, NFSv3, NFSACL, MOUNT and NFSv4.1
+//!   COMPOUND decode (through `wire`'s codecs).
 //! - [`synth`]: synthetic RoCEv2 captures for tests, benchmarks and hostile-input checks.
 //! - [`model`] the trace types; [`level`] the one normalisation level (the exchange gates, RC
 //!   transport events are counted) and the capture's completeness; [`render`] text/JSON lines
@@ -36,7 +36,6 @@ pub mod icrc;
 pub mod level;
 pub mod link;
 pub mod model;
-pub mod nfs4;
 pub mod reassembly;
 pub mod render;
 pub mod session;

@@ -754,7 +754,7 @@ impl Builder {
             &stream.bytes,
             call.as_ref().and_then(|c| c.key),
             stream.reduced,
-            stream.moved,
+            &stream.writes,
         );
         if let Some(rpc) = &decoded.rpc {
             if rpc.xid != xid {
@@ -849,7 +849,7 @@ impl Builder {
                 return Some(Ok(RpcStream {
                     bytes: inline.to_vec(),
                     reduced: true,
-                    moved: None,
+                    writes: Vec::new(),
                     chunk_bytes: 0,
                     note: Some(e),
                 }));
@@ -869,7 +869,7 @@ impl Builder {
                     return Some(Ok(RpcStream {
                         bytes: inline.to_vec(),
                         reduced: true,
-                        moved: None,
+                        writes: Vec::new(),
                         chunk_bytes,
                         note: Some(e),
                     }));
@@ -891,7 +891,7 @@ impl Builder {
             upper::reinsert_read_chunks(&base, &others).map(|bytes| RpcStream {
                 bytes,
                 reduced: false,
-                moved: None,
+                writes: Vec::new(),
                 chunk_bytes,
                 note: None,
             }),
@@ -908,14 +908,14 @@ impl Builder {
         writes: &[Vec<Segment>],
         reply: Option<&[Segment]>,
     ) -> Option<Result<RpcStream, String>> {
-        let mut moved = None;
+        let mut writes_written = Vec::with_capacity(writes.len());
         let mut chunk_bytes = 0u64;
         for chunk in writes {
             // Only the length and the coverage of a Write chunk matter: nothing is copied.
             match self.gather(conn, chunk, index, Look::Before, Collect::Coverage) {
                 Ok(Gathered { len, .. }) => {
                     chunk_bytes += len;
-                    *moved.get_or_insert(0u64) += len;
+                    writes_written.push(len);
                 }
                 Err(e) => return Some(Err(e)),
             }
@@ -926,7 +926,7 @@ impl Builder {
                     .map(|Gathered { bytes, len }| RpcStream {
                         bytes,
                         reduced: !writes.is_empty(),
-                        moved,
+                        writes: writes_written,
                         chunk_bytes: chunk_bytes + len,
                         note: None,
                     }),
@@ -935,7 +935,7 @@ impl Builder {
         Some(Ok(RpcStream {
             bytes: inline.to_vec(),
             reduced: !writes.is_empty(),
-            moved,
+            writes: writes_written,
             chunk_bytes,
             note: None,
         }))
@@ -1059,8 +1059,9 @@ struct RpcStream {
     bytes: Vec<u8>,
     /// Whether a DDP-eligible item is reduced to its length word.
     reduced: bool,
-    /// Bytes carried by Write chunks (checked against the reduced item's length).
-    moved: Option<u64>,
+    /// Bytes carried by each Write chunk, in Write list order (each checked against the length
+    /// of the reduced item that took it).
+    writes: Vec<u64>,
     chunk_bytes: u64,
     /// Why the stream is not complete (chunk data not captured).
     note: Option<String>,
@@ -1071,7 +1072,7 @@ impl RpcStream {
         RpcStream {
             bytes: bytes.to_vec(),
             reduced: false,
-            moved: None,
+            writes: Vec::new(),
             chunk_bytes: 0,
             note: None,
         }

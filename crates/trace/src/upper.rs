@@ -1,5 +1,6 @@
 //! Upper layers of one message: rebuild the full RPC message from the inline stream and the chunk
-//! data moved by RDMA, then decode ONC RPC (RFC 5531) and NFSv3 / NFSACL / MOUNT / NFSv4 names.
+//! data moved by RDMA, then decode ONC RPC (RFC 5531) and NFSv3 / NFSACL / MOUNT / NFSv4.1
+//! COMPOUND (`wire::nfs4`).
 //!
 //! RFC 8166 §3.4.5: a Read chunk's position is its offset in the XDR stream *before* reduction;
 //! the Responder reinserts the chunk (rounded up to 4 bytes, §3.4.5.2) there. A Write chunk's
@@ -8,7 +9,9 @@
 //! against that length. A Position-Zero Read chunk (Call) or the Reply chunk (Reply) carries the
 //! whole RPC message when the transport header is RDMA_NOMSG (§3.5.3).
 
+use wire::ddp::Reduction;
 use wire::nfs3::{Ddp, Nfs3Call, Nfs3Proc, Nfs3Reply};
+use wire::nfs4::{Compound4Args, Compound4Res, NFSPROC4_COMPOUND};
 use wire::nfsacl::{NfsaclCall, NfsaclProc, NfsaclReply};
 use wire::rpc::{RejectedReply, ReplyBody, RpcMessage};
 use wire::Reader;
@@ -70,13 +73,8 @@ pub struct CallKey {
 }
 
 /// Decode an RPC message. For a Reply, `call` is the matching Call's program/version/procedure;
-/// `moved` is the length of data that travelled in a Write chunk (None if no Write chunk data).
-pub fn decode_rpc(
-    bytes: &[u8],
-    call: Option<CallKey>,
-    reduced: bool,
-    moved: Option<u64>,
-) -> Decoded {
+/// `writes` the bytes each Write chunk carried, in Write list order (empty: no Write chunk).
+pub fn decode_rpc(bytes: &[u8], call: Option<CallKey>, reduced: bool, writes: &[u64]) -> Decoded {
     let mut out = Decoded::default();
     let (msg, used) = match RpcMessage::decode_prefix(bytes) {
         Ok(ok) => ok,
@@ -133,7 +131,7 @@ pub fn decode_rpc(
                 out.note = Some("Call not captured: results not decoded".into());
                 return out;
             };
-            match decode_reply_results(key, body, reduced, moved) {
+            match decode_reply_results(key, body, reduced, writes) {
                 Ok(nfs) => out.nfs = nfs,
                 Err(e) => {
                     out.nfs = name_only(key);
@@ -224,9 +222,18 @@ fn decode_call_args(
                 .map_err(|e| format!("mount3 call: {e}"))?;
             finish(&r, "mount3 call")?;
         }
-        (wire::rpc::NFS_PROGRAM, 4) if key.proc_ == 1 => {
-            let ops = crate::nfs4::call_ops(body).map_err(|e| format!("nfs4 call: {e}"))?;
-            detail = Some(ops.summary());
+        (wire::rpc::NFS_PROGRAM, 4) if key.proc_ == NFSPROC4_COMPOUND => {
+            // The rebuilt call has its Read chunks reinserted; `reduced` only when their data
+            // was not captured (then every DDP-eligible argument is its length word alone).
+            let mut reduction = if reduced {
+                Reduction::every_item_moved()
+            } else {
+                Reduction::inline()
+            };
+            let args = Compound4Args::decode_with(&mut r, &mut reduction)
+                .map_err(|e| format!("nfs4 call: {e}"))?;
+            detail = Some(args.summary());
+            finish(&r, "nfs4 call")?;
         }
         _ => {}
     }
@@ -242,8 +249,9 @@ fn decode_reply_results(
     key: CallKey,
     body: &[u8],
     reduced: bool,
-    moved: Option<u64>,
+    writes: &[u64],
 ) -> Result<Option<NfsSummary>, String> {
+    let moved = (!writes.is_empty()).then(|| writes.iter().sum::<u64>());
     let Some(fam) = family(key) else {
         return Ok(None);
     };
@@ -289,10 +297,24 @@ fn decode_reply_results(
                 .map_err(|e| format!("mount3 reply: {e}"))?;
             finish(&r, "mount3 reply")?;
         }
-        (wire::rpc::NFS_PROGRAM, 4) if key.proc_ == 1 => {
-            let ops = crate::nfs4::reply_ops(body).map_err(|e| format!("nfs4 reply: {e}"))?;
-            status = ops.status.map(crate::nfs4::status_name);
-            detail = Some(ops.summary());
+        (wire::rpc::NFS_PROGRAM, 4) if key.proc_ == NFSPROC4_COMPOUND => {
+            // Each DDP-eligible result takes the next Write chunk (RFC 8166 §3.4.6).
+            let mut reduction = Reduction::for_reply(if reduced { writes } else { &[] });
+            let res = Compound4Res::decode_with(&mut r, &mut reduction)
+                .map_err(|e| format!("nfs4 reply: {e}"))?;
+            status = Some(res.status.name().into_owned());
+            detail = Some(res.summary());
+            finish(&r, "nfs4 reply")?;
+            // The reduced stream keeps each moved item's length; its Write chunk must hold it.
+            for item in reduction.items().iter().filter(|i| i.moved) {
+                let carried = reduction.chunk_length(item).unwrap_or(0);
+                if u64::from(item.length) != carried {
+                    return Err(format!(
+                        "Write chunk carried {carried} bytes but {} says {} (RFC 8166 §3.4.6)",
+                        item.item, item.length
+                    ));
+                }
+            }
         }
         _ => {}
     }

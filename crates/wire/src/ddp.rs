@@ -9,15 +9,21 @@
 //! * [`plan`]: everything a Responder checks before pulling a call's Read chunks, with
 //!   [`ReadPlan::splice`] rebuilding the call once they are pulled, and [`splice`] for a reader
 //!   that only has the data (a capture);
-//! * [`argument_position`]: where an NFSv3 call's DDP-eligible argument goes (RFC 8267 §4).
+//! * [`argument_position`]: where a call's DDP-eligible argument goes (RFC 8267 §4 NFSv3, §6
+//!   NFSv4);
+//! * [`Reduction`], [`Ddp`], [`DdpData`]: which DDP-eligible items of a message travelled in
+//!   which chunks, and their reduced-stream decode and encode (RFC 8166 §3.4.1, §3.4.5, §3.4.6).
 //!
 //! Callers: `svcrdma::classify` (kernel arithmetic), the engine's responder, `message`'s NFS
 //! decoding, and every requester that moves a WRITE's data.
 
 use std::fmt;
 
+use serde::{Serialize, Serializer};
+
+use crate::error::DecodeError;
 use crate::rpcrdma::{Proc, ReadChunk, ReadSegment};
-use crate::xdr::pad4;
+use crate::xdr::{pad4, Reader, Writer};
 
 /// RFC 8166 §3.4.4: positions are XDR positions, so 4-byte aligned.
 pub const RULE_ALIGNED: &str =
@@ -482,23 +488,337 @@ fn reinsert(base: &[u8], pieces: &[(u64, Vec<u8>)]) -> Vec<u8> {
     out
 }
 
-/// RFC 8166 §3.4.5 with RFC 8267 §4: the XDR position of an NFSv3 call's DDP-eligible argument
-/// (`WRITE3args.data`, `SYMLINK3args.symlink_data`), given the length of the *reduced* call
-/// message (RPC header and arguments without the moved bytes). The item is the last of its
-/// arguments, so its position is where the reduced message ends. Saturates at `u32::MAX` (no
-/// Send is that long).
-pub fn argument_position(reduced_len: usize) -> u32 {
-    u32::try_from(reduced_len).unwrap_or(u32::MAX)
+/// RFC 8166 §3.4.5 with RFC 8267 §4/§6: the XDR position of a call's DDP-eligible argument is
+/// where its bytes begin in the unreduced message, i.e. `item_offset`, the offset just after the
+/// item's length word in the *reduced* call message (RPC header and arguments without the moved
+/// bytes; nothing before the item was moved). For NFSv3 (`WRITE3args.data`,
+/// `SYMLINK3args.symlink_data`) the item is the last of its arguments, so that is where the
+/// reduced message ends; in an NFSv4 COMPOUND it is the [`ReducedItem::offset`] the decoder
+/// recorded. Saturates at `u32::MAX` (no Send is that long).
+pub fn argument_position(item_offset: usize) -> u32 {
+    u32::try_from(item_offset).unwrap_or(u32::MAX)
 }
 
-/// RFC 8267 §4: the Read chunk carrying an NFSv3 call's moved argument is at
-/// [`argument_position`] of the reduced call (`reduced_len` bytes).
-pub fn check_argument_position(position: u32, reduced_len: usize) -> Result<(), ReadChunkError> {
-    let expected = reduced_len as u64;
+/// RFC 8267 §4/§6: the Read chunk carrying a call's moved argument is at [`argument_position`]
+/// of the item (`item_offset`: where the reduced call ends for NFSv3, the recorded
+/// [`ReducedItem::offset`] for NFSv4).
+pub fn check_argument_position(position: u32, item_offset: usize) -> Result<(), ReadChunkError> {
+    let expected = item_offset as u64;
     if u64::from(position) != expected {
         return Err(ReadChunkError::ArgumentPosition { position, expected });
     }
     Ok(())
+}
+
+/// How a DDP-eligible item is expected in the inline stream being decoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Ddp {
+    /// The item is inline (no chunk carried it).
+    #[default]
+    Inline,
+    /// The item was moved to a chunk: only its length word is inline (RFC 8166 §3.4.1).
+    Moved,
+}
+
+impl Ddp {
+    /// [`Ddp::Moved`] when a chunk carried the item's bytes (a reply's Write chunk data is not
+    /// empty), else [`Ddp::Inline`].
+    pub fn moved_if(moved: bool) -> Ddp {
+        if moved {
+            Ddp::Moved
+        } else {
+            Ddp::Inline
+        }
+    }
+}
+
+/// A DDP-eligible opaque item: inline bytes, or just the length when a chunk carried the bytes.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum DdpData {
+    Inline(Vec<u8>),
+    Moved { length: u32 },
+}
+
+impl DdpData {
+    /// The item's length in bytes, wherever it travelled.
+    pub fn len(&self) -> u32 {
+        match self {
+            DdpData::Inline(b) => b.len() as u32,
+            DdpData::Moved { length } => *length,
+        }
+    }
+
+    /// Whether the item is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Whether the bytes went through a chunk.
+    pub fn is_moved(&self) -> bool {
+        matches!(self, DdpData::Moved { .. })
+    }
+
+    /// Decode an opaque of at most `max` bytes; with [`Ddp::Moved`] only the length word is
+    /// present (RFC 8166 §3.4.1: the reduced stream keeps the length, not the content).
+    pub fn decode_with(
+        r: &mut Reader<'_>,
+        max: u32,
+        ddp: Ddp,
+        field: &'static str,
+        rule: &'static str,
+    ) -> Result<Self, DecodeError> {
+        let length = r.u32(field)?;
+        if length > max {
+            return Err(DecodeError::LengthOverLimit {
+                field,
+                length: length.into(),
+                limit: max.into(),
+                rule,
+            });
+        }
+        match ddp {
+            Ddp::Inline => Ok(DdpData::Inline(
+                r.opaque_fixed(length as usize, field)?.to_vec(),
+            )),
+            Ddp::Moved => Ok(DdpData::Moved { length }),
+        }
+    }
+
+    /// Encode: full opaque when inline, the length word alone when moved (reduced stream).
+    pub fn encode(&self, w: &mut Writer) {
+        match self {
+            DdpData::Inline(b) => {
+                w.opaque_var(b);
+            }
+            DdpData::Moved { length } => {
+                w.u32(*length);
+            }
+        }
+    }
+}
+
+impl Serialize for DdpData {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut st = s.serialize_struct("DdpData", 2)?;
+        st.serialize_field("length", &self.len())?;
+        st.serialize_field(
+            "placement",
+            if self.is_moved() { "chunk" } else { "inline" },
+        )?;
+        st.end()
+    }
+}
+
+/// RFC 8267 §4 (NFSv3) and §6 (NFSv4): a DDP-eligible item whose bytes travel in a chunk keeps
+/// only its length word in the inline stream; the decoder of that stream must know which items
+/// went ([`Ddp`]), and the bytes that went are [`DdpData::Moved`].
+pub const RULE_REDUCED_ITEM: &str =
+    "RFC 8166 §3.4.1, RFC 8267 §4/§6 (a moved DDP-eligible item keeps only its length word inline)";
+
+/// Which chunks a message's DDP-eligible items may have travelled in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum ChunkSource {
+    /// No chunk: every item is inline.
+    None,
+    /// Every item moved, chunks unknown (a capture whose chunk data was not seen).
+    Every,
+    /// A call's Read chunks other than the Position-Zero chunk, ordered by position: each
+    /// DDP-eligible argument, in stream order, takes the next one (RFC 8166 §3.4.5).
+    Read(Vec<ReadChunk>),
+    /// A reply's Write chunks as returned (each chunk's total length as written): each
+    /// DDP-eligible result, in stream order, takes the next one, and is moved when that chunk
+    /// carried bytes (RFC 8166 §3.4.6; an unused chunk comes back with length zero).
+    Write(Vec<u64>),
+}
+
+/// One DDP-eligible item a decoder met, and where it travelled.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReducedItem {
+    /// The item as the specification names it (`"WRITE4args.data"`, `"READ3resok.data"`).
+    pub item: &'static str,
+    /// Offset, in the decoder's reader, just after the item's length word: where its bytes
+    /// begin (inline) or would begin (moved). A Read chunk's position for this item.
+    pub offset: usize,
+    /// The item's length from its length word.
+    pub length: u32,
+    /// Whether the bytes went through a chunk.
+    pub moved: bool,
+    /// The Read chunk's position (calls) or the Write chunk's index (replies) it took, if any.
+    pub chunk: Option<usize>,
+}
+
+/// The reduced-stream state of one message (RFC 8166 §3.4.1, RFC 8267 §4/§6): the chunks its
+/// DDP-eligible items may take, in stream order, and the items met so far. NFSv3 (one item per
+/// message) and NFSv4 COMPOUND (any number) both decode their items through
+/// [`Reduction::decode_item`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reduction {
+    source: ChunkSource,
+    next: usize,
+    items: Vec<ReducedItem>,
+}
+
+/// Most DDP-eligible items recorded for one message (a COMPOUND holds at most a few hundred
+/// operations; the decoders bound that count before they get here).
+pub const MAX_REDUCED_ITEMS: usize = 1024;
+
+impl Default for Reduction {
+    fn default() -> Self {
+        Reduction::inline()
+    }
+}
+
+impl Reduction {
+    /// Every item inline: the full, unreduced stream.
+    pub fn inline() -> Reduction {
+        Reduction {
+            source: ChunkSource::None,
+            next: 0,
+            items: Vec::new(),
+        }
+    }
+
+    /// Every item moved (the chunks themselves unknown): the mode of [`Ddp::Moved`].
+    pub fn every_item_moved() -> Reduction {
+        Reduction {
+            source: ChunkSource::Every,
+            ..Reduction::inline()
+        }
+    }
+
+    /// [`Reduction::inline`] or [`Reduction::every_item_moved`] for a [`Ddp`] mode.
+    pub fn from_ddp(ddp: Ddp) -> Reduction {
+        match ddp {
+            Ddp::Inline => Reduction::inline(),
+            Ddp::Moved => Reduction::every_item_moved(),
+        }
+    }
+
+    /// A call's Read list ([`group`]ed): every chunk but the Position-Zero chunk carries one
+    /// DDP-eligible argument, in position order.
+    pub fn for_call(read_chunks: &[ReadChunk]) -> Reduction {
+        let moved: Vec<ReadChunk> = read_chunks
+            .iter()
+            .filter(|c| c.position != 0)
+            .cloned()
+            .collect();
+        Reduction {
+            source: ChunkSource::Read(moved),
+            ..Reduction::inline()
+        }
+    }
+
+    /// A reply's Write list, each chunk by the total length the Responder wrote into it.
+    pub fn for_reply(write_chunk_lengths: &[u64]) -> Reduction {
+        Reduction {
+            source: ChunkSource::Write(write_chunk_lengths.to_vec()),
+            ..Reduction::inline()
+        }
+    }
+
+    /// Where the next DDP-eligible item travels; takes the chunk it travels in. `(ddp, chunk)`:
+    /// a call's item takes the next Read chunk (by position), a reply's item the next Write
+    /// chunk, moved only when that chunk carried bytes.
+    fn take(&mut self) -> (Ddp, Option<usize>) {
+        let index = self.next;
+        match &self.source {
+            ChunkSource::None => (Ddp::Inline, None),
+            ChunkSource::Every => (Ddp::Moved, None),
+            ChunkSource::Read(chunks) => match chunks.get(index) {
+                Some(chunk) => {
+                    self.next += 1;
+                    (Ddp::Moved, Some(chunk.position as usize))
+                }
+                None => (Ddp::Inline, None),
+            },
+            ChunkSource::Write(lengths) => match lengths.get(index) {
+                Some(&length) => {
+                    self.next += 1;
+                    (Ddp::moved_if(length > 0), Some(index))
+                }
+                None => (Ddp::Inline, None),
+            },
+        }
+    }
+
+    /// The next item's mode without decoding it (for a decoder that has one item and decodes
+    /// it itself through [`DdpData::decode_with`], as NFSv3's typed arguments do).
+    pub fn next_ddp(&mut self) -> Ddp {
+        self.take().0
+    }
+
+    /// Decode the next DDP-eligible item (an opaque of at most `max` bytes) from `r`: inline,
+    /// or its length word alone when it took a chunk that carried it (RFC 8166 §3.4.1). The
+    /// item is recorded with its offset in `r` ([`Reduction::items`]).
+    pub fn decode_item(
+        &mut self,
+        r: &mut Reader<'_>,
+        max: u32,
+        item: &'static str,
+        rule: &'static str,
+    ) -> Result<DdpData, DecodeError> {
+        if self.items.len() >= MAX_REDUCED_ITEMS {
+            return Err(DecodeError::LengthOverLimit {
+                field: item,
+                length: self.items.len() as u64 + 1,
+                limit: MAX_REDUCED_ITEMS as u64,
+                rule: RULE_REDUCED_ITEM,
+            });
+        }
+        let (ddp, chunk) = self.take();
+        let data = DdpData::decode_with(r, max, ddp, item, rule)?;
+        let offset = match &data {
+            DdpData::Inline(bytes) => r.consumed() - pad4(bytes.len()),
+            DdpData::Moved { .. } => r.consumed(),
+        };
+        self.items.push(ReducedItem {
+            item,
+            offset,
+            length: data.len(),
+            moved: data.is_moved(),
+            chunk: chunk.filter(|_| data.is_moved()),
+        });
+        Ok(data)
+    }
+
+    /// The DDP-eligible items met so far, in stream order.
+    pub fn items(&self) -> &[ReducedItem] {
+        &self.items
+    }
+
+    /// The chunks no DDP-eligible item took: Read chunk positions (calls) or Write chunk
+    /// indices with their lengths (replies) — chunks that carry something not DDP-eligible.
+    pub fn unused_chunks(&self) -> Vec<(usize, u64)> {
+        match &self.source {
+            ChunkSource::None | ChunkSource::Every => Vec::new(),
+            ChunkSource::Read(chunks) => chunks
+                .iter()
+                .skip(self.next)
+                .map(|c| (c.position as usize, c.length()))
+                .collect(),
+            ChunkSource::Write(lengths) => lengths
+                .iter()
+                .enumerate()
+                .skip(self.next)
+                .map(|(i, len)| (i, *len))
+                .collect(),
+        }
+    }
+
+    /// The length of the chunk an item took: the Read chunk at its position, or the Write
+    /// chunk at its index.
+    pub fn chunk_length(&self, item: &ReducedItem) -> Option<u64> {
+        let chunk = item.chunk?;
+        match &self.source {
+            ChunkSource::Read(chunks) => chunks
+                .iter()
+                .find(|c| c.position as usize == chunk)
+                .map(ReadChunk::length),
+            ChunkSource::Write(lengths) => lengths.get(chunk).copied(),
+            ChunkSource::None | ChunkSource::Every => None,
+        }
+    }
 }
 
 #[cfg(test)]

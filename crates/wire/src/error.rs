@@ -45,6 +45,14 @@ pub enum DecodeError {
         value: u64,
         rule: &'static str,
     },
+    /// An operation this decoder does not know the shape of (e.g. an NFSv4 COMPOUND operation
+    /// outside the decoded set): decoding stops here rather than guess where the next item
+    /// begins. The input may be valid; it is not understood.
+    UndecodedOperation {
+        field: &'static str,
+        opnum: u32,
+        rule: &'static str,
+    },
     /// `rdma_vers` is not 1 (RFC 8166 §4.1.2): the one header error a Responder answers with
     /// ERR_VERS (§4.5.1).
     UnsupportedVersion { value: u32 },
@@ -66,7 +74,8 @@ impl DecodeError {
             DecodeError::NonZeroPadding { .. } => "RFC 4506 §4.10 (residual bytes are zero)",
             DecodeError::LengthOverLimit { rule, .. }
             | DecodeError::BadDiscriminant { rule, .. }
-            | DecodeError::BadValue { rule, .. } => rule,
+            | DecodeError::BadValue { rule, .. }
+            | DecodeError::UndecodedOperation { rule, .. } => rule,
             DecodeError::UnsupportedVersion { .. } => RULE_VERS,
             DecodeError::MalformedErrorBody(inner) => inner.rule(),
         }
@@ -80,7 +89,8 @@ impl DecodeError {
             | DecodeError::NonZeroPadding { field }
             | DecodeError::LengthOverLimit { field, .. }
             | DecodeError::BadDiscriminant { field, .. }
-            | DecodeError::BadValue { field, .. } => field,
+            | DecodeError::BadValue { field, .. }
+            | DecodeError::UndecodedOperation { field, .. } => field,
             DecodeError::UnsupportedVersion { .. } => "rdma_vers",
             DecodeError::MalformedErrorBody(inner) => inner.field(),
         }
@@ -115,6 +125,9 @@ impl fmt::Display for DecodeError {
             }
             DecodeError::BadValue { field, value, .. } => {
                 write!(f, "{field}: invalid value {value:#x}")
+            }
+            DecodeError::UndecodedOperation { field, opnum, .. } => {
+                write!(f, "{field}: undecoded op {opnum}")
             }
             DecodeError::UnsupportedVersion { value } => {
                 write!(f, "rdma_vers: invalid value {value:#x}")

@@ -13,6 +13,7 @@ pub mod hex;
 pub mod message;
 pub mod mount3;
 pub mod nfs3;
+pub mod nfs4;
 pub mod nfs_client;
 pub mod nfsacl;
 pub mod private_data;

@@ -8,6 +8,7 @@
 
 use serde::{Serialize, Serializer};
 
+pub use crate::ddp::{Ddp, DdpData};
 use crate::error::{DecodeError, Result};
 use crate::xdr::{Reader, Writer, Xdr};
 
@@ -184,7 +185,10 @@ pub fn serialize_bytes_as_text<S: Serializer>(
 }
 
 /// Serialise an 8-byte verifier as hex.
-fn serialize_verifier<S: Serializer>(v: &[u8; 8], s: S) -> std::result::Result<S::Ok, S::Error> {
+pub(crate) fn serialize_verifier<S: Serializer>(
+    v: &[u8; 8],
+    s: S,
+) -> std::result::Result<S::Ok, S::Error> {
     s.serialize_str(&crate::hex::encode(v))
 }
 
@@ -228,7 +232,10 @@ macro_rules! bounded_bytes {
 }
 pub(crate) use bounded_bytes;
 
-fn serialize_hex<S: Serializer>(bytes: &[u8], s: S) -> std::result::Result<S::Ok, S::Error> {
+pub(crate) fn serialize_hex<S: Serializer>(
+    bytes: &[u8],
+    s: S,
+) -> std::result::Result<S::Ok, S::Error> {
     s.serialize_str(&crate::hex::encode(bytes))
 }
 
@@ -324,106 +331,6 @@ pub fn ddp_eligible_result(proc_: Nfs3Proc) -> Option<&'static str> {
         Nfs3Proc::Read => Some("READ3resok.data"),
         Nfs3Proc::Readlink => Some("READLINK3resok.data"),
         _ => None,
-    }
-}
-
-/// How a DDP-eligible item is expected in the inline stream being decoded.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum Ddp {
-    /// The item is inline (no chunk carried it).
-    #[default]
-    Inline,
-    /// The item was moved to a chunk: only its length word is inline (RFC 8166 §3.4.1).
-    Moved,
-}
-
-impl Ddp {
-    /// [`Ddp::Moved`] when a chunk carried the item's bytes (a reply's Write chunk data is not
-    /// empty), else [`Ddp::Inline`].
-    pub fn moved_if(moved: bool) -> Ddp {
-        if moved {
-            Ddp::Moved
-        } else {
-            Ddp::Inline
-        }
-    }
-}
-
-/// A DDP-eligible opaque item: inline bytes, or just the length when a chunk carried the bytes.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum DdpData {
-    Inline(Vec<u8>),
-    Moved { length: u32 },
-}
-
-impl DdpData {
-    /// The item's length in bytes, wherever it travelled.
-    pub fn len(&self) -> u32 {
-        match self {
-            DdpData::Inline(b) => b.len() as u32,
-            DdpData::Moved { length } => *length,
-        }
-    }
-
-    /// Whether the item is empty.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// Whether the bytes went through a chunk.
-    pub fn is_moved(&self) -> bool {
-        matches!(self, DdpData::Moved { .. })
-    }
-
-    /// Decode an opaque of at most `max` bytes; with [`Ddp::Moved`] only the length word is
-    /// present (RFC 8166 §3.4.1: the reduced stream keeps the length, not the content).
-    pub fn decode_with(
-        r: &mut Reader<'_>,
-        max: u32,
-        ddp: Ddp,
-        field: &'static str,
-        rule: &'static str,
-    ) -> Result<Self> {
-        let length = r.u32(field)?;
-        if length > max {
-            return Err(DecodeError::LengthOverLimit {
-                field,
-                length: length.into(),
-                limit: max.into(),
-                rule,
-            });
-        }
-        match ddp {
-            Ddp::Inline => Ok(DdpData::Inline(
-                r.opaque_fixed(length as usize, field)?.to_vec(),
-            )),
-            Ddp::Moved => Ok(DdpData::Moved { length }),
-        }
-    }
-
-    /// Encode: full opaque when inline, the length word alone when moved (reduced stream).
-    pub fn encode(&self, w: &mut Writer) {
-        match self {
-            DdpData::Inline(b) => {
-                w.opaque_var(b);
-            }
-            DdpData::Moved { length } => {
-                w.u32(*length);
-            }
-        }
-    }
-}
-
-impl Serialize for DdpData {
-    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-        use serde::ser::SerializeStruct;
-        let mut st = s.serialize_struct("DdpData", 2)?;
-        st.serialize_field("length", &self.len())?;
-        st.serialize_field(
-            "placement",
-            if self.is_moved() { "chunk" } else { "inline" },
-        )?;
-        st.end()
     }
 }
 
