@@ -32,3 +32,18 @@ fn nfs3_linux_6_1() {
 fn nfs3_linux_7_2() {
     insta::assert_snapshot!("nfs3-linux-7.2", normalised("nfs3-linux-7.2"));
 }
+
+#[test]
+fn nfs41_linux_6_1() {
+    insta::assert_snapshot!("nfs41-linux-6.1", normalised("nfs41-linux-6.1"));
+}
+
+#[test]
+fn nfs41_linux_6_12() {
+    insta::assert_snapshot!("nfs41-linux-6.12", normalised("nfs41-linux-6.12"));
+}
+
+#[test]
+fn nfs41_linux_7_x() {
+    insta::assert_snapshot!("nfs41-linux-7.x", normalised("nfs41-linux-7.x"));
+}

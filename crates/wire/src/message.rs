@@ -1,5 +1,6 @@
 //! One-shot decode of a whole RDMA Send payload: transport header, inline RPC message, and the
-//! NFSv3 / MOUNT v3 / NFSACL v3 arguments or results when the program is known.
+//! NFSv3 / NFSv4.1 COMPOUND / MOUNT v3 / NFSACL v3 arguments or results when the program is
+//! known.
 //!
 //! Replies do not carry their procedure, so the caller passes a [`CallProc`] hint (the trace
 //! crate pairs calls and replies by xid). DDP-eligible items that travelled in chunks are
@@ -9,12 +10,13 @@ use std::fmt;
 
 use serde::Serialize;
 
-use crate::ddp::check_argument_position;
+use crate::ddp::{check_argument_position, Reduction};
 use crate::error::DecodeError;
 use crate::mount3::{Mount3Call, Mount3Proc, Mount3Reply, MOUNT_V3};
 use crate::nfs3::{
     ddp_eligible_argument, ddp_eligible_result, Ddp, DdpData, Nfs3Call, Nfs3Proc, Nfs3Reply, NFS_V3,
 };
+use crate::nfs4::{Compound4Args, Compound4Res, NFSPROC4_COMPOUND, NFS_V4};
 use crate::nfsacl::{NfsaclCall, NfsaclProc, NfsaclReply, NFSACL_V3};
 use crate::rpc::{RpcMessage, MOUNT_PROGRAM, NFSACL_PROGRAM, NFS_PROGRAM};
 use crate::rpcrdma::{total_length, ChunkLists, Header, Proc};
@@ -33,6 +35,9 @@ pub const RULE_NOT_DDP_ELIGIBLE: &str =
 /// RFC 8267 §4: a Write chunk may carry only a DDP-eligible result (READ data, READLINK path).
 pub const RULE_WRITE_NOT_DDP_ELIGIBLE: &str =
     "RFC 8267 §4 (only a DDP-eligible result may be returned in a Write chunk)";
+
+/// RFC 8881 §16: NFSv4 has two procedures, NULL (0) and COMPOUND (1).
+pub const RULE_NFS4_PROCEDURE: &str = "RFC 8881 §16 (NFSv4 procedures: NULL 0, COMPOUND 1)";
 
 /// RFC 8267 §5: the NFS auxiliary protocols (MOUNT, NLM, NSM, NFSACL) have no DDP-eligible items.
 pub const RULE_AUXILIARY_NOT_DDP_ELIGIBLE: &str =
@@ -111,6 +116,10 @@ pub enum Upper {
     Mount3Reply(Mount3Reply),
     NfsaclCall(NfsaclCall),
     NfsaclReply(NfsaclReply),
+    /// NFSv4 COMPOUND arguments (RFC 8881 §16.2).
+    Nfs4Call(Box<Compound4Args>),
+    /// NFSv4 COMPOUND results.
+    Nfs4Reply(Box<Compound4Res>),
 }
 
 impl Upper {
@@ -123,6 +132,8 @@ impl Upper {
             Upper::Mount3Reply(r) => r.encode(w),
             Upper::NfsaclCall(c) => c.encode(w),
             Upper::NfsaclReply(r) => r.encode(w),
+            Upper::Nfs4Call(c) => c.encode(w),
+            Upper::Nfs4Reply(r) => r.encode(w),
         }
     }
 }
@@ -362,6 +373,49 @@ fn decode_call(cp: CallProc, chunks: &ChunkLists, r: &mut Reader<'_>) -> UpperRe
             s.violations = violations;
             (Upper::Nfs3Call(args), s)
         }
+        (NFS_PROGRAM, NFS_V4) => {
+            if !nfs4_compound(cp.proc_)? {
+                r.finish("call arguments")?;
+                return Ok(None);
+            }
+            // RFC 8267 §6: each DDP-eligible argument (WRITE data, CREATE link text), in stream
+            // order, takes the next Read chunk; only its length word stays inline.
+            let mut reduction = Reduction::for_call(&chunks.read_chunks());
+            let args = Compound4Args::decode_with(r, &mut reduction)?;
+            let mut s = summary("NFS", NFS_V4, "COMPOUND", true);
+            for item in reduction.items().iter().filter(|i| i.moved) {
+                let position = item.chunk.unwrap_or(0) as u32;
+                // The Read chunk's position must be the item's XDR position.
+                if let Err(e) = check_argument_position(position, item.offset) {
+                    s.violations.push(Violation {
+                        rule: e.rule(),
+                        field: "read_list.position",
+                        value: position.into(),
+                    });
+                }
+                let chunk_length = reduction.chunk_length(item).unwrap_or(0);
+                s.ddp.get_or_insert(DdpSummary {
+                    item: item.item,
+                    length: item.length,
+                    chunk: "read",
+                    position: Some(position),
+                    chunk_length,
+                    chunk_length_matches: chunk_length_matches(item.length, chunk_length),
+                });
+            }
+            s.violations
+                .extend(
+                    reduction
+                        .unused_chunks()
+                        .into_iter()
+                        .map(|(position, _)| Violation {
+                            rule: RULE_NOT_DDP_ELIGIBLE,
+                            field: "read_list.position",
+                            value: position as u64,
+                        }),
+                );
+            (Upper::Nfs4Call(Box::new(args)), s)
+        }
         (MOUNT_PROGRAM, MOUNT_V3) => {
             let proc_ = Mount3Proc::decode_u32(cp.proc_)?;
             let args = Mount3Call::decode(proc_, r)?;
@@ -423,6 +477,41 @@ fn decode_reply(cp: CallProc, chunks: &ChunkLists, r: &mut Reader<'_>) -> UpperR
             }
             (Upper::Nfs3Reply(res), s)
         }
+        (NFS_PROGRAM, NFS_V4) => {
+            if !nfs4_compound(cp.proc_)? {
+                r.finish("reply results")?;
+                return Ok(None);
+            }
+            // RFC 8267 §6 with RFC 8166 §3.4.6: each DDP-eligible result (READ data, READLINK
+            // link text), in stream order, takes the next Write chunk, moved when it holds bytes.
+            let lengths: Vec<u64> = chunks.writes.iter().map(|c| total_length(c)).collect();
+            let mut reduction = Reduction::for_reply(&lengths);
+            let res = Compound4Res::decode_with(r, &mut reduction)?;
+            let mut s = summary("NFS", NFS_V4, "COMPOUND", false);
+            s.status = Some(res.status.known_name().unwrap_or("NFS4ERR(undefined)"));
+            if let Some(item) = reduction.items().iter().find(|i| i.moved) {
+                let chunk_length = reduction.chunk_length(item).unwrap_or(0);
+                s.ddp = Some(DdpSummary {
+                    item: item.item,
+                    length: item.length,
+                    chunk: "write",
+                    position: None,
+                    chunk_length,
+                    chunk_length_matches: chunk_length_matches(item.length, chunk_length),
+                });
+            }
+            s.violations = reduction
+                .unused_chunks()
+                .into_iter()
+                .filter(|(_, len)| *len > 0)
+                .map(|(_, len)| Violation {
+                    rule: RULE_WRITE_NOT_DDP_ELIGIBLE,
+                    field: "write_list",
+                    value: len,
+                })
+                .collect();
+            (Upper::Nfs4Reply(Box::new(res)), s)
+        }
         (MOUNT_PROGRAM, MOUNT_V3) => {
             let proc_ = Mount3Proc::decode_u32(cp.proc_)?;
             let res = Mount3Reply::decode(proc_, r)?;
@@ -452,6 +541,20 @@ fn decode_reply(cp: CallProc, chunks: &ChunkLists, r: &mut Reader<'_>) -> UpperR
     };
     r.finish("reply results")?;
     Ok(Some(decoded))
+}
+
+/// NFSv4's procedure: `true` for COMPOUND, `false` for NULL (no arguments, no results), else
+/// a typed error.
+fn nfs4_compound(proc_: u32) -> crate::error::Result<bool> {
+    match proc_ {
+        0 => Ok(false),
+        NFSPROC4_COMPOUND => Ok(true),
+        value => Err(DecodeError::BadDiscriminant {
+            field: "NFSv4 procedure",
+            value,
+            rule: RULE_NFS4_PROCEDURE,
+        }),
+    }
 }
 
 /// RFC 8267 §5: MOUNT and NFSACL have no DDP-eligible data item, so no Read chunk (other than

@@ -254,10 +254,17 @@ impl Nfsstat4 {
     /// The name as RFC 8881 §15.1 (and RFC 7862 §11.1 for NFSv4.2) spells it, or
     /// `NFS4ERR(<n>)` for a value neither defines.
     pub fn name(self) -> std::borrow::Cow<'static, str> {
-        match status_name(self.0) {
+        match self.known_name() {
             Some(name) => name.into(),
             None => format!("NFS4ERR({})", self.0).into(),
         }
+    }
+}
+
+impl Nfsstat4 {
+    /// The name, when RFC 8881 §15.1 or RFC 7862 §11.1 defines the value.
+    pub fn known_name(self) -> Option<&'static str> {
+        status_name(self.0)
     }
 }
 
