@@ -5,7 +5,7 @@
 //! Code map: [`matrix`] (kernel matrix) → [`apt`] (private apt, checksums) → [`images`] (rootfs,
 //! initramfs, module sets in the [`cache`]; source-built kernels in [`kbuild`]) → [`runner`] (qemu pair, 9p share, [`process`]
 //! groups) → [`results`] (RESULT/STEP lines, dmesg scan) → [`expect`] (mutants that must be caught,
-//! known failures) → [`report`] (table, JSON, JUnit).
+//! known failures) → [`report`] (table, JSON, JUnit) → [`html`] (the run page, `index.html`).
 //!
 //! Architecture Invariant: nothing here touches the host's apt state or network; the only
 //! network is the unix-socket wire between the two guests.
@@ -17,6 +17,7 @@ pub mod cache;
 pub mod capture;
 pub mod expect;
 pub mod host;
+pub mod html;
 pub mod images;
 pub mod kbuild;
 pub mod kmod;

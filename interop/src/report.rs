@@ -221,13 +221,19 @@ pub fn out_dir(run: &KernelRun) -> Option<std::path::PathBuf> {
     })
 }
 
-/// The files of `case` in the run's out directory: `<case>.*`, less those of another case whose
-/// name extends this one's (`nfsd` vs `nfsd.after-ack`); sorted, at most `MAX_CASE_FILES`.
+/// The files of `case` in the run's out directory (see [`case_files_in`]).
 pub fn case_files(run: &KernelRun, case: &str) -> Vec<std::path::PathBuf> {
-    let Some(dir) = out_dir(run) else {
-        return Vec::new();
-    };
-    let Ok(entries) = std::fs::read_dir(&dir) else {
+    out_dir(run).map_or_else(Vec::new, |dir| case_files_in(&dir, run, case))
+}
+
+/// The files of `case` in `dir`: `<case>.*`, less those of another case whose name extends this
+/// one's (`nfsd` vs `nfsd.after-ack`); sorted, at most `MAX_CASE_FILES`.
+pub fn case_files_in(
+    dir: &std::path::Path,
+    run: &KernelRun,
+    case: &str,
+) -> Vec<std::path::PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
     };
     let prefix = format!("{case}.");

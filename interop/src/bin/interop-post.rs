@@ -1,6 +1,6 @@
 //! `interop-post`: after `interop run`, per-scenario snapshot comparison (`snapshots`), its
-//! reviewed acceptance case by case (`snapshots --accept CASE-GLOB`), and the bench-interop
-//! pairs (`bench`). Reads the last run's `target/interop/last/report.json` and per-run share
+//! reviewed acceptance case by case (`snapshots --accept CASE-GLOB`), the bench-interop
+//! pairs (`bench`) and the run page (`html`; `snapshots` writes it as `index.html` too). Reads the last run's `target/interop/last/report.json` and per-run share
 //! directories; writes `snapshots.json` (every case's result, matched outcome, capture problem
 //! and RC-level transport counts) beside that report.
 //!
@@ -53,6 +53,18 @@ enum Command {
     },
     /// Print the bench-interop pairs (rig serve vs kernel nfsd) and their ratios.
     Bench,
+    /// Render a run directory (report.json, snapshots.json) as one self-contained HTML page:
+    /// findings, verdict matrix, every case with reasons, times, snapshot diffs, transport
+    /// counts and links to its files. `interop-post snapshots` writes it as index.html already.
+    Html {
+        /// The run directory. Default: target/interop/last.
+        #[arg(long)]
+        run: Option<PathBuf>,
+        /// Where to write the page. Default: index.html in the run directory; elsewhere, links
+        /// point into the run directory by absolute file URL.
+        #[arg(long)]
+        output: Option<PathBuf>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -67,6 +79,14 @@ fn main() -> ExitCode {
             snapshots(&accept, &rig, &outs)
         }
         Command::Bench => bench().map(|ok| if ok { 0 } else { 1 }),
+        Command::Html { run, output } => {
+            let run = run.unwrap_or_else(last_run_root);
+            let output = output.unwrap_or_else(|| run.join("index.html"));
+            write_page(&run, &output).map(|page| {
+                println!("run page: {}", page.display());
+                0
+            })
+        }
     };
     interop::process::kill_all_groups();
     match outcome {
@@ -76,6 +96,35 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// Render the run page of `run` into `output`; returns the path written.
+fn write_page(run: &Path, output: &Path) -> Result<PathBuf> {
+    let run =
+        std::fs::canonicalize(run).with_context(|| format!("run directory {}", run.display()))?;
+    let mut page = interop::html::render_run_dir(&run, Some(&snapshot_root()))?;
+    let beside = output
+        .parent()
+        .and_then(|p| {
+            std::fs::canonicalize(if p.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                p
+            })
+            .ok()
+        })
+        .is_some_and(|p| p == run);
+    if !beside {
+        // Links are relative to the run directory: anchor them there.
+        let base = format!("<base href=\"file://{}/\">", interop::html::href(&run));
+        page = page.replacen(
+            "<meta charset=\"utf-8\">",
+            &format!("<meta charset=\"utf-8\">{base}"),
+            1,
+        );
+    }
+    std::fs::write(output, page).with_context(|| format!("writing {}", output.display()))?;
+    Ok(output.to_path_buf())
 }
 
 fn last_report(out: &Path) -> Result<Value> {
@@ -377,6 +426,13 @@ fn snapshots(accept_globs: &[String], rig: &Path, outs: &[PathBuf]) -> Result<u8
         let path = out.join("snapshots.json");
         std::fs::write(&path, serde_json::to_string_pretty(&report)?)
             .with_context(|| format!("writing {}", path.display()))?;
+        // The run page beside report.json, now that the snapshot results are in.
+        for out in outs {
+            match write_page(out, &out.join("index.html")) {
+                Ok(page) => println!("run page: {}", page.display()),
+                Err(err) => eprintln!("interop-post: no run page for {}: {err:#}", out.display()),
+            }
+        }
     }
     // Cases accepted now are resolved; the others still fail the check.
     let unresolved = entries
