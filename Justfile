@@ -6,7 +6,7 @@ set shell := ["bash", "-euo", "pipefail", "-c"]
 import 'justfile.interop'
 import 'justfile.verbs'
 
-fuzz_targets := "rpcrdma_header rpc_message nfs3 private_data svcrdma_classify trace_capture engine_ops"
+fuzz_targets := "rpcrdma_header rpc_message nfs3 nfs4 private_data svcrdma_classify trace_capture engine_ops"
 
 # Show the recipes.
 default:

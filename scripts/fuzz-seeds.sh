@@ -4,6 +4,8 @@
 # those files have 40-hex-digit names and are gitignored; seeds have descriptive names).
 # This copies each target's seeds there from their sources:
 #   nfs3, rpc_message, private_data   fuzz/seeds/<target>/ (crates/wire/examples/gen_fuzz_seeds.rs)
+#   nfs4                              fuzz/seeds/nfs4/ (scripts/gen-nfs4-seeds.py over the NFSv4.1
+#                                     fixture captures' messages)
 #   rpcrdma_header, svcrdma_classify  fixtures/ok, fixtures/err, fixtures/pcap-messages/<kernel>/
 #   trace_capture                     the first 16 KiB of frames of each fixtures/pcap capture
 #                                     (committed as trace_capture/head-*.pcap, -max_len is 16384)
@@ -22,7 +24,7 @@ put() { # put <target> <name> <source file>
     mkdir -p "fuzz/corpus/$1"; cp "$3" "$dest"
   fi
 }
-for target in nfs3 rpc_message private_data; do
+for target in nfs3 nfs4 rpc_message private_data; do
   for f in fuzz/seeds/$target/*; do put "$target" "$(basename "$f")" "$f"; done
 done
 for target in rpcrdma_header svcrdma_classify; do
