@@ -249,10 +249,11 @@ fn summary(report: &Report) -> String {
             .map(|(outcome, n)| format!("{outcome}={n}"))
             .collect();
         line(format!(
-            "{:<22} {}  liveness-failures={}",
+            "{:<22} {}  liveness-failures={} late-answers={}",
             target.target,
             histogram.join(" "),
-            target.liveness_failures
+            target.liveness_failures,
+            target.late_answers
         ));
     }
     for d in &report.divergences {

@@ -129,6 +129,9 @@ pub struct TargetStats {
     pub by_family: BTreeMap<String, BTreeMap<Observed, u64>>,
     /// Cases after which the connection was up but the NULL probe went unanswered.
     pub liveness_failures: u64,
+    /// Drops that were answers slower than the executor's grace (the answer came during the
+    /// next case): each one is a drop outcome that should have been a reply or an error.
+    pub late_answers: u64,
 }
 
 impl TargetStats {
@@ -148,6 +151,7 @@ impl TargetStats {
         if !result.alive_after && !went_down {
             self.liveness_failures += 1;
         }
+        self.late_answers += u64::from(result.late_answer);
     }
 }
 

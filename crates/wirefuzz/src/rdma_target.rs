@@ -34,6 +34,9 @@ const SEND_LEN: usize = crate::case::MAX_CASE_BYTES;
 const READ_DEPTH: u8 = 16;
 /// Send Queue depth: one case plus one NULL probe at a time, with slack.
 const SEND_DEPTH: u32 = 8;
+/// Send buffers, one per Send in flight: the NULL probe is posted right behind the case, so the
+/// case's buffer must not be rewritten before the HCA has read it (its completion frees it).
+const SEND_SLOTS: usize = SEND_DEPTH as usize;
 /// Largest private data rdma_connect carries on an RC (TCP port space) id.
 const MAX_CONNECT_PRIVATE_DATA: usize = 56;
 /// Completions taken from the CQ per wakeup.
@@ -43,7 +46,8 @@ const MAX_NOTES: usize = 64;
 /// Wait for each connection-setup step (address, route, ESTABLISHED).
 const SETUP_TIMEOUT: Duration = Duration::from_secs(5);
 
-const WR_SEND: u64 = 1;
+/// Send work requests are `WR_SEND_BASE + slot`.
+const WR_SEND_BASE: u64 = 1;
 const WR_RECV_BASE: u64 = 1000;
 
 /// One live connection's verbs objects. The `CmId` owns the QP and keeps the PD, CQ and every
@@ -54,7 +58,10 @@ struct Live {
     pd: Pd,
     cq: Cq,
     recv_mrs: Vec<Mr>,
+    /// [`SEND_SLOTS`] buffers of [`SEND_LEN`] bytes, back to back.
     send_mr: Mr,
+    /// Which send buffers a posted Send still reads.
+    send_busy: [bool; SEND_SLOTS],
     /// Remote-access regions of the current case (dropped = deregistered).
     regions: Vec<Mr>,
     /// Set on DISCONNECTED, a failed completion or a failed post.
@@ -126,7 +133,7 @@ impl RdmaTarget {
             id.post_recv(WR_RECV_BASE + index as u64, &mr.sge(0, RECEIVE_LEN)?)?;
             recv_mrs.push(mr);
         }
-        let send_mr = pd.register(SEND_LEN)?;
+        let send_mr = pd.register(SEND_LEN * SEND_SLOTS)?;
         let params = ConnParams {
             // RFC 8797 §4: the requester's private data travels in the CM connect request; a
             // fuzz case may carry any bytes here (bad magic, short, padded), verbatim.
@@ -154,6 +161,7 @@ impl RdmaTarget {
             cq,
             recv_mrs,
             send_mr,
+            send_busy: [false; SEND_SLOTS],
             regions: Vec::new(),
             broken: false,
         })
@@ -164,6 +172,15 @@ impl RdmaTarget {
         let mut notes = Vec::new();
         if let Some(live) = &mut self.live {
             for wc in completions {
+                // A Send's completion, successful or flushed, frees its buffer.
+                if let Some(slot) = wc
+                    .wr_id
+                    .checked_sub(WR_SEND_BASE)
+                    .map(|i| i as usize)
+                    .filter(|&i| i < SEND_SLOTS)
+                {
+                    live.send_busy[slot] = false;
+                }
                 if !wc.status.is_success() {
                     // A flushed or failed completion: the QP is in the error state. The opcode
                     // of a failed completion is undefined, so only wr_id and status are read.
@@ -299,15 +316,30 @@ impl Target for RdmaTarget {
                 bytes.len()
             )));
         }
+        let slot = live
+            .send_busy
+            .iter()
+            .position(|busy| !busy)
+            .ok_or_else(|| {
+                TargetError::Local(format!("all {SEND_SLOTS} Send buffers still in flight"))
+            })?;
+        let offset = slot * SEND_LEN;
         // A zero-length Send is legal on RC (the `short-header` family with 0 bytes).
-        let result = live.send_mr.write(0, bytes).and_then(|()| {
-            let sge = live.send_mr.sge(0, bytes.len())?;
-            live.id.post_send(WR_SEND, SendOp::Send, &sge, true)
+        let result = live.send_mr.write(offset, bytes).and_then(|()| {
+            let sge = live.send_mr.sge(offset, bytes.len())?;
+            live.id
+                .post_send(WR_SEND_BASE + slot as u64, SendOp::Send, &sge, true)
         });
-        result.map_err(|e| {
-            live.broken = true;
-            TargetError::Local(format!("post Send: {e}"))
-        })
+        match result {
+            Ok(()) => {
+                live.send_busy[slot] = true;
+                Ok(())
+            }
+            Err(e) => {
+                live.broken = true;
+                Err(TargetError::Local(format!("post Send: {e}")))
+            }
+        }
     }
 
     fn next_event(&mut self, deadline: Deadline) -> TargetEvent {

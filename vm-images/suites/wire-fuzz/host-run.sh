@@ -37,7 +37,8 @@ for kernel in $kernels; do
   echo "== wire-fuzz on $kernel: ${seconds}s, seed $seed"
   RIG_INTEROP_OUT=$out cargo run -q -p interop --release -- run --suite wire-fuzz \
     --kernel "$kernel" --jobs 1 --share-file "$env_file:etc/wire-fuzz.env" $replay_args "$@" || status=1
-  run=$out/runs/$kernel/wire-fuzz
+  # Each interop run keeps its own directory under runs/; `last` links to this one.
+  run=$out/last/runs/$kernel/wire-fuzz
   share=$run/share/out
   [ -s "$share/wire-fuzz.report.json" ] && cp "$share/wire-fuzz.report.json" "$out/report.json"
   # The per-kernel report also carries the kernel watch's hits (first 100 lines).
