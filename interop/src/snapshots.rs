@@ -144,35 +144,7 @@ fn flatten(prefix: &str, value: &Value, depth: usize, out: &mut BTreeMap<String,
 
 pub use trace::render::canonical_order;
 
-/// Our client names what it creates `rig<pid>x<8 hex>-<scenario>-...` so runs never collide
-/// (crates/rig/src/scenarios.rs); the names show in traces (LOOKUP name=...). `rig<run>` here.
-pub fn mask_run_prefixes(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = String::with_capacity(text.len());
-    let mut copied = 0;
-    let mut at = 0;
-    while let Some(found) = text[at..].find("rig") {
-        let start = at + found;
-        let mut i = start + 3;
-        let digits = bytes[i..].iter().take_while(|b| b.is_ascii_digit()).count();
-        i += digits;
-        let is_prefix = digits > 0
-            && bytes.get(i) == Some(&b'x')
-            && bytes.len() >= i + 9
-            && bytes[i + 1..i + 9].iter().all(u8::is_ascii_hexdigit)
-            && !bytes.get(i + 9).is_some_and(u8::is_ascii_hexdigit);
-        if is_prefix {
-            out.push_str(&text[copied..start]);
-            out.push_str("rig<run>");
-            copied = i + 9;
-            at = copied;
-        } else {
-            at = start + 3;
-        }
-    }
-    out.push_str(&text[copied..]);
-    out
-}
+pub use trace::render::mask_run_prefixes;
 
 /// `XID 0x1a2b3c4d` in free text (a judgement's failure reason) → `XID <xid>`: the value is
 /// volatile, the sentence is not.

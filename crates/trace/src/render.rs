@@ -280,7 +280,44 @@ fn event_line(e: &Event, style: Style, sym: &mut Symbols) -> String {
         }
         EventBody::Transport(t) => format!("! {}", transport_text(t, raw)),
     };
-    format!("{conn_tag} {dir} {body}")
+    let line = format!("{conn_tag} {dir} {body}");
+    if raw {
+        line
+    } else {
+        mask_run_prefixes(&line)
+    }
+}
+
+/// Our client names what it creates `rig<pid>x<8 hex>-<scenario>-...` so runs never collide
+/// (crates/rig/src/scenarios.rs); the names show in traces (LOOKUP name=...). `rig<run>` in the
+/// normalised style, so two runs of one scenario render (and `rig trace diff`) the same; the
+/// interop snapshots mask verdict values with it too.
+pub fn mask_run_prefixes(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut copied = 0;
+    let mut at = 0;
+    while let Some(found) = text[at..].find("rig") {
+        let start = at + found;
+        let mut i = start + 3;
+        let digits = bytes[i..].iter().take_while(|b| b.is_ascii_digit()).count();
+        i += digits;
+        let is_prefix = digits > 0
+            && bytes.get(i) == Some(&b'x')
+            && bytes.len() >= i + 9
+            && bytes[i + 1..i + 9].iter().all(u8::is_ascii_hexdigit)
+            && !bytes.get(i + 9).is_some_and(u8::is_ascii_hexdigit);
+        if is_prefix {
+            out.push_str(&text[copied..start]);
+            out.push_str("rig<run>");
+            copied = i + 9;
+            at = copied;
+        } else {
+            at = start + 3;
+        }
+    }
+    out.push_str(&text[copied..]);
+    out
 }
 
 fn location(conn: usize, handle: u32, offset: u64, style: Style, sym: &mut Symbols) -> String {
@@ -817,6 +854,20 @@ pub fn diff_rendered_until(
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn run_prefixes_are_masked_and_nothing_else() {
+        assert_eq!(
+            mask_run_prefixes("LOOKUP call name=rig1025x0aa058af-changed-args-same-xid-b"),
+            "LOOKUP call name=rig<run>-changed-args-same-xid-b"
+        );
+        assert_eq!(
+            mask_run_prefixes("rig serve rig12 rigx rig1x123"),
+            "rig serve rig12 rigx rig1x123"
+        );
+        assert_eq!(mask_run_prefixes("rig7x0123456789"), "rig7x0123456789");
+    }
+
     use super::*;
 
     #[test]
