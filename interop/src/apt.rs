@@ -237,11 +237,14 @@ impl PrivateApt {
         let text = match fs::read_to_string(&memo) {
             Ok(text) => text,
             Err(_) => {
-                let output = self
-                    .command("apt-cache")
-                    .args(["show", spec])
-                    .output()
-                    .context("running apt-cache show")?;
+                let mut command = self.command("apt-cache");
+                command.args(["show", spec]);
+                let output = crate::process::output_with_timeout(
+                    "apt-cache show",
+                    command,
+                    std::time::Duration::from_secs(120),
+                )
+                .context("running apt-cache show")?;
                 ensure!(
                     output.status.success(),
                     "apt-cache show {spec} failed: {}",

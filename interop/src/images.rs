@@ -698,11 +698,21 @@ impl<'a> Builder<'a> {
             }
             match decompressor {
                 Some(tool) => {
-                    let bytes = Command::new(tool)
-                        .args(["-dc", file])
-                        .output()
-                        .with_context(|| format!("running {tool}"))?;
+                    let mut command = Command::new(tool);
+                    command.args(["-dc", file]);
+                    let bytes = crate::process::output_with_timeout(
+                        tool,
+                        command,
+                        std::time::Duration::from_secs(120),
+                    )
+                    .with_context(|| format!("running {tool}"))?;
                     ensure!(bytes.status.success(), "{tool} -dc {file} failed");
+                    // The capture stops at its cap: a module that large would be cut, not kept.
+                    ensure!(
+                        bytes.stdout.len() < crate::process::MAX_CAPTURED_OUTPUT,
+                        "{tool} -dc {file}: more than {} bytes decompressed",
+                        crate::process::MAX_CAPTURED_OUTPUT
+                    );
                     fs::write(&target, bytes.stdout)?;
                 }
                 None => {

@@ -185,9 +185,9 @@ pub fn patch_failure_summary(output: &str) -> String {
 
 /// The first line of `gcc --version` (part of the key: another compiler is another kernel).
 fn compiler_identity() -> Result<String> {
-    let output = Command::new("gcc")
-        .arg("--version")
-        .output()
+    let mut command = Command::new("gcc");
+    command.arg("--version");
+    let output = crate::process::output_with_timeout("gcc --version", command, SHORT_COMMAND)
         .context("running gcc --version")?;
     ensure!(output.status.success(), "gcc --version failed");
     Ok(String::from_utf8_lossy(&output.stdout)
@@ -198,13 +198,21 @@ fn compiler_identity() -> Result<String> {
 }
 
 fn git(tree: &Path, args: &[&str]) -> Option<Vec<u8>> {
-    let output = Command::new("git")
-        .arg("-C")
-        .arg(tree)
-        .args(args)
-        .output()
-        .ok()?;
+    let mut command = Command::new("git");
+    command.arg("-C").arg(tree).args(args);
+    let output = crate::process::output_with_timeout("git", command, SHORT_COMMAND).ok()?;
     output.status.success().then_some(output.stdout)
+}
+
+/// Output that reached the capture's cap was cut: hashing it would miss changes past the cut.
+fn whole(output: Vec<u8>, what: &str) -> Result<Vec<u8>> {
+    ensure!(
+        output.len() < crate::process::MAX_CAPTURED_OUTPUT,
+        "{what}: more than {} bytes, too large to identify the tree by (build out of tree, or \
+         commit the changes)",
+        crate::process::MAX_CAPTURED_OUTPUT
+    );
+    Ok(output)
 }
 
 /// A local tree's identity: HEAD plus the hash of its uncommitted diff and untracked file list
@@ -212,9 +220,14 @@ fn git(tree: &Path, args: &[&str]) -> Option<Vec<u8>> {
 fn tree_identity(tree: &Path) -> Result<String> {
     use sha2::{Digest, Sha256};
     if let Some(head) = git(tree, &["rev-parse", "HEAD"]) {
-        let diff = git(tree, &["diff", "HEAD"]).unwrap_or_default();
-        let untracked =
-            git(tree, &["ls-files", "--others", "--exclude-standard"]).unwrap_or_default();
+        let diff = whole(
+            git(tree, &["diff", "HEAD"]).unwrap_or_default(),
+            "git diff HEAD",
+        )?;
+        let untracked = whole(
+            git(tree, &["ls-files", "--others", "--exclude-standard"]).unwrap_or_default(),
+            "git ls-files --others",
+        )?;
         let mut hasher = Sha256::new();
         hasher.update(&diff);
         hasher.update(&untracked);
@@ -224,21 +237,21 @@ fn tree_identity(tree: &Path) -> Result<String> {
             crate::cache::hex(&hasher.finalize())
         ));
     }
-    let listing = Command::new("find")
-        .arg(tree)
-        .args([
-            "-type",
-            "f",
-            "-not",
-            "-path",
-            "*/.git/*",
-            "-printf",
-            "%P %s %T@\\n",
-        ])
-        .output()
+    let mut command = Command::new("find");
+    command.arg(tree).args([
+        "-type",
+        "f",
+        "-not",
+        "-path",
+        "*/.git/*",
+        "-printf",
+        "%P %s %T@\\n",
+    ]);
+    let listing = crate::process::output_with_timeout("find", command, LONG_COMMAND)
         .context("listing the kernel tree")?;
     ensure!(listing.status.success(), "find {} failed", tree.display());
-    let mut lines: Vec<&[u8]> = listing.stdout.split(|b| *b == b'\n').collect();
+    let listing = whole(listing.stdout, "the tree's file list")?;
+    let mut lines: Vec<&[u8]> = listing.split(|b| *b == b'\n').collect();
     lines.sort_unstable();
     let mut hasher = Sha256::new();
     for line in lines {
@@ -269,6 +282,10 @@ pub fn last_make_target(log_tail: &str) -> String {
 const BUILD_TIMEOUT: Duration = Duration::from_secs(3 * 3600);
 /// How often a running build reports where it is.
 const HEARTBEAT: Duration = Duration::from_secs(30);
+/// A quick helper command (`gcc --version`, `git rev-parse`, `make kernelrelease`, one `patch`).
+const SHORT_COMMAND: Duration = Duration::from_secs(120);
+/// Listing a whole kernel tree (`find`, ~90k files; cold caches on a slow disk).
+const LONG_COMMAND: Duration = Duration::from_secs(600);
 
 impl SourceBuild {
     /// The cache key of this build.
@@ -363,10 +380,10 @@ impl SourceBuild {
                 ),
             );
         })?;
+        let mut kernelrelease = make_command(&src, &obj);
+        kernelrelease.args(["-s", "kernelrelease"]);
         let release = String::from_utf8(
-            make_command(&src, &obj)
-                .args(["-s", "kernelrelease"])
-                .output()
+            crate::process::output_with_timeout("make kernelrelease", kernelrelease, SHORT_COMMAND)
                 .context("make kernelrelease")?
                 .stdout,
         )?
@@ -447,12 +464,13 @@ impl SourceBuild {
 
     fn apply_patches(&self, src: &Path, log: &Path) -> Result<()> {
         for patch in &self.patches {
-            let output = Command::new("patch")
+            let mut command = Command::new("patch");
+            command
                 .args(["-p1", "--forward", "--batch", "-d"])
                 .arg(src)
                 .arg("-i")
-                .arg(patch)
-                .output()
+                .arg(patch);
+            let output = crate::process::output_with_timeout("patch", command, SHORT_COMMAND)
                 .context("running patch (Debian package `patch`)")?;
             let text = format!(
                 "{}{}",
