@@ -112,6 +112,17 @@ pub enum Failure {
         basis: &'static str,
         connection: &'static str,
     },
+    /// More replies than executions, so some were replays from a cache, and the replies differ:
+    /// a replay is the original reply (RFC 8881 §2.10.6.1.3: the replier MUST return the cached
+    /// reply; nfsd's DRC replays the cached bytes for NFSv3).
+    ReplayDiffers {
+        procedure: String,
+        xid: u32,
+        replies: usize,
+        executions: usize,
+        basis: &'static str,
+        connection: &'static str,
+    },
 }
 
 impl Failure {
@@ -120,6 +131,7 @@ impl Failure {
         match self {
             Failure::ReExecuted { .. } => "re-executed",
             Failure::ReplayedUnexecutedArguments { .. } => "replayed-unexecuted-arguments",
+            Failure::ReplayDiffers { .. } => "replay-differs",
         }
     }
 }
@@ -159,6 +171,19 @@ impl fmt::Display for Failure {
                 plural(*executions, "execution", "executions"),
                 plural(*argument_sets, "argument set", "argument sets"),
             ),
+            Failure::ReplayDiffers {
+                procedure,
+                xid,
+                replies,
+                executions,
+                basis,
+                connection,
+            } => write!(
+                f,
+                "{} to {} of {procedure} for XID {xid:#010x} ({basis}) are not identical: a replay differs from the reply it replays; {connection}",
+                plural(*replies, "reply", "replies"),
+                plural(*executions, "execution", "executions"),
+            ),
         }
     }
 }
@@ -176,7 +201,9 @@ pub fn procedure_by_name(name: &str) -> Option<Nfs3Proc> {
 /// The rule. Unknown executions pass with no claim; otherwise a non-idempotent procedure (in
 /// nfsd's sense, [`Nfs3Proc::is_idempotent`]) executed more often than it had argument sets fails
 /// [`Failure::ReExecuted`], and more replies than executions while an argument set went
-/// unexecuted fails [`Failure::ReplayedUnexecutedArguments`].
+/// unexecuted fails [`Failure::ReplayedUnexecutedArguments`]; more replies than executions
+/// that are not byte-identical (`replies_identical` false: a replay differs from its original)
+/// fails [`Failure::ReplayDiffers`].
 pub fn judge(o: &Observation<'_>) -> Result<(), Failure> {
     let Some(executions) = o.executions else {
         return Ok(());
@@ -200,6 +227,16 @@ pub fn judge(o: &Observation<'_>) -> Result<(), Failure> {
             replies,
             executions,
             argument_sets: o.argument_sets,
+            basis: o.basis.describe(),
+            connection: o.connection_text(),
+        });
+    }
+    if replies > executions && !o.replies_identical {
+        return Err(Failure::ReplayDiffers {
+            procedure: o.procedure.to_string(),
+            xid: o.xid,
+            replies,
+            executions,
             basis: o.basis.describe(),
             connection: o.connection_text(),
         });
@@ -307,6 +344,31 @@ mod tests {
         let text = judge(&o).unwrap_err().to_string();
         assert!(text.starts_with("2 replies to 1 execution"), "{text}");
         assert!(text.ends_with("across a reconnect"), "{text}");
+    }
+
+    #[test]
+    fn a_replay_that_differs_from_its_original_fails() {
+        let s = statuses(&["NFS4_OK", "NFS4_OK"]);
+        let mut o = observation("REMOVE", &s);
+        o.replies_identical = false;
+        let failure = judge(&o).unwrap_err();
+        assert_eq!(failure.kind(), "replay-differs");
+        assert_eq!(
+            failure.to_string(),
+            "2 replies to 1 execution of REMOVE for XID 0x5a3f0012 (counted in the kernel) are \
+             not identical: a replay differs from the reply it replays; on a live connection"
+        );
+        // As many executions as replies: nothing was replayed, the replies may differ.
+        o.argument_sets = 2;
+        o.executions = Some(2);
+        assert_eq!(judge(&o), Ok(()));
+        // Re-execution is the first reason given.
+        o.argument_sets = 1;
+        assert_eq!(judge(&o).unwrap_err().kind(), "re-executed");
+        // Identical replays pass.
+        o.executions = Some(1);
+        o.replies_identical = true;
+        assert_eq!(judge(&o), Ok(()));
     }
 
     #[test]

@@ -18,6 +18,7 @@ pub mod mount_tcp;
 pub mod pool;
 pub mod scenarios;
 pub mod serve;
+pub mod v41;
 
 pub use client::{ClientError, RdmaClient};
 pub use serve::{serve, Controls, ServeOptions, ServeStats};

@@ -1,0 +1,1 @@
+//! Host tests of the NFSv4.1 session scenarios.
