@@ -13,6 +13,30 @@ use wire::nfs3::Nfs3Proc;
 /// an execution).
 pub const LOST_REPLY: &str = "lost-with-connection";
 
+/// Statuses by which a server says the call was neither executed nor answered from a cache:
+/// NFSv4.1 SEQUENCE refused it (RFC 8881 §2.10.6.1 NFS4ERR_SEQ_MISORDERED, §2.10.6.1.3.1
+/// NFS4ERR_SEQ_FALSE_RETRY, §2.10.6.2 NFS4ERR_DELAY, §15.1.11 the other session errors) or the
+/// operation was held off (NFS4ERR_GRACE, RFC 8881 §8.4.2). Such a reply answers no arguments.
+pub const REFUSALS: &[&str] = &[
+    "NFS4ERR_DELAY",
+    "NFS4ERR_SEQ_MISORDERED",
+    "NFS4ERR_SEQ_FALSE_RETRY",
+    "NFS4ERR_BADSLOT",
+    "NFS4ERR_BADSESSION",
+    "NFS4ERR_DEADSESSION",
+    "NFS4ERR_RETRY_UNCACHED_REP",
+    "NFS4ERR_CONN_NOT_BOUND_TO_SESSION",
+    "NFS4ERR_SEQUENCE_POS",
+    "NFS4ERR_REQ_TOO_BIG",
+    "NFS4ERR_REP_TOO_BIG_TO_CACHE",
+    "NFS4ERR_GRACE",
+];
+
+/// Whether `status` is a refusal ([`REFUSALS`]).
+pub fn is_refusal(status: &str) -> bool {
+    REFUSALS.contains(&status)
+}
+
 /// Where an execution count comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Basis {
@@ -77,6 +101,13 @@ impl Observation<'_> {
                 .iter()
                 .filter(|s| s.as_str() == LOST_REPLY)
                 .count()
+    }
+
+    /// Replies that answered the call: [`Observation::replies_sent`] less the refusals
+    /// ([`REFUSALS`]), which executed nothing and replayed nothing.
+    pub fn answers(&self) -> usize {
+        let refused = self.statuses.iter().filter(|s| is_refusal(s)).count();
+        self.replies_sent().saturating_sub(refused)
     }
 
     fn connection_text(&self) -> &'static str {
@@ -203,7 +234,8 @@ pub fn procedure_by_name(name: &str) -> Option<Nfs3Proc> {
 /// [`Failure::ReExecuted`], and more replies than executions while an argument set went
 /// unexecuted fails [`Failure::ReplayedUnexecutedArguments`]; more replies than executions
 /// that are not byte-identical (`replies_identical` false: a replay differs from its original)
-/// fails [`Failure::ReplayDiffers`].
+/// fails [`Failure::ReplayDiffers`]. Replies are counted as answers ([`Observation::answers`]):
+/// a refusal ([`REFUSALS`]) answered nothing.
 pub fn judge(o: &Observation<'_>) -> Result<(), Failure> {
     let Some(executions) = o.executions else {
         return Ok(());
@@ -219,7 +251,7 @@ pub fn judge(o: &Observation<'_>) -> Result<(), Failure> {
             connection: o.connection_text(),
         });
     }
-    let replies = o.replies_sent();
+    let replies = o.answers();
     if o.argument_sets > executions && replies > executions {
         return Err(Failure::ReplayedUnexecutedArguments {
             procedure: o.procedure.to_string(),
@@ -369,6 +401,32 @@ mod tests {
         o.executions = Some(1);
         o.replies_identical = true;
         assert_eq!(judge(&o), Ok(()));
+    }
+
+    #[test]
+    fn refusals_answer_nothing() {
+        // NFS4ERR_SEQ_MISORDERED: the request never ran and no reply answered it.
+        let s = statuses(&["NFS4ERR_SEQ_MISORDERED"]);
+        let mut o = observation("REMOVE", &s);
+        o.executions = Some(0);
+        o.replies = 1;
+        assert_eq!(judge(&o), Ok(()));
+        // A retry refused with NFS4ERR_DELAY beside the original's reply: one answer.
+        let s = statuses(&["NFS4_OK", "NFS4ERR_DELAY"]);
+        let mut o = observation("REMOVE", &s);
+        o.replies_identical = false;
+        assert_eq!(o.answers(), 1);
+        assert_eq!(judge(&o), Ok(()));
+        // An answer without an execution still fails.
+        let s = statuses(&["NFS4_OK"]);
+        let mut o = observation("REMOVE", &s);
+        o.executions = Some(0);
+        o.replies = 1;
+        assert_eq!(
+            judge(&o).unwrap_err().kind(),
+            "replayed-unexecuted-arguments"
+        );
+        assert!(is_refusal("NFS4ERR_GRACE") && !is_refusal("NFS3ERR_JUKEBOX"));
     }
 
     #[test]

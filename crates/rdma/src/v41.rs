@@ -29,6 +29,7 @@ use wire::rpc::{AcceptStat, AuthSys, CallHeader, OpaqueAuth, ReplyBody, RpcMessa
 use wire::xdr::{Reader, Writer, Xdr};
 
 use crate::client::{ClientError, RdmaClient};
+pub use crate::judge::{is_refusal, REFUSALS};
 use crate::judge::{Basis, LOST_REPLY};
 use crate::scenarios::Verdict;
 
@@ -345,29 +346,6 @@ pub fn answer(message: &[u8]) -> Nfs4Answer {
             summary: String::new(),
         },
     }
-}
-
-/// Statuses by which the server says the request was neither executed nor answered from the
-/// slot: SEQUENCE refused it (RFC 8881 §2.10.6.1, §2.10.6.1.3.1, §2.10.6.2, §15.1.11) or the
-/// operation was held off (grace, RFC 8881 §8.4.2).
-pub const REFUSALS: &[&str] = &[
-    "NFS4ERR_DELAY",
-    "NFS4ERR_SEQ_MISORDERED",
-    "NFS4ERR_SEQ_FALSE_RETRY",
-    "NFS4ERR_BADSLOT",
-    "NFS4ERR_BADSESSION",
-    "NFS4ERR_DEADSESSION",
-    "NFS4ERR_RETRY_UNCACHED_REP",
-    "NFS4ERR_CONN_NOT_BOUND_TO_SESSION",
-    "NFS4ERR_SEQUENCE_POS",
-    "NFS4ERR_REQ_TOO_BIG",
-    "NFS4ERR_REP_TOO_BIG_TO_CACHE",
-    "NFS4ERR_GRACE",
-];
-
-/// Whether `status` is a refusal ([`REFUSALS`]).
-pub fn is_refusal(status: &str) -> bool {
-    REFUSALS.contains(&status)
 }
 
 /// Executions of the REMOVE under test inferred from the statuses of its replies (a reply lost

@@ -64,6 +64,45 @@ pub struct Args {
     /// RDMA: longest wait for one reply, in seconds.
     #[arg(long, default_value_t = 10)]
     timeout_secs: u64,
+    /// RDMA: the NFSv4.1 session scenarios (v41-*: a REMOVE COMPOUND retransmitted into the
+    /// session slot replay cache, RFC 8881 §2.10.6) instead of the NFSv3 catalogue; no MOUNT.
+    #[arg(long, conflicts_with_all = ["root_fh", "mount_tcp", "mount_rdma", "policy"])]
+    v41: bool,
+    /// RDMA, --v41: longest wait for the server's grace period to end, in seconds.
+    #[arg(long, default_value_t = 30, requires = "v41")]
+    grace_secs: u64,
+}
+
+/// A fresh prefix per run: names never collide with an earlier run's in the export.
+fn run_prefix() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    format!("rig{}x{nanos:08x}", std::process::id())
+}
+
+fn run_v41(args: &Args) -> Result<u8> {
+    let Some(server) = args.server else {
+        bail!("--v41 needs --transport rdma --server ADDR:PORT");
+    };
+    let options = rdma::v41::Options {
+        server,
+        label: args.label.clone(),
+        timeout: std::time::Duration::from_secs(args.timeout_secs.max(1)),
+        prefix: run_prefix(),
+        grace_wait: std::time::Duration::from_secs(args.grace_secs),
+    };
+    let verdicts =
+        rdma::v41::run(&options, args.scenario.as_deref()).map_err(|e| anyhow::anyhow!(e))?;
+    match args.format {
+        Format::Json => outln!("{}", serde_json::to_string_pretty(&verdicts)?)?,
+        Format::Table => out!("{}", rdma::v41::table(&verdicts))?,
+    }
+    Ok(if verdicts.iter().any(|v| v.base.outcome == "error") {
+        1
+    } else {
+        0
+    })
 }
 
 fn run_rdma(args: &Args) -> Result<u8> {
@@ -77,17 +116,13 @@ fn run_rdma(args: &Args) -> Result<u8> {
         (None, Some(addr)) => rdma::scenarios::RootSource::MountTcp(addr),
         (None, None) => rdma::scenarios::RootSource::MountRdma,
     };
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
     let options = rdma::scenarios::Options {
         server,
         root,
         export: args.export.as_bytes().to_vec(),
         label: args.label.clone(),
         timeout: std::time::Duration::from_secs(args.timeout_secs.max(1)),
-        // A fresh prefix per run: names never collide with an earlier run's in the export.
-        prefix: format!("rig{}x{nanos:08x}", std::process::id()),
+        prefix: run_prefix(),
     };
     let verdicts =
         rdma::scenarios::run(&options, args.scenario.as_deref()).map_err(|e| anyhow::anyhow!(e))?;
@@ -112,6 +147,18 @@ fn parse_hex(hex: &str) -> Option<Vec<u8>> {
 }
 
 pub fn run(args: Args) -> Result<u8> {
+    if args.v41 && args.list {
+        for scenario in rdma::v41::catalogue() {
+            outln!("{:<24} REMOVE  {}", scenario.name, scenario.expected)?;
+        }
+        return Ok(0);
+    }
+    if args.v41 {
+        if args.transport != Transport::Rdma {
+            bail!("--v41 runs over RDMA only (--transport rdma): the simulator hosts no NFSv4.1 server");
+        }
+        return run_v41(&args);
+    }
     if args.transport == Transport::Rdma && !args.list {
         return run_rdma(&args);
     }
@@ -173,6 +220,21 @@ mod tests {
         assert!(err.to_string().contains("not hex"), "{err}");
         assert_eq!(parse_hex("00ff10"), Some(vec![0, 0xff, 0x10]));
         assert_eq!(parse_hex("abc"), None);
+    }
+
+    #[test]
+    fn v41_needs_rdma_and_a_server_and_lists_its_catalogue() {
+        let cli = Cli::parse_from(["rig", "--v41"]);
+        let err = run(cli.args).unwrap_err();
+        assert!(err.to_string().contains("--transport rdma"), "{err}");
+        let cli = Cli::parse_from(["rig", "--v41", "--transport", "rdma"]);
+        let err = run(cli.args).unwrap_err();
+        assert!(err.to_string().contains("--server"), "{err}");
+        // No MOUNT for NFSv4.1: the root handle options do not combine with it.
+        assert!(Cli::try_parse_from(["rig", "--v41", "--mount-tcp", "10.0.0.1:20048"]).is_err());
+        assert!(Cli::try_parse_from(["rig", "--grace-secs", "5"]).is_err());
+        let cli = Cli::parse_from(["rig", "--v41", "--list"]);
+        assert_eq!(run(cli.args).unwrap(), 0);
     }
 
     #[test]
