@@ -1,4 +1,4 @@
-//! The RDMA suites (selftest, drc, kclient, bench-interop) are valid suite files: they parse, each
+//! The RDMA suites (selftest, drc, kclient, bench-interop, v41) are valid suite files: they parse, each
 //! script exists and passes `sh -n`, extra files exist in the repository (except the rig binary,
 //! which `just interop` builds), and the scenario cases cover the whole client catalogue.
 
@@ -35,7 +35,7 @@ fn catalogue_scenarios() -> Vec<String> {
 
 #[test]
 fn rdma_suites_parse_and_their_scripts_exist_and_are_valid_sh() {
-    for name in ["selftest", "drc", "kclient", "bench-interop"] {
+    for name in ["selftest", "drc", "kclient", "bench-interop", "v41"] {
         let suite = load(name);
         assert_eq!(suite.name, name);
         for case in &suite.cases {
@@ -105,4 +105,34 @@ fn kclient_compares_checksums_of_every_file_size() {
         let case = suite.cases.iter().find(|c| c.name == case).unwrap();
         assert_eq!(case.equal, ["md5_written", "md5_read"]);
     }
+}
+
+/// The NFSv4.1 session scenarios (`rig scenarios --v41 --list`; `rdma::v41::catalogue`, whose
+/// own test pins the same five names).
+const V41_SCENARIOS: [&str; 5] = [
+    "v41-replay-after-ack",
+    "v41-replay-in-progress",
+    "v41-misordered",
+    "v41-false-retry",
+    "v41-after-reconnect",
+];
+
+#[test]
+fn v41_runs_each_session_scenario_once_against_nfsd() {
+    let suite = load("v41");
+    let cases: Vec<&str> = suite
+        .cases
+        .iter()
+        .filter_map(|c| c.name.strip_prefix("nfsd."))
+        .collect();
+    assert_eq!(cases, V41_SCENARIOS);
+    for case in suite.cases.iter().filter(|c| c.name.starts_with("nfsd.")) {
+        assert_eq!(case.client.as_deref(), Some("scenario.sh"), "{}", case.name);
+        assert_eq!(case.server.as_deref(), Some("observe-nfsd.sh"), "{}", case.name);
+    }
+    // The client runs the NFSv4.1 catalogue, not the NFSv3 one.
+    let script = std::fs::read_to_string(suites_dir().join("v41/scenario.sh")).unwrap();
+    assert!(script.contains("--v41"), "{script}");
+    let setup = std::fs::read_to_string(suites_dir().join("v41/setup-server.sh")).unwrap();
+    assert!(setup.contains("fsid=0") && setup.contains("nfsv4gracetime"), "{setup}");
 }
