@@ -128,11 +128,19 @@ fn v41_runs_each_session_scenario_once_against_nfsd() {
     assert_eq!(cases, V41_SCENARIOS);
     for case in suite.cases.iter().filter(|c| c.name.starts_with("nfsd.")) {
         assert_eq!(case.client.as_deref(), Some("scenario.sh"), "{}", case.name);
-        assert_eq!(case.server.as_deref(), Some("observe-nfsd.sh"), "{}", case.name);
+        assert_eq!(
+            case.server.as_deref(),
+            Some("observe-nfsd.sh"),
+            "{}",
+            case.name
+        );
     }
     // The client runs the NFSv4.1 catalogue, not the NFSv3 one.
     let script = std::fs::read_to_string(suites_dir().join("v41/scenario.sh")).unwrap();
     assert!(script.contains("--v41"), "{script}");
     let setup = std::fs::read_to_string(suites_dir().join("v41/setup-server.sh")).unwrap();
-    assert!(setup.contains("fsid=0") && setup.contains("nfsv4gracetime"), "{setup}");
+    assert!(
+        setup.contains("fsid=0") && setup.contains("nfsv4gracetime"),
+        "{setup}"
+    );
 }

@@ -677,6 +677,10 @@ pub struct Session41 {
     clientid: u64,
     /// The last sequence id the slot accepted (0 after CREATE_SESSION, RFC 8881 §2.10.6.1).
     slot_seq: u32,
+    /// Slot 1 when the server granted two slots or more: the grace probes go there, so the slot
+    /// under test sees the same sequence ids in every run however long grace lasts.
+    probe_slot: Option<u32>,
+    probe_seq: u32,
     transmissions: BTreeMap<u32, usize>,
     messages: BTreeMap<u32, BTreeSet<u64>>,
     replies: BTreeMap<u32, Vec<Vec<u8>>>,
@@ -702,6 +706,8 @@ impl Session41 {
             session: SessionId4::default(),
             clientid: 0,
             slot_seq: 0,
+            probe_slot: None,
+            probe_seq: 0,
             transmissions: BTreeMap::new(),
             messages: BTreeMap::new(),
             replies: BTreeMap::new(),
@@ -729,6 +735,7 @@ impl Session41 {
             });
         };
         s.session = cs.sessionid;
+        s.probe_slot = (cs.fore_chan_attrs.maxrequests >= 2).then_some(SLOT + 1);
         // RFC 8881 §18.51.3: a client MUST send RECLAIM_COMPLETE before non-reclaim locking
         // operations; nfsd refuses OPEN without it and may end grace early once it has it.
         let (_, rc) = s.sequenced(vec![Nfs4Op::ReclaimComplete(false)])?;
@@ -822,7 +829,7 @@ impl Session41 {
 
     /// Note that the slot accepted `seq` when a reply's SEQUENCE succeeded with it.
     fn track(&mut self, seq: u32, a: &Nfs4Answer) {
-        if a.sequence_id == Some(seq) && a.failed_op.as_deref() != Some("SEQUENCE") {
+        if a.slot == Some(SLOT) && a.sequence_id == Some(seq) {
             self.slot_seq = self.slot_seq.max(seq);
         }
     }
@@ -843,12 +850,36 @@ impl Session41 {
         Ok((xid, a))
     }
 
+    /// SEQUENCE on the probe slot (or the slot under test when there is only one) + `ops`.
+    fn probe(&mut self, ops: Vec<Nfs4Op>) -> Result<Nfs4Answer, V41Error> {
+        let Some(slot) = self.probe_slot else {
+            return Ok(self.sequenced(ops)?.1);
+        };
+        let xid = self.fresh_xid();
+        let seq = self.probe_seq.wrapping_add(1);
+        self.send(
+            xid,
+            call_message(xid, &sequenced(self.session, slot, seq, ops)),
+            true,
+        )?;
+        if !self.wait_replies(xid, 1) {
+            return Err(V41Error::NoReply {
+                what: "SEQUENCE compound (probe slot)",
+            });
+        }
+        let a = answer(self.reply(xid, 0).unwrap_or_default());
+        if a.slot == Some(slot) && a.sequence_id == Some(seq) {
+            self.probe_seq = seq;
+        }
+        Ok(a)
+    }
+
     /// REMOVE answers NFS4ERR_GRACE until nfsd's grace period ends (`nfsv4gracetime`).
     fn wait_out_grace(&mut self) -> Result<(), V41Error> {
         let start = Instant::now();
         let probe = self.name("grace-probe");
         loop {
-            let (_, a) = self.sequenced(remove_ops(&probe))?;
+            let a = self.probe(remove_ops(&probe))?;
             if a.status != "NFS4ERR_GRACE" {
                 return Ok(());
             }
