@@ -686,6 +686,103 @@ pub enum Comparison {
     },
     /// Not compared: the case's capture cannot be judged (a harness failure, to retry).
     HarnessFailure(String),
+    /// Timing-dependent: no recorded outcome reproduced word for word, but the scenario's
+    /// behaviour ([`behaviour_of`]) is that of recorded outcome `outcome` of `of`: the duplicate
+    /// was answered in a way not recorded yet (dropped where it was replayed, say), while what
+    /// was sent, executed and judged is the same.
+    SameBehaviour { outcome: usize, of: usize },
+}
+
+/// Verdict keys that say how a timing-dependent scenario's duplicates were answered (replayed,
+/// dropped, or still in flight at the disconnect), not what was executed or judged.
+const ANSWER_KEYS: &[&str] = &[
+    "statuses",
+    "note",
+    "unanswered",
+    "replies",
+    "inference",
+    "replies_identical",
+    "credits_balanced",
+];
+
+/// Kernel delta keys that hold whatever the timing: executions counted by the kernel (and
+/// whether its two counts agree), per-procedure execution counters, new kernel log lines, calls
+/// refused. DRC hit/drop/replay counters follow the timing and are left out.
+fn stable_kernel_key(key: &str) -> bool {
+    matches!(
+        key,
+        "executions_counted" | "counts_agree" | "dmesg_new" | "rpc_badcalls"
+    ) || key.starts_with("proc3_")
+}
+
+/// The behaviour a timing-dependent scenario gates on, from a snapshot body: its verdicts
+/// without [`ANSWER_KEYS`] (executions, their basis, the judgement and its failure stay), the
+/// stable kernel deltas, and the trace's client and connection lines (what the client sent and
+/// when it connected; the server's replies, `DUP_REPLY`s and Read-chunk pulls follow the
+/// timing). A kernel that executes a duplicate twice still changes it: executions, judgement
+/// and failure are in it.
+pub fn behaviour_of(body: &str) -> String {
+    let mut out = String::with_capacity(body.len());
+    let mut section = "";
+    for line in body.lines() {
+        if line.starts_with("## ") {
+            section = if line.starts_with("## verdict") {
+                "verdict"
+            } else if line == "## kernel deltas" {
+                "kernel"
+            } else if line == "## trace" {
+                "trace"
+            } else {
+                ""
+            };
+        } else {
+            let keep = match section {
+                "verdict" => {
+                    let key = line.split(':').next().unwrap_or("");
+                    !ANSWER_KEYS.contains(&key)
+                }
+                "kernel" => stable_kernel_key(line.split('=').next().unwrap_or("")),
+                "trace" => {
+                    let mut words = line.split(' ').skip(1);
+                    let side = words.next();
+                    let what = words.next().unwrap_or("");
+                    side == Some("C") || what.starts_with("CM_")
+                }
+                _ => true,
+            };
+            if !keep {
+                continue;
+            }
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
+}
+
+/// [`compare`] for a timing-dependent scenario: a snapshot that reproduces no recorded outcome
+/// word for word is still unchanged in behaviour ([`Comparison::SameBehaviour`]) when its
+/// [`behaviour_of`] equals a recorded outcome's.
+pub fn compare_timing_dependent(snapshot: &Snapshot, root: &Path) -> Result<Comparison> {
+    let strict = compare(snapshot, root)?;
+    let Comparison::Changed { of, .. } = &strict else {
+        return Ok(strict);
+    };
+    let Some(baseline) = read_baseline(&root.join(snapshot.relative_path()))? else {
+        return Ok(strict);
+    };
+    let behaviour = behaviour_of(split_header(&snapshot.text).1);
+    match baseline
+        .outcomes
+        .iter()
+        .position(|o| behaviour_of(&o.body) == behaviour)
+    {
+        Some(index) => Ok(Comparison::SameBehaviour {
+            outcome: index + 1,
+            of: *of,
+        }),
+        None => Ok(strict),
+    }
 }
 
 /// A unified diff (3 lines of context) from `old` to `new`, labelled with `path`.
@@ -1169,6 +1266,111 @@ mod tests {
         let text = render("k", "drc", "c", &[], Some(&deltas), Some(&trace));
         assert!(text.contains("## kernel deltas\ncache_hits=1\nrc_misses=2\n## trace\nl0\n"));
         assert!(text.ends_with("... 7 more lines cut\n"));
+    }
+
+    fn timing_snapshot(executions: u32, statuses: &str, trace: &str) -> Snapshot {
+        let json = format!(
+            r#"[{{"scenario": "before-execution", "procedure": "REMOVE", "transmissions": 2,
+                "executions": {executions}, "executions_basis": "counted",
+                "judgement": "{judgement}", "statuses": [{statuses}],
+                "replies": {replies}, "unanswered": {unanswered}, "credits_balanced": {balanced},
+                "note": "second reply within the timeout: {balanced}"}}]"#,
+            judgement = if executions > 1 { "fail" } else { "pass" },
+            replies = statuses.matches("NFS3").count(),
+            unanswered = 2 - statuses.matches("NFS3").count(),
+            balanced = statuses.matches("NFS3").count() == 2,
+        );
+        let verdicts = parse_verdicts(&json).unwrap();
+        let deltas = kernel_fields(&format!(
+            "executions_counted={executions}\ndrc_replays={}\ndrc_drops={}\nproc3_remove={executions}\n",
+            u32::from(statuses.matches("NFS3").count() == 2),
+            u32::from(statuses.matches("NFS3").count() == 1),
+        ));
+        Snapshot {
+            kernel: "linux-6.12".into(),
+            suite: "drc".into(),
+            case: "nfsd.before-execution".into(),
+            attempt: 1,
+            text: render(
+                "linux-6.12",
+                "drc",
+                "nfsd.before-execution",
+                &verdicts,
+                Some(&deltas),
+                Some(trace),
+            ),
+            verdicts,
+            transport: None,
+            harness_failure: None,
+        }
+    }
+
+    #[test]
+    fn a_timing_dependent_answer_not_recorded_yet_is_the_same_behaviour() {
+        const CALLS: &str =
+            "c1 C RDMA_MSG x3 NFS3 REMOVE call\nc1 C RDMA_MSG x3 NFS3 REMOVE call RETRANSMIT\n";
+        let replayed = timing_snapshot(
+            1,
+            r#""NFS3_OK", "NFS3_OK""#,
+            &format!("{CALLS}c1 S RDMA_MSG x3 REMOVE reply NFS3_OK\nc1 S RDMA_MSG x3 REMOVE reply NFS3_OK DUP_REPLY\nc1 C CM_DREQ\n"),
+        );
+        let dropped = timing_snapshot(
+            1,
+            r#""NFS3_OK""#,
+            &format!("{CALLS}c1 S RDMA_MSG x3 REMOVE reply NFS3_OK\nc1 C CM_DREQ\n"),
+        );
+        let executed_twice = timing_snapshot(
+            2,
+            r#""NFS3_OK", "NFS3ERR_NOENT""#,
+            &format!("{CALLS}c1 S RDMA_MSG x3 REMOVE reply NFS3_OK\nc1 S RDMA_MSG x3 REMOVE reply NFS3ERR_NOENT\nc1 C CM_DREQ\n"),
+        );
+        let dir = tempfile::tempdir().unwrap();
+        accept(
+            &replayed,
+            dir.path(),
+            Some("in-progress duplicates dropped or replayed"),
+        )
+        .unwrap();
+        // Word for word, the dropped duplicate is a change; in behaviour it is the same.
+        assert!(matches!(
+            compare(&dropped, dir.path()).unwrap(),
+            Comparison::Changed { .. }
+        ));
+        assert_eq!(
+            compare_timing_dependent(&dropped, dir.path()).unwrap(),
+            Comparison::SameBehaviour { outcome: 1, of: 1 }
+        );
+        assert_eq!(
+            compare_timing_dependent(&replayed, dir.path()).unwrap(),
+            Comparison::Unchanged { outcome: 1, of: 1 }
+        );
+        // A second execution is a change of behaviour, whatever the timing.
+        match compare_timing_dependent(&executed_twice, dir.path()).unwrap() {
+            Comparison::Changed { diff, .. } => {
+                assert!(diff.contains("+executions: 2"), "{diff}");
+            }
+            other => panic!("expected a change, got {other:?}"),
+        }
+        // What the behaviour keeps: executions, judgement, counted executions, calls, CM.
+        let behaviour = behaviour_of(split_header(&dropped.text).1);
+        assert!(behaviour.contains("executions: 1\n"), "{behaviour}");
+        assert!(behaviour.contains("judgement: pass\n"), "{behaviour}");
+        assert!(behaviour.contains("executions_counted=1\n"), "{behaviour}");
+        assert!(behaviour.contains("proc3_remove=1\n"), "{behaviour}");
+        assert!(
+            behaviour.contains("REMOVE call RETRANSMIT\n"),
+            "{behaviour}"
+        );
+        assert!(behaviour.contains("c1 C CM_DREQ\n"), "{behaviour}");
+        for gone in [
+            "statuses",
+            "unanswered",
+            "drc_drops",
+            "reply NFS3_OK",
+            "note:",
+        ] {
+            assert!(!behaviour.contains(gone), "{gone} in {behaviour}");
+        }
     }
 
     #[test]
