@@ -21,7 +21,7 @@ pub const MAX_GIDS_PER_PORT: i32 = 256;
 /// librdmacm opens every device once and keeps the context open for the life of the process (it
 /// closes it only on device removal), so this handle is a plain pointer that PDs, CQs and completion
 /// channels are created on.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Context {
     pub(crate) raw: NonNull<sys::ibv_context>,
 }

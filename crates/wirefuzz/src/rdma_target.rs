@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 
 use verbs::cq::wait_any_readable;
 use verbs::{
-    CmEventKind, CmId, CompletionChannel, ConnParams, Cq, EventChannel, Mr, Pd, QpCaps, SendOp,
-    VerbsError, WorkCompletion,
+    CmEventKind, CmId, CompletionChannel, ConnParams, Context, Cq, EventChannel, Mr, Pd, QpCaps,
+    SendOp, VerbsError, WorkCompletion,
 };
 
 use crate::case::{Region, RegionKey};
@@ -50,16 +50,40 @@ const SETUP_TIMEOUT: Duration = Duration::from_secs(5);
 const WR_SEND_BASE: u64 = 1;
 const WR_RECV_BASE: u64 = 1000;
 
+/// The protection domain and the registered Receive and Send buffers, kept from one connection
+/// to the next on the same device: a case that ends in a close costs a reconnect, and the
+/// buffers are 1.5 MiB to register each time.
+struct Buffers {
+    context: Context,
+    pd: Pd,
+    recv_mrs: Vec<Mr>,
+    /// [`SEND_SLOTS`] buffers of [`SEND_LEN`] bytes, back to back.
+    send_mr: Mr,
+}
+
+impl Buffers {
+    fn register(context: Context) -> Result<Buffers, VerbsError> {
+        let pd = Pd::new(context)?;
+        let recv_mrs = (0..RECEIVES)
+            .map(|_| pd.register(RECEIVE_LEN))
+            .collect::<Result<Vec<_>, _>>()?;
+        let send_mr = pd.register(SEND_LEN * SEND_SLOTS)?;
+        Ok(Buffers {
+            context,
+            pd,
+            recv_mrs,
+            send_mr,
+        })
+    }
+}
+
 /// One live connection's verbs objects. The `CmId` owns the QP and keeps the PD, CQ and every
 /// MR it posted alive until the QP is destroyed, so drop order does not matter.
 struct Live {
     channel: EventChannel,
     id: CmId,
-    pd: Pd,
     cq: Cq,
-    recv_mrs: Vec<Mr>,
-    /// [`SEND_SLOTS`] buffers of [`SEND_LEN`] bytes, back to back.
-    send_mr: Mr,
+    buffers: Buffers,
     /// Which send buffers a posted Send still reads.
     send_busy: [bool; SEND_SLOTS],
     /// Remote-access regions of the current case (dropped = deregistered).
@@ -73,6 +97,8 @@ pub struct RdmaTarget {
     spec: String,
     server: SocketAddr,
     live: Option<Live>,
+    /// The buffers of the last connection, once its QP is gone (no Receive or Send uses them).
+    spare: Option<Buffers>,
     pending: VecDeque<TargetEvent>,
     notes: Vec<String>,
 }
@@ -98,6 +124,7 @@ impl RdmaTarget {
             spec: spec.to_string(),
             server,
             live: None,
+            spare: None,
             pending: VecDeque::new(),
             notes: Vec::new(),
         })
@@ -117,23 +144,22 @@ impl RdmaTarget {
         id.resolve_route(SETUP_TIMEOUT)?;
         channel.expect_event(CmEventKind::RouteResolved, SETUP_TIMEOUT)?;
         let context = id.context()?;
-        let pd = Pd::new(context)?;
+        let buffers = match self.spare.take() {
+            Some(spare) if spare.context == context => spare,
+            _ => Buffers::register(context)?,
+        };
         let completion_channel = CompletionChannel::new(context)?;
         let caps = QpCaps {
             max_send_wr: SEND_DEPTH,
             max_recv_wr: RECEIVES as u32,
         };
         let cq = Cq::new(context, caps.cq_entries(), &completion_channel)?;
-        id.create_qp(&pd, &cq, &cq, caps)?;
+        id.create_qp(&buffers.pd, &cq, &cq, caps)?;
         // Receives go up before the connect request: the responder may answer (or send an
         // error) as soon as the connection is established.
-        let mut recv_mrs = Vec::with_capacity(RECEIVES);
-        for index in 0..RECEIVES {
-            let mr = pd.register(RECEIVE_LEN)?;
+        for (index, mr) in buffers.recv_mrs.iter().enumerate() {
             id.post_recv(WR_RECV_BASE + index as u64, &mr.sge(0, RECEIVE_LEN)?)?;
-            recv_mrs.push(mr);
         }
-        let send_mr = pd.register(SEND_LEN * SEND_SLOTS)?;
         let params = ConnParams {
             // RFC 8797 §4: the requester's private data travels in the CM connect request; a
             // fuzz case may carry any bytes here (bad magic, short, padded), verbatim.
@@ -157,10 +183,8 @@ impl RdmaTarget {
         Ok(Live {
             channel,
             id,
-            pd,
             cq,
-            recv_mrs,
-            send_mr,
+            buffers,
             send_busy: [false; SEND_SLOTS],
             regions: Vec::new(),
             broken: false,
@@ -201,7 +225,7 @@ impl RdmaTarget {
                 };
                 // byte_len comes from the peer's Send: never read past our own buffer.
                 let len = (wc.byte_len as usize).min(RECEIVE_LEN);
-                let mr = &live.recv_mrs[index];
+                let mr = &live.buffers.recv_mrs[index];
                 match mr.to_vec(0, len) {
                     Ok(bytes) => self.pending.push_back(TargetEvent::Message(bytes)),
                     Err(e) => notes.push(format!("receive copy: {e}")),
@@ -281,6 +305,7 @@ impl Target for RdmaTarget {
         // region still needs a real MR to have a handle.
         let contents = region.contents();
         let mr = live
+            .buffers
             .pd
             .register(contents.len().max(1))
             .map_err(|e| TargetError::Local(format!("register region: {e}")))?;
@@ -325,8 +350,8 @@ impl Target for RdmaTarget {
             })?;
         let offset = slot * SEND_LEN;
         // A zero-length Send is legal on RC (the `short-header` family with 0 bytes).
-        let result = live.send_mr.write(offset, bytes).and_then(|()| {
-            let sge = live.send_mr.sge(offset, bytes.len())?;
+        let result = live.buffers.send_mr.write(offset, bytes).and_then(|()| {
+            let sge = live.buffers.send_mr.sge(offset, bytes.len())?;
             live.id
                 .post_send(WR_SEND_BASE + slot as u64, SendOp::Send, &sge, true)
         });
@@ -388,9 +413,21 @@ impl Target for RdmaTarget {
         self.pending.clear();
         if let Some(live) = self.live.take() {
             if !live.broken {
-                // Best effort: the peer may already be gone. Dropping the id destroys the QP.
+                // Best effort: the peer may already be gone.
                 let _ = live.id.disconnect();
             }
+            let Live {
+                channel,
+                id,
+                cq,
+                buffers,
+                regions,
+                ..
+            } = live;
+            // Destroying the id destroys the QP: nothing posted reads the buffers after this.
+            drop(id);
+            drop((regions, cq, channel));
+            self.spare = Some(buffers);
         }
     }
 
