@@ -230,6 +230,8 @@ pub struct KernelProblem {
     pub line_number: usize,
     pub kind: &'static str,
     pub line: String,
+    /// The case whose dmesg slice (`<case>.<role>.dmesg`) holds the line, when one does.
+    pub case: Option<String>,
 }
 
 /// Problems reported in a kernel log (`dmesg` output or a serial console), at most one per line.
@@ -244,10 +246,23 @@ pub fn scan_kernel_log(text: &str, source: &str) -> Vec<KernelProblem> {
                 line_number: index + 1,
                 kind: kind.name(),
                 line: line.chars().take(300).collect(),
+                case: None,
             })
         })
         .take(MAX_PROBLEMS)
         .collect()
+}
+
+/// Name the case during which each problem was logged: the first case (in suite order) whose
+/// dmesg slice, the lines the guest's kernel logged while the case ran, holds the problem's line.
+pub fn attribute_to_cases(problems: &mut [KernelProblem], slices: &[(String, String)]) {
+    for problem in problems.iter_mut() {
+        let line = problem.line.trim();
+        problem.case = slices
+            .iter()
+            .find(|(_, text)| text.lines().any(|l| l.trim() == line))
+            .map(|(case, _)| case.clone());
+    }
 }
 
 /// Turn kernel-log problems into the report's `dmesg` pseudo-case.
@@ -256,8 +271,13 @@ pub fn dmesg_outcome(problems: &[KernelProblem], logs_found: usize) -> CaseOutco
         .iter()
         .take(10)
         .map(|p| {
+            let during = p
+                .case
+                .as_ref()
+                .map(|case| format!(" (during case {case})"))
+                .unwrap_or_default();
             format!(
-                "{}:{}: {}: {}",
+                "{}:{}: {}{during}: {}",
                 p.source,
                 p.line_number,
                 p.kind,
@@ -434,6 +454,31 @@ RESULT case=nfs3 role=cli
         let outcome = dmesg_outcome(&hung, 2);
         assert_eq!(outcome.verdict, Verdict::Fail);
         assert!(outcome.reasons[0].starts_with("srv.dmesg:"));
+    }
+
+    #[test]
+    fn a_problem_is_named_after_the_case_whose_slice_holds_it() {
+        let mut warn = scan_kernel_log(&data("warn-splat.dmesg"), "cli.dmesg");
+        assert!(!warn.is_empty());
+        let first = warn[0].line.clone();
+        let slices = vec![
+            ("setup".to_owned(), "[    1.0] rxe0: added\n".to_owned()),
+            (
+                "nfsd.after-ack".to_owned(),
+                format!("[    2.0] something\n{first}\n"),
+            ),
+        ];
+        attribute_to_cases(&mut warn, &slices);
+        assert_eq!(warn[0].case.as_deref(), Some("nfsd.after-ack"));
+        let outcome = dmesg_outcome(&warn, 2);
+        assert!(
+            outcome.reasons[0].contains("(during case nfsd.after-ack): "),
+            "{:?}",
+            outcome.reasons
+        );
+        // No slice holds it: no case named.
+        attribute_to_cases(&mut warn, &slices[..1]);
+        assert_eq!(warn[0].case, None);
     }
 
     #[test]

@@ -626,6 +626,16 @@ fn judge(suite: &Suite, run_dir: &Path, run: &mut KernelRun) -> Result<()> {
                 }
             }
         }
+        let mut slices = Vec::new();
+        for case in &suite.cases {
+            for role in Role::BOTH {
+                let slice = out.join(format!("{}.{}.dmesg", case.name, role.as_str()));
+                if let Ok(text) = crate::snapshots::read_bounded(&slice) {
+                    slices.push((case.name.clone(), text));
+                }
+            }
+        }
+        crate::results::attribute_to_cases(&mut problems, &slices);
         run.cases.push(dmesg_outcome(&problems, logs));
     }
     if let Some(check) = &suite.host_checks.pcap {

@@ -13,10 +13,16 @@ rig_log "driver start"
 TAB=$(printf '\t')
 run_script() { # <name> <timeout> <script>
   t0=$(rig_now_ms)
+  # The kernel log lines this case caused: its dmesg slice, <case>.<role>.dmesg (kept only when
+  # the kernel said something), so a WARN names the case that triggered it.
+  k0=$(dmesg 2>/dev/null | wc -l)
   RIG_CASE=$1 timeout -s KILL "$2" sh -c ". /rig/lib.sh; . /rig/$3" \
     > "$RIG_OUT/$1.$ROLE.log" 2>&1 < /dev/null
   rc=$?
   echo "STEP case=$1 role=$ROLE rc=$rc ms=$(( $(rig_now_ms) - t0 ))" >> "$RIG_OUT/steps.$ROLE"
+  dmesg 2>/dev/null | tail -n +"$((k0 + 1))" > /tmp/case.dmesg
+  [ -s /tmp/case.dmesg ] && cp /tmp/case.dmesg "$RIG_OUT/$1.$ROLE.dmesg"
+  rm -f /tmp/case.dmesg
 }
 while IFS="$TAB" read -r name tmo srv cli mode; do
   [ -n "$name" ] || continue
