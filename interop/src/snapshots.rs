@@ -1218,19 +1218,6 @@ mod tests {
     }
 
     #[test]
-    fn run_prefixes_are_masked() {
-        assert_eq!(
-            mask_run_prefixes("LOOKUP call name=rig1025x0aa058af-changed-args-same-xid-b"),
-            "LOOKUP call name=rig<run>-changed-args-same-xid-b"
-        );
-        assert_eq!(
-            mask_run_prefixes("rig serve rig12 rigx rig1x123"),
-            "rig serve rig12 rigx rig1x123"
-        );
-        assert_eq!(mask_run_prefixes("rig7x0123456789"), "rig7x0123456789");
-    }
-
-    #[test]
     fn xids_in_reasons_are_masked() {
         assert_eq!(
             mask_xids("REMOVE executed 2 times for XID 0x5a3f0012 with 1 argument set"),
