@@ -15,6 +15,11 @@ use anyhow::{bail, ensure, Result};
 const MAX_RECORD: usize = 262_144;
 /// Most cases one windows file may name.
 const MAX_WINDOWS: usize = 10_000;
+/// How long after a case's recorded end its packets still belong to it: the client's window
+/// closes when its script exits, and the peer's CM DREP (the answer to the client's DREQ) and
+/// last ACKs arrive after that (a linux-6.1 `rig serve` DREP landed outside the window and the
+/// snapshot lost its `S CM_DREP` line). Never past the next case's start.
+pub const END_GRACE_US: u64 = 500_000;
 
 /// A case's capture window in microseconds since the epoch, inclusive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,7 +63,28 @@ pub fn parse_windows(text: &str) -> BTreeMap<String, Window> {
             _ => {}
         }
     }
+    extend_ends(&mut windows);
     windows
+}
+
+/// Each window's end moves [`END_GRACE_US`] later, but not into the next window (by start).
+fn extend_ends(windows: &mut BTreeMap<String, Window>) {
+    let mut starts: Vec<u64> = windows.values().map(|w| w.start_us).collect();
+    starts.sort_unstable();
+    for window in windows.values_mut() {
+        if window.end_us == u64::MAX {
+            continue;
+        }
+        let next_start = starts
+            .iter()
+            .copied()
+            .find(|&s| s > window.start_us)
+            .unwrap_or(u64::MAX);
+        let extended = window.end_us.saturating_add(END_GRACE_US);
+        window.end_us = extended
+            .min(next_start.saturating_sub(1))
+            .max(window.end_us);
+    }
 }
 
 /// The classic pcap layout: byte order and timestamp resolution from the magic.
@@ -173,11 +199,12 @@ mod tests {
         let windows = parse_windows(
             "nfsd.once start 1000\nnfsd.once end 2000\nnfsd.burst start 3000\ngarbage\nx end 5\n",
         );
+        // The end moves later by the grace, but not into the next case's window.
         assert_eq!(
             windows["nfsd.once"],
             Window {
                 start_us: 1000,
-                end_us: 2000
+                end_us: 2999
             }
         );
         assert_eq!(windows["nfsd.burst"].end_us, u64::MAX);
@@ -196,6 +223,18 @@ mod tests {
         let cut = split_pcap(&capture, &windows).unwrap();
         assert_eq!(cut["one"], pcap(&[(1, 0, b"a"), (2, 500_000, b"bb")]));
         assert_eq!(cut["two"], pcap(&[(4, 0, b"c"), (9, 0, b"d")]));
+    }
+
+    #[test]
+    fn the_peers_answer_to_the_disconnect_stays_with_its_case() {
+        // The client's window ends at 3.0 s; the server's DREP arrives 0.2 s later, the next
+        // case starts at 10 s.
+        let capture = pcap(&[(2, 0, b"dreq"), (3, 200_000, b"drep"), (10, 100, b"next")]);
+        let windows = parse_windows("one start 1000000\none end 3000000\ntwo start 10000000\n");
+        assert_eq!(windows["one"].end_us, 3_000_000 + END_GRACE_US);
+        let cut = split_pcap(&capture, &windows).unwrap();
+        assert_eq!(cut["one"], pcap(&[(2, 0, b"dreq"), (3, 200_000, b"drep")]));
+        assert_eq!(cut["two"], pcap(&[(10, 100, b"next")]));
     }
 
     #[test]
