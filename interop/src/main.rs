@@ -408,6 +408,7 @@ fn retry_harness_failures(
         ..settings.clone()
     };
     let queue: Vec<(usize, &Suite)> = retry_work.iter().map(|(k, s)| (*k, s)).collect();
+    progress.plan_runs(queue.len());
     let retried = run_queue(
         &queue,
         &Default::default(),
@@ -527,6 +528,7 @@ fn run(kernels: &KernelArgs, args: &RunArgs) -> Result<bool> {
             }
         });
     }
+    progress.plan_runs(work.len() * args.repeat as usize);
     let mut runs = Vec::new();
     for attempt in 1..=args.repeat {
         if attempt > 1 {
@@ -561,6 +563,7 @@ fn run(kernels: &KernelArgs, args: &RunArgs) -> Result<bool> {
         &format!("{} and {}", json.display(), junit.display()),
         Some(progress.elapsed()),
     );
+    progress.finish();
     print!("{}", report.table());
     if args.repeat > 1 {
         print!("{}", report.repeat_summary());
