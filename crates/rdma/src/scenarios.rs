@@ -562,10 +562,18 @@ fn before_execution(s: &mut Session) -> Result<(u32, String), ClientError> {
     ))
 }
 
+/// How long `after-ack` waits after the reply before it retransmits. Our HCA acknowledges the
+/// reply on receipt, but the server learns of it only when it processes its Send completion: a
+/// retransmit sent at once raced that (rig serve --policy acked on the 7.x guest once replayed
+/// instead of re-executing, 1 run in 7). The wait makes the scenario what it says, after the ack.
+pub const ACK_SETTLE: Duration = Duration::from_millis(200);
+
 fn after_ack(s: &mut Session) -> Result<(u32, String), ClientError> {
     let (_, call, xid) = victim(s)?;
     s.send(call.clone(), true)?;
     s.wait_replies(xid, 1);
+    // Keep processing our completions (no bare sleep) while the server takes its own.
+    s.client.run_until(ACK_SETTLE, |_| false)?;
     s.send(call, true)?;
     s.wait_replies(xid, 2);
     Ok((
