@@ -61,13 +61,29 @@ fn show_with(bytes: &[u8], limits: trace::reassembly::Limits) -> (Trace, String)
 /// and noise only ever adds time). A ratio over the limit is measured again, up to three times:
 /// noise on a loaded CI host can push one measurement over, a quadratic cost (100x for 10x the
 /// input) stays over every time.
+/// CPU time this thread has used (user + system): unlike wall time it does not grow while the
+/// thread waits for a CPU, so the ratio holds on a loaded host (VMs beside `just test`: wall-time
+/// ratios of 30x were seen for 10x the work).
+fn thread_cpu_time() -> Duration {
+    use nix::sys::resource::{getrusage, UsageWho};
+    getrusage(UsageWho::RUSAGE_THREAD)
+        .map(|usage| {
+            let tv = |t: nix::sys::time::TimeVal| {
+                Duration::from_secs(t.tv_sec().max(0) as u64)
+                    + Duration::from_micros(t.tv_usec().max(0) as u64)
+            };
+            tv(usage.user_time()) + tv(usage.system_time())
+        })
+        .unwrap_or(Duration::ZERO)
+}
+
 fn ratio(small: &[u8], large: &[u8], f: impl Fn(&[u8])) -> f64 {
     let time = |bytes: &[u8]| {
         (0..3)
             .map(|_| {
-                let started = Instant::now();
+                let started = thread_cpu_time();
                 f(bytes);
-                started.elapsed()
+                thread_cpu_time().saturating_sub(started)
             })
             .min()
             .unwrap_or(Duration::ZERO)
