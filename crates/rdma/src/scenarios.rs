@@ -96,6 +96,42 @@ fn pass() -> String {
 }
 
 impl Verdict {
+    /// A verdict with no call under test (the scenario could not run, or failed before its
+    /// XID): nothing sent, nothing counted (`executions_basis` none), judged pass.
+    pub fn without_call(
+        scenario: &str,
+        label: &str,
+        procedure: &str,
+        outcome: &str,
+        note: String,
+    ) -> Verdict {
+        Verdict {
+            scenario: scenario.to_string(),
+            label: label.to_string(),
+            procedure: procedure.to_string(),
+            outcome: outcome.to_string(),
+            xid: 0,
+            transmissions: 0,
+            argument_sets: 0,
+            replies: 0,
+            replies_identical: true,
+            statuses: Vec::new(),
+            executions: None,
+            executions_basis: Basis::None.verdict_name().to_string(),
+            inference: String::new(),
+            judgement: pass(),
+            failure: String::new(),
+            credits_requested: 0,
+            credits_granted: 0,
+            unanswered: 0,
+            credits_balanced: false,
+            transport_errors: 0,
+            connects: 0,
+            connection: "down".to_string(),
+            note,
+        }
+    }
+
     /// What the rule looks at, with the executions on `basis`.
     pub fn observation(&self, basis: Basis) -> Observation<'_> {
         Observation {
@@ -225,31 +261,13 @@ fn empty_verdict(
     outcome: &'static str,
     note: String,
 ) -> Verdict {
-    Verdict {
-        scenario: scenario.name.to_string(),
-        label: options.label.clone(),
-        procedure: scenario.procedure.to_string(),
-        outcome: outcome.to_string(),
-        xid: 0,
-        transmissions: 0,
-        argument_sets: 0,
-        replies: 0,
-        replies_identical: true,
-        statuses: Vec::new(),
-        executions: None,
-        executions_basis: Basis::None.verdict_name().to_string(),
-        inference: String::new(),
-        judgement: pass(),
-        failure: String::new(),
-        credits_requested: 0,
-        credits_granted: 0,
-        unanswered: 0,
-        credits_balanced: false,
-        transport_errors: 0,
-        connects: 0,
-        connection: "down".to_string(),
+    Verdict::without_call(
+        scenario.name,
+        &options.label,
+        scenario.procedure,
+        outcome,
         note,
-    }
+    )
 }
 
 fn run_one(scenario: &Scenario, options: &Options, root: Option<FileHandle>) -> Verdict {
