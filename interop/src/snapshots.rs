@@ -797,25 +797,7 @@ fn compare_projected(
     root: &Path,
     projection: fn(&str) -> String,
 ) -> Result<Comparison> {
-    let strict = compare(snapshot, root)?;
-    let Comparison::Changed { of, .. } = &strict else {
-        return Ok(strict);
-    };
-    let Some(baseline) = read_baseline(&root.join(snapshot.relative_path()))? else {
-        return Ok(strict);
-    };
-    let behaviour = projection(split_header(&snapshot.text).1);
-    match baseline
-        .outcomes
-        .iter()
-        .position(|o| projection(&o.body) == behaviour)
-    {
-        Some(index) => Ok(Comparison::SameBehaviour {
-            outcome: index + 1,
-            of: *of,
-        }),
-        None => Ok(strict),
-    }
+    compare_with(snapshot, root, Some(projection))
 }
 
 /// A unified diff (3 lines of context) from `old` to `new`, labelled with `path`.
@@ -840,6 +822,17 @@ fn read_baseline(path: &Path) -> Result<Option<Baseline>> {
 /// Compare `snapshot` with its baseline under `root`: unchanged when it reproduces any recorded
 /// outcome.
 pub fn compare(snapshot: &Snapshot, root: &Path) -> Result<Comparison> {
+    compare_with(snapshot, root, None)
+}
+
+/// The comparison, with the baseline read once: word for word, then a recorded outcome whose
+/// trace is missing, then (with `projection`) a recorded outcome of the same projection, and
+/// only then the diff against the closest outcome.
+fn compare_with(
+    snapshot: &Snapshot,
+    root: &Path,
+    projection: Option<fn(&str) -> String>,
+) -> Result<Comparison> {
     if let Some(reason) = &snapshot.harness_failure {
         return Ok(Comparison::HarnessFailure(reason.clone()));
     }
@@ -860,6 +853,19 @@ pub fn compare(snapshot: &Snapshot, root: &Path) -> Result<Comparison> {
         .position(|o| o.trace_missing() && without_trace(&o.body) == without_trace(body))
     {
         return Ok(Comparison::TraceNotRecorded { outcome: index + 1 });
+    }
+    if let Some(project) = projection {
+        let behaviour = project(body);
+        if let Some(index) = baseline
+            .outcomes
+            .iter()
+            .position(|o| project(&o.body) == behaviour)
+        {
+            return Ok(Comparison::SameBehaviour {
+                outcome: index + 1,
+                of,
+            });
+        }
     }
     let closest = (0..of)
         .max_by(|&a, &b| {
