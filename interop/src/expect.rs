@@ -170,6 +170,8 @@ mod tests {
             artifacts: Vec::new(),
             error: None,
             attempt: 1,
+            guest_died: None,
+            retried_after: None,
         }
     }
 

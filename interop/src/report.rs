@@ -35,6 +35,13 @@ pub struct KernelRun {
     pub error: Option<String>,
     /// Which repetition this is (`--repeat`), from 1.
     pub attempt: u32,
+    /// A guest's kernel died (panicked) during the run: how, from its console.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guest_died: Option<String>,
+    /// This run is the retry of a first attempt whose guest died: why, and where the first
+    /// attempt's files are kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retried_after: Option<String>,
 }
 
 impl KernelRun {
@@ -118,6 +125,9 @@ impl Report {
             );
             if let Some(error) = &run.error {
                 reasons.push(format!("{} {}: {error}", run.kernel, run.suite));
+            }
+            if let Some(why) = &run.retried_after {
+                reasons.push(format!("{} {}: retried once, {why}", run.kernel, run.suite));
             }
         }
         for reason in reasons {
@@ -390,6 +400,8 @@ mod tests {
             artifacts: vec![],
             error: None,
             attempt: 1,
+            guest_died: None,
+            retried_after: None,
         }
     }
 

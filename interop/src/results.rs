@@ -253,6 +253,34 @@ pub fn scan_kernel_log(text: &str, source: &str) -> Vec<KernelProblem> {
         .collect()
 }
 
+/// Whether a guest's console shows its kernel died (a `Kernel panic` line: with `panic=-1` and
+/// qemu's `-no-reboot` the guest then powers off), and how: the first problem the kernel logged
+/// (the Oops or BUG that led to the panic) and the panic line. `None` for a console without one.
+pub fn guest_death(console: &str) -> Option<String> {
+    let problems = scan_kernel_log(console, "console");
+    let panic = problems
+        .iter()
+        .find(|p| p.kind == kernel_log::Kind::Panic.name())?;
+    let first = problems
+        .first()
+        .filter(|p| p.line_number < panic.line_number);
+    let strip = |line: &str| {
+        // `[  131.632879] Kernel panic ...` → `Kernel panic ...`: the uptime says nothing here.
+        match line
+            .trim_start()
+            .strip_prefix('[')
+            .and_then(|rest| rest.split_once(']'))
+        {
+            Some((_, rest)) => rest.trim().to_owned(),
+            None => line.trim().to_owned(),
+        }
+    };
+    Some(match first {
+        Some(first) => format!("{} → {}", strip(&first.line), strip(&panic.line)),
+        None => strip(&panic.line),
+    })
+}
+
 /// Name the case during which each problem was logged: the first case (in suite order) whose
 /// dmesg slice, the lines the guest's kernel logged while the case ran, holds the problem's line.
 pub fn attribute_to_cases(problems: &mut [KernelProblem], slices: &[(String, String)]) {
@@ -305,6 +333,30 @@ pub fn dmesg_outcome(problems: &[KernelProblem], logs_found: usize) -> CaseOutco
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_guest_death_is_read_from_its_console() {
+        let console = include_str!(
+            "../../fixtures/findings/2026-12-01-double-fault-linux-6.12-selftest-srv.console"
+        );
+        assert_eq!(
+            guest_death(console).as_deref(),
+            Some(
+                "Oops: double fault: 0000 [#1] PREEMPT SMP NOPTI → \
+                 Kernel panic - not syncing: Fatal exception in interrupt"
+            )
+        );
+        // An Oops the guest survived is a dmesg finding, not a death.
+        assert_eq!(
+            guest_death("[ 1.0] Oops: general protection fault\nrig-init: poweroff\n"),
+            None
+        );
+        assert_eq!(
+            guest_death("[ 2.5] Kernel panic - not syncing: VFS: Unable to mount root\n")
+                .as_deref(),
+            Some("Kernel panic - not syncing: VFS: Unable to mount root")
+        );
+    }
 
     fn case(server: Option<&str>, client: Option<&str>, equal: &[&str]) -> Case {
         Case {

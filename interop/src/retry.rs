@@ -1,6 +1,7 @@
-//! One retry of the cases whose capture was incomplete: a capture cut before the disconnect or
-//! with packets lost for good is a harness failure, not a result, so the case runs once more
-//! and the retry's files and outcome replace the first attempt's (kept under `harness-failed/`).
+//! One retry of what the harness, not the kernel under test, spoiled: a case whose capture was
+//! incomplete (cut before the disconnect, packets lost for good) runs once more, and a kernel ×
+//! suite whose guest kernel died runs once more whole. The retry's files and outcome replace the
+//! first attempt's, which are kept under `harness-failed/`; a death that repeats stays red.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -149,6 +150,59 @@ pub fn adopt_outcome(run: &mut KernelRun, retry: &KernelRun, failure: &HarnessFa
     slot.results.push(note);
 }
 
+/// Replace the first attempt of a kernel × suite whose guest died by its whole retry: the first
+/// attempt's run directory `dir` moves to `kept`, the retry's `retry_dir` takes its place, the
+/// retry's artifact paths are rewritten to the new place, and every case carries a `harness`
+/// line saying why it ran twice (JUnit shows it as a flaky rerun).
+pub fn adopt_run(
+    first: &KernelRun,
+    mut retry: KernelRun,
+    dir: &Path,
+    retry_dir: &Path,
+    kept: &Path,
+) -> Result<KernelRun> {
+    let death = first
+        .guest_died
+        .clone()
+        .unwrap_or_else(|| "a guest died".to_owned());
+    if let Some(parent) = kept.parent() {
+        fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+    }
+    if dir.exists() {
+        fs::rename(dir, kept)
+            .with_context(|| format!("keeping {} as {}", dir.display(), kept.display()))?;
+    }
+    if retry_dir.exists() {
+        fs::rename(retry_dir, dir)
+            .with_context(|| format!("moving {} to {}", retry_dir.display(), dir.display()))?;
+    }
+    let (from, to) = (retry_dir.display().to_string(), dir.display().to_string());
+    for artifact in &mut retry.artifacts {
+        if let Some(rest) = artifact.path.strip_prefix(&from) {
+            artifact.path = format!("{to}{rest}");
+        }
+    }
+    for case in &mut retry.cases {
+        for reason in &mut case.reasons {
+            *reason = reason.replace(&from, &to);
+        }
+        case.results.push(ResultLine {
+            case: case.name.clone(),
+            role: "harness".to_owned(),
+            verdict: "retried".to_owned(),
+            fields: [("first_attempt".to_owned(), death.clone())]
+                .into_iter()
+                .collect(),
+        });
+    }
+    retry.retried_after = Some(format!(
+        "first attempt: {death}; its files are in {}",
+        kept.display()
+    ));
+    retry.attempt = first.attempt;
+    Ok(retry)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -238,6 +292,8 @@ mod tests {
             artifacts: Vec::new(),
             error: None,
             attempt: 1,
+            guest_died: None,
+            retried_after: None,
         }
     }
 
@@ -273,5 +329,63 @@ mod tests {
         let note = first.cases[0].results.last().unwrap();
         assert_eq!(note.verdict, "retry-failed");
         assert_eq!(note.fields["retry"], "boot timeout");
+    }
+
+    #[test]
+    fn a_run_whose_guest_died_is_replaced_by_its_retry() {
+        use crate::results::Verdict;
+        let root = std::env::temp_dir().join(format!("rig-adopt-run-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&root);
+        let dir = run_dir(&root, "linux-6.12", "selftest");
+        let retry_dir = run_dir(&root.join("retry"), "linux-6.12", "selftest");
+        let kept = root.join("harness-failed/linux-6.12/selftest");
+        fs::create_dir_all(dir.join("share/out")).unwrap();
+        fs::create_dir_all(retry_dir.join("share/out")).unwrap();
+        fs::write(dir.join("srv.console"), "Kernel panic").unwrap();
+        fs::write(retry_dir.join("srv.console"), "clean").unwrap();
+        let mut first = run_with("acked.after-ack", Verdict::Fail);
+        first.guest_died = Some("the srv guest's kernel died: Oops: double fault".into());
+        first.error = first.guest_died.clone();
+        let mut retry = run_with("acked.after-ack", Verdict::Pass);
+        retry.artifacts.push(crate::report::Artifact {
+            name: "srv.console".into(),
+            path: retry_dir.join("srv.console").display().to_string(),
+            bytes: 5,
+            sha256: String::new(),
+        });
+        let adopted = adopt_run(&first, retry, &dir, &retry_dir, &kept).unwrap();
+        assert!(adopted.passed());
+        assert_eq!(
+            fs::read_to_string(dir.join("srv.console")).unwrap(),
+            "clean"
+        );
+        assert_eq!(
+            fs::read_to_string(kept.join("srv.console")).unwrap(),
+            "Kernel panic"
+        );
+        assert_eq!(
+            adopted.artifacts[0].path,
+            dir.join("srv.console").display().to_string()
+        );
+        let note = adopted.cases[0].results.last().unwrap();
+        assert_eq!(
+            (note.role.as_str(), note.verdict.as_str()),
+            ("harness", "retried")
+        );
+        assert!(note.fields["first_attempt"].contains("double fault"));
+        assert!(adopted
+            .retried_after
+            .as_deref()
+            .is_some_and(|why| why.contains("double fault") && why.contains("harness-failed")));
+
+        // A retry that died again stays red.
+        let dir2 = run_dir(&root, "linux-6.1", "drc");
+        let mut again = run_with("nfsd.burst", Verdict::Pass);
+        again.error = Some("the srv guest's kernel died: BUG".into());
+        again.guest_died = again.error.clone();
+        let adopted =
+            adopt_run(&first, again, &dir2, &root.join("none"), &root.join("k2")).unwrap();
+        assert!(!adopted.passed());
+        fs::remove_dir_all(&root).unwrap();
     }
 }

@@ -356,6 +356,8 @@ pub fn run_kernel(
         artifacts: Vec::new(),
         error: None,
         attempt: 1,
+        guest_died: None,
+        retried_after: None,
     };
     let result = accel.and_then(|accel| {
         boot_and_wait(
@@ -484,6 +486,7 @@ fn supervise(
     let booted = wait_until(suite.boot_timeout(), Duration::from_millis(100), || {
         for guest in guests.iter_mut() {
             if let Some(status) = guest.child.try_wait()? {
+                run.guest_died = guest_death_of(guest);
                 bail!(
                     "{} qemu exited during boot ({status}); console:\n{}",
                     guest.role.as_str(),
@@ -564,6 +567,15 @@ fn supervise(
         for guest in guests.iter_mut() {
             all_exited &= guest.child.try_wait()?.is_some();
         }
+        // A guest whose kernel died ends the run now: the other guest would only wait out
+        // every remaining case against a peer that is gone.
+        if let Some(death) = dead_guest(guests)? {
+            run.guest_died = Some(death.clone());
+            for guest in guests.iter_mut() {
+                guest.child.kill_group();
+            }
+            bail!("{death}");
+        }
         Ok(all_exited)
     })?;
     if !finished {
@@ -577,6 +589,39 @@ fn supervise(
         );
     }
     Ok(())
+}
+
+/// How a guest that has exited died, when its console shows a kernel panic.
+fn guest_death_of(guest: &Guest) -> Option<String> {
+    /// The panic and the Oops before it are at the console's end; a guest under a chatty suite
+    /// may have logged megabytes before them.
+    const CONSOLE_TAIL_BYTES: u64 = 256 << 10;
+    let text = read_tail(&guest.console, CONSOLE_TAIL_BYTES).ok()?;
+    crate::results::guest_death(&text)
+        .map(|how| format!("the {} guest's kernel died: {how}", guest.role.as_str()))
+}
+
+/// The first exited guest whose kernel died, if any.
+fn dead_guest(guests: &mut [Guest]) -> Result<Option<String>> {
+    for guest in guests.iter_mut() {
+        if guest.child.try_wait()?.is_some() {
+            if let Some(death) = guest_death_of(guest) {
+                return Ok(Some(death));
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// The last `max` bytes of `path` (lossy UTF-8), read without loading the rest.
+fn read_tail(path: &Path, max: u64) -> Result<String> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut file = fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let len = file.metadata()?.len();
+    file.seek(SeekFrom::Start(len.saturating_sub(max)))?;
+    let mut bytes = Vec::new();
+    file.take(max).read_to_end(&mut bytes)?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 /// Judge every case and the host checks from what the guests left in `out/`.
@@ -840,6 +885,8 @@ mod tests {
             artifacts: vec![],
             error: None,
             attempt: 1,
+            guest_died: None,
+            retried_after: None,
         };
         judge(&suite, dir.path(), &mut run).unwrap();
         assert_eq!(run.cases.len(), suite.cases.len() + 2);
