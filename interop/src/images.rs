@@ -9,7 +9,6 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, ensure, Context, Result};
-use xshell::{cmd, Shell};
 
 use crate::apt::{host_mirror, PackageRef, PrivateApt};
 use crate::cache::{cache_root, disk_size, sha256_file, workspace_root, Entry, KeyBuilder};
@@ -86,7 +85,6 @@ pub struct Builder<'a> {
     pub matrix: Matrix,
     mirror: String,
     progress: &'a Progress,
-    sh: Shell,
     apt: Option<PrivateApt>,
 }
 
@@ -100,14 +98,12 @@ impl<'a> Builder<'a> {
         let mirror = matrix.mirror.clone().unwrap_or_else(host_mirror);
         let cache = cache_root();
         fs::create_dir_all(&cache).with_context(|| format!("creating {}", cache.display()))?;
-        let sh = Shell::new()?;
         Ok(Builder {
             cache,
             inputs,
             matrix,
             mirror,
             progress,
-            sh,
             apt: None,
         })
     }
@@ -327,8 +323,7 @@ impl<'a> Builder<'a> {
         let deb = self.download(&package, "busybox")?;
         entry.reset()?;
         let extract = entry.path("extract");
-        let sh = &self.sh;
-        extract_deb(sh, &deb, &extract, &entry.path("extract.log"))?;
+        extract_deb(&deb, &extract, &entry.path("extract.log"))?;
         let stage = entry.path("stage");
         fs::create_dir_all(stage.join("bin"))?;
         fs::create_dir_all(stage.join("usr/lib"))?;
@@ -336,7 +331,7 @@ impl<'a> Builder<'a> {
         fs::copy(extract.join("bin/busybox"), stage.join("bin/busybox"))?;
         fs::copy(&mini_init, stage.join("init"))?;
         set_mode(&stage.join("init"), 0o755)?;
-        write_cpio(sh, &stage, ".", &cpio)?;
+        write_cpio(&stage, ".", &cpio)?;
         fs::remove_dir_all(&extract)?;
         fs::remove_dir_all(&stage)?;
         entry.mark_complete(&format!("initramfs base {key}"))?;
@@ -384,9 +379,8 @@ impl<'a> Builder<'a> {
         let started = Instant::now();
         entry.reset()?;
         let extract = entry.path("extract");
-        let sh = &self.sh;
         for deb in &debs {
-            extract_deb(sh, deb, &extract, &entry.path("extract.log"))?;
+            extract_deb(deb, &extract, &entry.path("extract.log"))?;
         }
         let modules_dir =
             only_subdir(&[extract.join("lib/modules"), extract.join("usr/lib/modules")])
@@ -412,7 +406,7 @@ impl<'a> Builder<'a> {
             );
         }
         // Our own extracted copy: depmod may write into it.
-        run_depmod(sh, &entry, &modules_dir, &release)?;
+        run_depmod(&entry, &modules_dir, &release)?;
         let image = self.module_set(
             &entry,
             &spec.name,
@@ -657,21 +651,24 @@ impl<'a> Builder<'a> {
         fs::create_dir_all(full.join("lib/modules"))?;
         let link = full.join("lib/modules").join(release);
         std::os::unix::fs::symlink(modules_dir, &link)?;
-        let sh = &self.sh;
         let mut files = BTreeSet::new();
         for module in self.wanted_modules() {
             if !matches!(index.lookup(&module), Some(Provided::Loadable(_))) {
                 continue;
             }
-            let output = cmd!(
-                sh,
-                "modprobe -d {full} -S {release} --show-depends {module}"
-            )
-            .quiet()
-            .ignore_status()
-            .ignore_stderr()
-            .read()?;
-            files.extend(parse_show_depends(&output));
+            // A module modprobe cannot resolve prints nothing; its absence is reported by the
+            // guests' own modprobe, so the status is not checked here.
+            let mut modprobe = Command::new("modprobe");
+            modprobe
+                .arg("-d")
+                .arg(&full)
+                .args(["-S", release, "--show-depends", &module]);
+            let output = crate::process::output_with_timeout(
+                "modprobe --show-depends",
+                modprobe,
+                Duration::from_secs(60),
+            )?;
+            files.extend(parse_show_depends(&String::from_utf8_lossy(&output.stdout)));
         }
         // A kernel with every driver built in (a developer's config, our source builds) has no
         // loadable module to stage: modules.builtin alone lets the guests' modprobe succeed.
@@ -730,12 +727,9 @@ impl<'a> Builder<'a> {
                 fs::copy(&source, stage_modules.join(meta))?;
             }
         }
-        cmd!(sh, "depmod -b {stage} {release}")
-            .quiet()
-            .ignore_stderr()
-            .run()?;
+        depmod(&stage, release)?;
         let modules_cpio = entry.path("modules.cpio");
-        write_cpio(sh, &stage, "./usr", &modules_cpio)?;
+        write_cpio(&stage, "./usr", &modules_cpio)?;
         // The kernel unpacks concatenated newc archives in order.
         let mut initrd = fs::read(base_cpio)?;
         initrd.extend(fs::read(&modules_cpio)?);
@@ -773,20 +767,33 @@ impl<'a> Builder<'a> {
 }
 
 /// `dpkg-deb -x`, bounded: a kernel package unpacks in seconds; a hang must not stall the build.
-fn extract_deb(sh: &Shell, deb: &Path, into: &Path, log: &Path) -> Result<()> {
-    let command: Command = cmd!(sh, "dpkg-deb -x {deb} {into}").into();
+fn extract_deb(deb: &Path, into: &Path, log: &Path) -> Result<()> {
+    let mut command = Command::new("dpkg-deb");
+    command.arg("-x").arg(deb).arg(into);
     run_logged("dpkg-deb -x", command, log, Duration::from_secs(300))
 }
 
-fn run_depmod(sh: &Shell, entry: &Entry, modules_dir: &Path, release: &str) -> Result<()> {
+fn run_depmod(entry: &Entry, modules_dir: &Path, release: &str) -> Result<()> {
     let base = entry.path("depmod-base");
     fs::create_dir_all(base.join("lib/modules"))?;
     std::os::unix::fs::symlink(modules_dir, base.join("lib/modules").join(release))?;
-    cmd!(sh, "depmod -b {base} {release}")
-        .quiet()
-        .ignore_stderr()
-        .run()?;
+    depmod(&base, release)?;
     fs::remove_dir_all(&base)?;
+    Ok(())
+}
+
+/// `depmod -b base release`, bounded, its stderr in the error when it fails.
+fn depmod(base: &Path, release: &str) -> Result<()> {
+    let mut command = Command::new("depmod");
+    command.arg("-b").arg(base).arg(release);
+    let output = crate::process::output_with_timeout("depmod", command, Duration::from_secs(300))?;
+    ensure!(
+        output.status.success(),
+        "depmod -b {} {release} failed ({}): {}",
+        base.display(),
+        output.status,
+        String::from_utf8_lossy(&output.stderr).trim()
+    );
     Ok(())
 }
 
@@ -818,14 +825,66 @@ fn set_mode(path: &Path, mode: u32) -> Result<()> {
     Ok(())
 }
 
-/// `cd dir && find <root> | cpio -o -H newc > out`.
-fn write_cpio(sh: &Shell, dir: &Path, root: &str, out: &Path) -> Result<()> {
-    let _cwd = sh.push_dir(dir);
-    let list = cmd!(sh, "find {root}").quiet().read()?;
-    let archive = cmd!(sh, "cpio -o -H newc --quiet")
-        .stdin(format!("{list}\n"))
-        .quiet()
-        .output()?;
-    fs::write(out, archive.stdout)?;
+/// `cd dir && find <root> | cpio -o -H newc > out`, bounded. The file list goes through a file
+/// beside `out` (not a pipe) so that a failing `find` is not hidden by `cpio`'s status.
+fn write_cpio(dir: &Path, root: &str, out: &Path) -> Result<()> {
+    let mut command = Command::new("sh");
+    command
+        .args([
+            "-c",
+            r#"cd "$1" && find "$2" > "$3.list" && cpio -o -H newc --quiet < "$3.list" > "$3"; rc=$?; rm -f "$3.list"; exit $rc"#,
+            "sh",
+        ])
+        .arg(dir)
+        .arg(root)
+        .arg(out);
+    let output = crate::process::output_with_timeout("cpio", command, Duration::from_secs(300))?;
+    ensure!(
+        output.status.success(),
+        "writing {} from {} failed ({}): {}",
+        out.display(),
+        dir.display(),
+        output.status,
+        String::from_utf8_lossy(&output.stderr).trim()
+    );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn write_cpio_archives_the_tree_under_root() {
+        let dir = std::env::temp_dir().join(format!("rig-cpio-test-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        let stage = dir.join("stage");
+        fs::create_dir_all(stage.join("usr/lib/modules/6.1")).unwrap();
+        fs::write(
+            stage.join("usr/lib/modules/6.1/modules.order"),
+            "rdma_rxe.ko\n",
+        )
+        .unwrap();
+        fs::write(stage.join("outside"), "not under ./usr").unwrap();
+        let out = dir.join("modules.cpio");
+        write_cpio(&stage, "./usr", &out).unwrap();
+        let mut list = Command::new("cpio");
+        list.arg("-it").arg("-F").arg(&out);
+        let listed =
+            crate::process::output_with_timeout("cpio -t", list, Duration::from_secs(30)).unwrap();
+        let names: Vec<String> = String::from_utf8_lossy(&listed.stdout)
+            .lines()
+            .map(str::to_owned)
+            .collect();
+        assert!(
+            names.contains(&"usr/lib/modules/6.1/modules.order".to_owned()),
+            "{names:?}"
+        );
+        assert!(!names.iter().any(|n| n.contains("outside")));
+        assert!(!dir.join("modules.cpio.list").exists());
+        // A root that does not exist fails with find's message, not an empty archive.
+        let err = write_cpio(&stage, "./missing", &dir.join("bad.cpio")).unwrap_err();
+        assert!(format!("{err:#}").contains("missing"), "{err:#}");
+        fs::remove_dir_all(&dir).unwrap();
+    }
 }
