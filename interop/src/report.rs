@@ -67,43 +67,30 @@ impl Report {
         serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
     }
 
-    /// Summary table: one row per kernel × suite × case, then the failure reasons.
+    /// Summary table: one row per kernel × suite × case, then the failure reasons. Columns are
+    /// as wide as their longest value (comfy-table), times right-aligned.
     pub fn table(&self) -> String {
-        let mut out = String::new();
-        // Columns as wide as their longest value (kernel and case names vary a lot).
-        let kw = self
-            .runs
-            .iter()
-            .map(|r| r.kernel.len())
-            .max()
-            .unwrap_or(0)
-            .max(6);
-        let cw = self
-            .runs
-            .iter()
-            .flat_map(|r| r.cases.iter().map(|c| c.name.len()))
-            .max()
-            .unwrap_or(0)
-            .max(7);
-        let _ = writeln!(
-            out,
-            "{:<kw$} {:<22} {:<5} {:<8} {:<cw$} {:<8} {:>8}",
-            "kernel", "release", "accel", "suite", "case", "verdict", "time"
-        );
+        use comfy_table::{presets::NOTHING, Cell, CellAlignment, ContentArrangement, Table};
+        let mut table = Table::new();
+        table
+            .load_preset(NOTHING)
+            .set_content_arrangement(ContentArrangement::Disabled)
+            .set_header([
+                "kernel", "release", "accel", "suite", "case", "verdict", "time",
+            ]);
+        let seconds = |ms: u64| Cell::new(format!("{:.1}s", ms as f64 / 1000.0));
         let mut reasons = Vec::new();
         for run in &self.runs {
             for case in &run.cases {
-                let _ = writeln!(
-                    out,
-                    "{:<kw$} {:<22} {:<5} {:<8} {:<cw$} {:<8} {:>7.1}s",
-                    run.kernel,
-                    run.release,
-                    run.accel,
-                    run.suite,
-                    case.name,
-                    case.verdict.as_str(),
-                    case.duration_ms as f64 / 1000.0
-                );
+                table.add_row(vec![
+                    Cell::new(&run.kernel),
+                    Cell::new(&run.release),
+                    Cell::new(&run.accel),
+                    Cell::new(&run.suite),
+                    Cell::new(&case.name),
+                    Cell::new(case.verdict.as_str()),
+                    seconds(case.duration_ms),
+                ]);
                 for reason in &case.reasons {
                     reasons.push(format!(
                         "{} {} {}: {reason}",
@@ -111,24 +98,33 @@ impl Report {
                     ));
                 }
             }
-            let status = if run.passed() { "PASS" } else { "FAIL" };
-            let _ = writeln!(
-                out,
-                "{:<kw$} {:<22} {:<5} {:<8} {:<cw$} {:<8} {:>7.1}s",
-                run.kernel,
-                run.release,
-                run.accel,
-                run.suite,
-                "(total)",
-                status,
-                run.wall_ms as f64 / 1000.0
-            );
+            table.add_row(vec![
+                Cell::new(&run.kernel),
+                Cell::new(&run.release),
+                Cell::new(&run.accel),
+                Cell::new(&run.suite),
+                Cell::new("(total)"),
+                Cell::new(if run.passed() { "PASS" } else { "FAIL" }),
+                seconds(run.wall_ms),
+            ]);
             if let Some(error) = &run.error {
                 reasons.push(format!("{} {}: {error}", run.kernel, run.suite));
             }
             if let Some(why) = &run.retried_after {
                 reasons.push(format!("{} {}: retried once, {why}", run.kernel, run.suite));
             }
+        }
+        if let Some(time) = table.column_mut(6) {
+            time.set_cell_alignment(CellAlignment::Right);
+        }
+        let mut out = String::new();
+        for line in table.lines() {
+            // The NOTHING preset pads each cell by one space: the margin and the row's tail go.
+            let _ = writeln!(
+                out,
+                "{}",
+                line.strip_prefix(' ').unwrap_or(&line).trim_end()
+            );
         }
         for reason in reasons {
             let _ = writeln!(out, "  - {reason}");
@@ -451,6 +447,36 @@ mod tests {
                 && lines[3].ends_with("30.0s")
         );
         assert_eq!(lines[4], "  - linux-6.1 smoke nfs3: md5 differs");
+
+        // Columns line up whatever the name lengths (a 34-character case name once pushed its
+        // row's verdict out of the column).
+        let mut long = run(
+            "linux-6.12-acked-evict",
+            vec![outcome(
+                "acked-mark.retransmit-over-credit-limit",
+                Verdict::Pass,
+                &[],
+            )],
+        );
+        long.suite = "selftest".into();
+        let report = Report {
+            runs: vec![report.runs[0].clone(), long],
+        };
+        let table = report.table();
+        let rows: Vec<&str> = table.lines().take(6).collect();
+        let verdict_at: Vec<usize> = rows
+            .iter()
+            .map(|row| {
+                ["verdict", "pass", "fail", "FAIL", "PASS"]
+                    .iter()
+                    .filter_map(|word| row.find(&format!(" {word} ")))
+                    .min()
+                    .unwrap()
+            })
+            .collect();
+        assert!(verdict_at.iter().all(|&at| at == verdict_at[0]), "{table}");
+        let ends: Vec<usize> = rows.iter().map(|row| row.len()).collect();
+        assert!(ends.iter().all(|&end| end == ends[0]), "{table}");
     }
 
     /// A parsed JUnit element: name, attributes, text, children.
