@@ -75,6 +75,14 @@ fuzz-nightly seconds="600":
 bench:
     cargo bench -p rpcrdma-wire --bench decode
     cargo bench -p rpcrdma-trace --bench decode
+    just soak
+
+# The reference server (what rig serve runs) under 1M simulated calls per DRC policy: peak RSS at
+# 10k, 100k and 1M calls (flat when records, DRC and queues stopped growing).
+[positional-arguments]
+soak calls="1000000":
+    cargo build --release -p rpcrdma-server --example soak
+    for policy in classic acked acked-mark; do target/release/examples/soak "$1" "$policy"; done
 
 # Snapshot files no test refers to any more are listed. Installs cargo-insta from crates.io if
 # missing. (Interop baselines: `just snapshots-interop`.)

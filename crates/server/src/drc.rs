@@ -179,11 +179,15 @@ struct Store {
 
 impl Store {
     fn new(max_entries: usize) -> Self {
+        // The lookup tables are sized for a full cache from the start (see `Records::new`: a
+        // churned hash table past half its capacity doubles once, a step in memory long after
+        // the cache filled). Tests' unbounded caches start at the largest real bound.
+        let presized = max_entries.clamp(1, ACKED_MAX_ENTRIES).saturating_mul(2);
         Store {
             entries: BTreeMap::new(),
-            by_key: HashMap::new(),
+            by_key: HashMap::with_capacity(presized),
             lru: BTreeSet::new(),
-            by_xid: HashMap::new(),
+            by_xid: HashMap::with_capacity(presized),
             posted: BTreeSet::new(),
             marked: BTreeSet::new(),
             per_connection: HashMap::new(),

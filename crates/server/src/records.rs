@@ -85,6 +85,14 @@ impl Records {
     pub fn new(limits: RecordLimits) -> Self {
         Records {
             limits,
+            // Sized for the steady state from the start, so memory is flat from the first calls:
+            // under insert/remove churn a hash table filled past half its capacity doubles
+            // once (its tombstones are cleared by a resize, not in place), which showed as a
+            // 2 MB step in peak RSS after ~90k calls. At twice the limit it rehashes in place.
+            counts: HashMap::with_capacity(limits.counted_xids.saturating_mul(2)),
+            order: VecDeque::with_capacity(limits.counted_xids.saturating_add(1)),
+            recent: VecDeque::with_capacity(limits.recent_executions.saturating_add(1)),
+            decisions: VecDeque::with_capacity(limits.recent_decisions.saturating_add(1)),
             ..Default::default()
         }
     }
