@@ -2,7 +2,8 @@
 //! the same capture decoded by `tshark -T fields` in the same run, with the ratio.
 //!
 //! Run with `cargo bench -p rpcrdma-trace --bench decode` (the lead wires it into `just bench`).
-//! `RIG_BENCH_ITERS` overrides the iteration count. The tshark part is skipped, with a note, when
+//! `RIG_BENCH_ITERS` overrides the iteration count; `RIG_BENCH_KEEP=DIR` keeps the replicated
+//! captures in DIR. The tshark part is skipped, with a note, when
 //! tshark is not installed.
 
 use std::path::Path;
@@ -81,15 +82,37 @@ fn main() {
             }
         }
     }
-    // A larger capture, so tshark's start-up no longer dominates: the 6.1 capture repeated with
-    // every PSN shifted per copy (ICRC recomputed), i.e. the same workload over 40 reconnections.
-    let copies = 40;
+    // Larger captures, so tshark's start-up no longer dominates: a fixture repeated with every
+    // PSN shifted per copy (ICRC recomputed), i.e. the same workload over many reconnections.
+    // Two kinds: small NFSv3 I/O (inline), and NFSv4.1 with 1 MiB WRITEs pulled by RDMA Read
+    // (most bytes are RDMA Read payload), where getting bytes in costs more than decoding.
+    for (name, copies, kind) in [
+        ("nfs3-linux-6.1", 40, "small I/O"),
+        ("nfs41-linux-6.12", 20, "1 MiB I/O by RDMA Read"),
+    ] {
+        bench_replicated(&root, name, copies, kind, iters, tshark);
+    }
+    if !tshark {
+        println!("note: tshark not installed; no comparison");
+    }
+}
+
+/// Decode `copies` copies of fixture `name` in memory and through `rig trace show --format
+/// jsonl` (the release binary, when built: file read and output included), beside tshark.
+fn bench_replicated(root: &Path, name: &str, copies: u32, kind: &str, iters: u32, tshark: bool) {
     let big = replicate(
-        &std::fs::read(root.join("fixtures/pcap/nfs3-linux-6.1.pcap")).unwrap(),
+        &std::fs::read(root.join(format!("fixtures/pcap/{name}.pcap"))).unwrap(),
         copies,
     );
-    let big_path =
-        std::env::temp_dir().join(format!("rig-bench-{}-x{copies}.pcap", std::process::id()));
+    // RIG_BENCH_KEEP=DIR keeps the replicated capture there (for profiling `rig trace show`).
+    let keep = std::env::var_os("RIG_BENCH_KEEP").map(std::path::PathBuf::from);
+    let big_path = match &keep {
+        Some(dir) => dir.join(format!("{name}-x{copies}.pcap")),
+        None => std::env::temp_dir().join(format!(
+            "rig-bench-{}-{name}-x{copies}.pcap",
+            std::process::id()
+        )),
+    };
     std::fs::write(&big_path, &big).unwrap();
     let options = trace::Options {
         check_icrc: true,
@@ -98,32 +121,73 @@ fn main() {
     let t = trace::trace_capture(&big, &options).unwrap();
     let messages = t.messages().count();
     let errors = t.messages().filter(|(_, m)| m.error.is_some()).count();
+    drop(t);
     let runs = (iters / 20).max(3);
     let start = Instant::now();
     for _ in 0..runs {
         std::hint::black_box(trace::trace_capture(&big, &options).unwrap());
     }
     let ours = start.elapsed() / runs;
+    let label = format!("{name} x{copies} ({kind})");
     println!(
-        "6.1 x{copies} [icrc]: {} bytes, {messages} messages ({errors} with errors), {:.2} ms/capture, {:.1} MB/s, {:.0} messages/s",
+        "{label} [icrc]: {} bytes, {messages} messages ({errors} with errors), {:.2} ms/capture, {:.1} MB/s, {:.0} messages/s",
         big.len(),
         ours.as_secs_f64() * 1e3,
         big.len() as f64 / ours.as_secs_f64() / 1e6,
         messages as f64 / ours.as_secs_f64()
     );
+    let rig = root.join("target/release/rig");
+    let cli = rig
+        .is_file()
+        .then(|| time_rig_cli(&rig, &big_path))
+        .flatten();
+    match &cli {
+        Some(cli) => println!(
+            "{label}: rig trace show --format jsonl {:.1} ms end to end, {:.1} MB/s",
+            cli.as_secs_f64() * 1e3,
+            big.len() as f64 / cli.as_secs_f64() / 1e6
+        ),
+        None => println!("{label}: target/release/rig not built; no end-to-end time"),
+    }
     if tshark {
         match time_tshark(&big_path) {
             Some(ts) => println!(
-                "6.1 x{copies}: tshark -T fields {:.0} ms/capture; rig trace is {:.0}x faster",
+                "{label}: tshark -T fields {:.0} ms/capture; rig trace is {:.0}x faster in memory{}",
                 ts.as_secs_f64() * 1e3,
-                ts.as_secs_f64() / ours.as_secs_f64()
+                ts.as_secs_f64() / ours.as_secs_f64(),
+                cli.map(|cli| format!(
+                    ", {:.0}x end to end",
+                    ts.as_secs_f64() / cli.as_secs_f64()
+                ))
+                .unwrap_or_default()
             ),
-            None => println!("6.1 x{copies}: tshark failed; no ratio"),
+            None => println!("{label}: tshark failed; no ratio"),
         }
-    } else {
-        println!("note: tshark not installed; no comparison");
     }
-    let _ = std::fs::remove_file(big_path);
+    if keep.is_none() {
+        let _ = std::fs::remove_file(big_path);
+    }
+}
+
+/// Best of three runs of `rig trace show --format jsonl <path>`, output discarded.
+fn time_rig_cli(rig: &Path, path: &Path) -> Option<Duration> {
+    let mut best: Option<Duration> = None;
+    for _ in 0..3 {
+        let start = Instant::now();
+        let status = Command::new(rig)
+            .args(["trace", "show", "--format", "jsonl"])
+            .arg(path)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .ok()?;
+        if !status.success() {
+            return None;
+        }
+        let took = start.elapsed();
+        best = Some(best.map_or(took, |b| b.min(took)));
+    }
+    best
 }
 
 /// `copies` back-to-back copies of a RoCEv2 pcap, PSNs shifted by 0x20000 per copy and the ICRC
