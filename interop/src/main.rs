@@ -362,18 +362,52 @@ fn run_queue(
         .collect()
 }
 
+/// What every (re)run of a queue needs: workers, images, settings and the progress printer.
+struct QueueContext<'a> {
+    jobs: usize,
+    images: &'a Images,
+    settings: &'a RunSettings,
+    progress: &'a Progress,
+}
+
+/// Run `queue` again with its files under `<run>/<subdir>/`; the settings it ran with and the runs.
+fn run_retries(
+    queue: &[(usize, &Suite)],
+    subdir: &str,
+    context: &QueueContext<'_>,
+) -> Result<(RunSettings, Vec<interop::report::KernelRun>)> {
+    let QueueContext {
+        jobs,
+        images,
+        settings,
+        progress,
+    } = *context;
+    let retry_settings = RunSettings {
+        out_root: settings.out_root.join(subdir),
+        ..settings.clone()
+    };
+    progress.plan_runs(queue.len());
+    let retried = run_queue(
+        queue,
+        &Default::default(),
+        jobs,
+        images,
+        &retry_settings,
+        progress,
+    )?;
+    Ok((retry_settings, retried))
+}
+
 /// Run once more, whole, every kernel × suite whose guest kernel died (a double fault under TCG
 /// was seen once in about 25 runs): the retry replaces the first attempt, whose files move to
 /// `harness-failed/<kernel>/<suite>`; a guest that dies again leaves the run red.
 fn retry_dead_guests(
     work: &[(usize, &Suite)],
     runs: &mut [interop::report::KernelRun],
-    jobs: usize,
-    images: &Images,
-    settings: &RunSettings,
-    progress: &Progress,
+    context: &QueueContext<'_>,
 ) -> Result<()> {
     use interop::retry;
+    let (settings, progress) = (context.settings, context.progress);
     let dead: Vec<usize> = (0..runs.len())
         .filter(|&i| runs[i].guest_died.is_some())
         .collect();
@@ -393,20 +427,8 @@ fn retry_dead_guests(
             None,
         );
     }
-    let retry_settings = RunSettings {
-        out_root: settings.out_root.join("retry-guest-died"),
-        ..settings.clone()
-    };
     let queue: Vec<(usize, &Suite)> = dead.iter().map(|&i| work[i]).collect();
-    progress.plan_runs(queue.len());
-    let retried = run_queue(
-        &queue,
-        &Default::default(),
-        jobs,
-        images,
-        &retry_settings,
-        progress,
-    )?;
+    let (retry_settings, retried) = run_retries(&queue, "retry-guest-died", context)?;
     for (&i, retry_run) in dead.iter().zip(retried) {
         let first = &runs[i];
         let dir = retry::run_dir(&settings.out_root, &first.kernel, &first.suite);
@@ -427,12 +449,10 @@ fn retry_dead_guests(
 fn retry_harness_failures(
     work: &[(usize, &Suite)],
     runs: &mut [interop::report::KernelRun],
-    jobs: usize,
-    images: &Images,
-    settings: &RunSettings,
-    progress: &Progress,
+    context: &QueueContext<'_>,
 ) -> Result<()> {
     use interop::retry;
+    let (settings, progress) = (context.settings, context.progress);
     let mut failures = Vec::new();
     let mut retry_work: Vec<(usize, Suite)> = Vec::new();
     for (index, ((k, suite), run)) in work.iter().zip(runs.iter()).enumerate() {
@@ -462,20 +482,8 @@ fn retry_harness_failures(
     if retry_work.is_empty() {
         return Ok(());
     }
-    let retry_settings = RunSettings {
-        out_root: settings.out_root.join("retry"),
-        ..settings.clone()
-    };
     let queue: Vec<(usize, &Suite)> = retry_work.iter().map(|(k, s)| (*k, s)).collect();
-    progress.plan_runs(queue.len());
-    let retried = run_queue(
-        &queue,
-        &Default::default(),
-        jobs,
-        images,
-        &retry_settings,
-        progress,
-    )?;
+    let (retry_settings, retried) = run_retries(&queue, "retry", context)?;
     for ((index, found), retry_run) in failures.into_iter().zip(retried) {
         let (_, suite) = work[index];
         let run = &mut runs[index];
@@ -596,22 +604,14 @@ fn run(kernels: &KernelArgs, args: &RunArgs) -> Result<bool> {
         }
         let mut attempt_runs =
             run_queue(&work, &previous, args.jobs, &images, &settings, &progress)?;
-        retry_dead_guests(
-            &work,
-            &mut attempt_runs,
-            args.jobs,
-            &images,
-            &settings,
-            &progress,
-        )?;
-        retry_harness_failures(
-            &work,
-            &mut attempt_runs,
-            args.jobs,
-            &images,
-            &settings,
-            &progress,
-        )?;
+        let context = QueueContext {
+            jobs: args.jobs,
+            images: &images,
+            settings: &settings,
+            progress: &progress,
+        };
+        retry_dead_guests(&work, &mut attempt_runs, &context)?;
+        retry_harness_failures(&work, &mut attempt_runs, &context)?;
         runs.extend(attempt_runs.into_iter().map(|mut run| {
             run.attempt = attempt;
             run

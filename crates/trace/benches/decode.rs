@@ -171,17 +171,20 @@ fn bench_replicated(root: &Path, name: &str, copies: u32, kind: &str, iters: u32
 
 /// Best of three runs of `rig trace show --format jsonl <path>`, output discarded.
 fn time_rig_cli(rig: &Path, path: &Path) -> Option<Duration> {
+    let mut command = Command::new(rig);
+    command
+        .args(["trace", "show", "--format", "jsonl"])
+        .arg(path);
+    best_of_three(command)
+}
+
+/// The shortest of three runs of `command` (output discarded); `None` if one fails.
+fn best_of_three(mut command: Command) -> Option<Duration> {
+    command.stdout(Stdio::null()).stderr(Stdio::null());
     let mut best: Option<Duration> = None;
     for _ in 0..3 {
         let start = Instant::now();
-        let status = Command::new(rig)
-            .args(["trace", "show", "--format", "jsonl"])
-            .arg(path)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .ok()?;
-        if !status.success() {
+        if !command.status().ok()?.success() {
             return None;
         }
         let took = start.elapsed();
@@ -241,42 +244,23 @@ fn one_frame_capture(bytes: &[u8], name: &str) -> Option<std::path::PathBuf> {
 
 /// Best of three runs of tshark extracting the same fields the oracle records.
 fn time_tshark(path: &Path) -> Option<Duration> {
-    let mut best: Option<Duration> = None;
-    for _ in 0..3 {
-        let start = Instant::now();
-        let status = Command::new("tshark")
-            .arg("-r")
-            .arg(path)
-            .args(["-Y", "rpcordma", "-T", "fields"])
-            .args([
-                "-e",
-                "frame.number",
-                "-e",
-                "rpcordma.xid",
-                "-e",
-                "rpcordma.flow_control",
-                "-e",
-                "rpcordma.msg_type",
-                "-e",
-                "rpcordma.reads_count",
-                "-e",
-                "rpcordma.writes_count",
-                "-e",
-                "rpcordma.reply_count",
-                "-e",
-                "rpc.program",
-                "-e",
-                "rpc.procedure",
-            ])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .ok()?;
-        if !status.success() {
-            return None;
-        }
-        let took = start.elapsed();
-        best = Some(best.map_or(took, |b| b.min(took)));
+    let mut command = Command::new("tshark");
+    command
+        .arg("-r")
+        .arg(path)
+        .args(["-Y", "rpcordma", "-T", "fields"]);
+    for field in [
+        "frame.number",
+        "rpcordma.xid",
+        "rpcordma.flow_control",
+        "rpcordma.msg_type",
+        "rpcordma.reads_count",
+        "rpcordma.writes_count",
+        "rpcordma.reply_count",
+        "rpc.program",
+        "rpc.procedure",
+    ] {
+        command.args(["-e", field]);
     }
-    best
+    best_of_three(command)
 }
