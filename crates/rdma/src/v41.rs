@@ -398,6 +398,12 @@ pub fn infer_false_retry(
         None => "no reply".to_string(),
         Some(s) if is_refusal(s) => s.to_string(),
         Some("NFS4_OK") if second_identical => "cached reply".to_string(),
+        // Other bytes but the second name still there: the slot's reply, encoded again (6.1 and
+        // 6.12 re-encode a replayed SEQUENCE result with the current status flags), not a
+        // fresh execution of the false retry.
+        Some("NFS4_OK") if other_after == "NFS4_OK" => {
+            "cached reply, encoded again (bytes differ)".to_string()
+        }
         Some(s) => format!("fresh answer {s}"),
     };
     let (executions, how) = match (first, other_after) {

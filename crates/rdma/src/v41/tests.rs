@@ -402,6 +402,12 @@ fn a_false_retry_may_be_refused_or_answered_from_the_slot_but_not_executed() {
     assert_eq!((n, answer.as_str()), (Some(1), "NFS4ERR_SEQ_FALSE_RETRY"));
     let (n, _, answer) = infer_false_retry("NFS4_OK", Some("NFS4_OK"), false, "NFS4ERR_NOENT");
     assert_eq!((n, answer.as_str()), (Some(2), "fresh answer NFS4_OK"));
+    // 6.1/6.12: NFS4_OK with other status flags, the second name untouched: the slot answered.
+    let (n, _, answer) = infer_false_retry("NFS4_OK", Some("NFS4_OK"), false, "NFS4_OK");
+    assert_eq!(
+        (n, answer.as_str()),
+        (Some(1), "cached reply, encoded again (bytes differ)")
+    );
     assert_eq!(
         infer_false_retry("NFS4ERR_NOENT", None, false, "NFS4_OK").0,
         None
