@@ -72,9 +72,14 @@ fn check_args(args: &Args) -> Result<rdma::ServeOptions> {
         listen: args.listen,
         policy: args.policy.clone(),
         profile: args.profile,
+        // svcrdma's Receives and inline threshold: 4 KiB (`svcrdma_max_req_size`), advertised
+        // in the CM reply as nfsd does. With 1 KiB Receives (the RFC 8166 default), a client
+        // that sends no RFC 8797 private data and a 1025-4096-byte inline call overran the
+        // Receive and lost its connection, where nfsd replies (issue 16, `inline-near-threshold`).
         config: ConnectionConfig {
+            inline_send: wire::svcrdma::DEFAULT_MAX_REQ_SIZE,
+            inline_recv: wire::svcrdma::DEFAULT_MAX_REQ_SIZE,
             credits: args.credits,
-            ..ConnectionConfig::default()
         },
         max_connections: args.max_connections,
         drop_after: args.drop_after,
@@ -203,6 +208,20 @@ mod tests {
         ]);
         let err = run(cli.args).unwrap_err();
         assert!(err.to_string().contains("exports only /export"), "{err}");
+    }
+
+    #[test]
+    fn receives_and_inline_threshold_are_svcrdma_s() {
+        let cli = Cli::parse_from(["rig", "--listen", "127.0.0.1:20049", "--policy", "classic"]);
+        let config = check_args(&cli.args).unwrap().config;
+        // Without RFC 8797 private data a client may send up to the server's Receive size
+        // (negotiate keeps our Receives): nfsd takes a 4 KiB inline call, so must we.
+        let negotiated = config.negotiate(None);
+        assert_eq!(negotiated.inline_recv, wire::svcrdma::DEFAULT_MAX_REQ_SIZE);
+        assert_eq!(
+            config.private_data().recv_size() as usize,
+            wire::svcrdma::DEFAULT_MAX_REQ_SIZE
+        );
     }
 
     #[test]
