@@ -15,6 +15,8 @@
 //!   case before it is sent; [`executor::ModelRunner`] predicts instead of sending.
 //! - [`differential`]: one case stream against two runners, divergences deduplicated by
 //!   (rule, outcome pair) and checked against the known-divergences file.
+//! - [`rules`]: the svcrdma rule catalogue (one negative case and one positive control per
+//!   rule), the answer classes, and kernel profiles as TOML (`rig svcrdma-rules`).
 //! - [`minimise`]: delta debugging (ddmin) over a case sequence, generic over "still fails?".
 //! - [`kernel_watch`]: the console lines a guest run stops on: the shared `kernel_log` table
 //!   read as the wire-fuzz watch (the guest script's `grep -E` pattern is checked against it).
@@ -32,6 +34,7 @@ pub mod minimise;
 #[cfg(feature = "rdma")]
 pub mod rdma_target;
 pub mod rng;
+pub mod rules;
 pub mod sim_target;
 pub mod target;
 
