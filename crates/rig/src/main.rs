@@ -10,6 +10,7 @@ mod judge;
 mod output;
 mod scenarios;
 mod serve;
+mod svcrdma_rules;
 mod trace_cmd;
 
 /// Interop test suite and fuzzing rig for RPC-over-RDMA version 1 (RFC 8166).
@@ -36,6 +37,9 @@ enum Command {
     /// NULL rate/latency or READ/WRITE throughput against a live NFSv3/RDMA server.
     #[command(name = "bench-rpc")]
     BenchRpc(bench_rpc::Args),
+    /// Send each svcrdma rule's negative case and positive control, compare with a kernel profile.
+    #[command(name = "svcrdma-rules")]
+    SvcrdmaRules(svcrdma_rules::Args),
     /// Re-judge a scenario verdict with executions counted on the server (ftrace or serve stats).
     Judge(judge::Args),
 }
@@ -50,6 +54,7 @@ fn main() -> std::process::ExitCode {
         Command::Serve(args) => serve::run(args),
         Command::BenchRpc(args) => bench_rpc::run(args),
         Command::Judge(args) => judge::run(args),
+        Command::SvcrdmaRules(args) => svcrdma_rules::run(args),
     };
     // Output still buffered fails here, as a clear error, not silently at exit.
     let result = result.and_then(|code| output::flush().map(|()| code));

@@ -414,6 +414,34 @@ pub fn catalogue() -> Result<Vec<RuleCases>, CatalogueError> {
         .collect()
 }
 
+/// XID of the follow-up NULL call ([`follow_up_null`]).
+pub const FOLLOW_UP_XID: u32 = 0x5752_0000;
+
+/// A plain NFS NULL call sent on the same connection after a case answered ERR_CHUNK: answered
+/// there, the connection outlived the ERR_CHUNK (`err-chunk`); not answered, or only after a
+/// reconnect, it closed behind it (`err-chunk-then-close`). The executor's own probe travels
+/// right behind the case and can be answered before a deferred close takes effect, so it alone
+/// does not tell the two apart.
+pub fn follow_up_null() -> Case {
+    let call = nfs3_call(FOLLOW_UP_XID, &Nfs3Call::Null);
+    Case {
+        seed: RULES_SEED,
+        index: RAW_INDEX + 1,
+        family: "follow-up".to_string(),
+        base: "null".to_string(),
+        target_rule: Rule::Accepted.name().to_string(),
+        xid: FOLLOW_UP_XID,
+        private_data: None,
+        regions: Vec::new(),
+        relocations: Vec::new(),
+        bytes: RawBuilder::new()
+            .fixed(FOLLOW_UP_XID, 1, 8, proc_value::MSG)
+            .empty_lists()
+            .raw(&call)
+            .bytes(),
+    }
+}
+
 /// Whether `rule` is checked while the Read list is parsed or processed: the rules after which
 /// 6.12 and 7.2 were seen closing the connection behind the ERR_CHUNK.
 pub fn is_read_list_rule(rule: Rule) -> bool {

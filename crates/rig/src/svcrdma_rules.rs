@@ -1,0 +1,381 @@
+//! `rig svcrdma-rules`: send every svcrdma rule's negative case and positive control
+//! (`wirefuzz::rules`), each on a fresh connection, and compare the answers with a kernel's
+//! profile file (`fixtures/svcrdma-profiles/*.toml`); `--write-profile` turns a run into a
+//! measured profile, `--print-profile` shows one.
+
+use std::fs::{File, OpenOptions};
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use serde::Serialize;
+use wirefuzz::case::Case;
+use wirefuzz::executor::{CaseRunner, Executor, ModelRunner};
+use wirefuzz::rules::{
+    catalogue, follow_up_null, Answer, CaseKind, Expected, KernelProfile, RuleCases,
+    CATALOGUE_RULES,
+};
+use wirefuzz::sim_target::SimTarget;
+use wirefuzz::target::{open_rdma, Deadline, Target, TargetSpec};
+
+use crate::input::read_text;
+use crate::outln;
+
+/// Largest profile file read (the committed ones are a few KiB).
+const MAX_PROFILE_FILE_BYTES: u64 = 1 << 20;
+/// Scheduler seed of a simulated target (every case gets a fresh simulator with this seed).
+const SIM_SEED: u64 = 1;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Target: sim:linux-6.1, sim:linux-2026, sim:POLICY[@PROFILE], model:PROFILE, or ADDR:PORT
+    /// (rdma_cm to kernel nfsd; inside the interop guests).
+    #[arg(long, required_unless_present = "print_profile")]
+    target: Option<String>,
+    /// The kernel's profile: rule → expected answer (fixtures/svcrdma-profiles/*.toml).
+    #[arg(long, required_unless_present = "print_profile")]
+    profile: Option<PathBuf>,
+    /// Write the JSON report here.
+    #[arg(long)]
+    report: Option<PathBuf>,
+    /// Also send the negative cases that have crashed a kernel (see the catalogue).
+    #[arg(long)]
+    include_dangerous: bool,
+    /// Only these rules (repeatable; default every rule of the catalogue).
+    #[arg(long)]
+    rule: Vec<String>,
+    /// Write what this run observed as a profile (the --profile header, each rule that ran
+    /// as measured; skipped rules keep their entry).
+    #[arg(long)]
+    write_profile: Option<PathBuf>,
+    /// Case log: every case is appended (one JSON line) before it is sent.
+    #[arg(long)]
+    log: Option<PathBuf>,
+    /// Per-event deadline for real targets, in milliseconds.
+    #[arg(long, default_value_t = 2000)]
+    timeout_ms: u64,
+    /// Print this profile file's table and exit.
+    #[arg(long, conflicts_with_all = ["target", "profile"])]
+    print_profile: Option<PathBuf>,
+}
+
+/// One line of the report: one case of one rule.
+#[derive(Debug, Clone, Serialize)]
+struct Row {
+    rule: &'static str,
+    case: CaseKind,
+    expected: Answer,
+    /// `None`: not sent (dangerous, without --include-dangerous).
+    observed: Option<Answer>,
+    ok: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    skipped: Option<&'static str>,
+    bytes_hex: String,
+    /// Where the expected value came from (the profile's note; "positive control").
+    expected_note: String,
+    /// What the target noted while running the case (simulator trace, model rule).
+    notes: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+struct Report {
+    target: String,
+    kernel: String,
+    release: String,
+    rows: Vec<Row>,
+    mismatches: usize,
+    skipped: usize,
+}
+
+pub fn run(args: Args) -> Result<u8> {
+    if let Some(path) = &args.print_profile {
+        let profile = read_profile(path)?;
+        outln!("{}", print_profile(&profile))?;
+        return Ok(0);
+    }
+    let (Some(target), Some(profile_path)) = (&args.target, &args.profile) else {
+        bail!("give --target and --profile, or --print-profile");
+    };
+    let profile = read_profile(profile_path)?;
+    let spec = TargetSpec::parse(target)?;
+    let mut entries = catalogue()?;
+    if !args.rule.is_empty() {
+        for name in &args.rule {
+            if !CATALOGUE_RULES.iter().any(|r| r.name() == name) {
+                bail!("unknown rule {name:?} (rules: {})", rule_names());
+            }
+        }
+        entries.retain(|e| args.rule.iter().any(|n| n == e.rule.name()));
+    }
+    let deadline = Deadline {
+        wall: Duration::from_millis(args.timeout_ms),
+        ..Deadline::default()
+    };
+    if let Some(log) = &args.log {
+        // Truncated once here; every fresh connection appends to it.
+        if let Some(parent) = log.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("creating {}", parent.display()))?;
+        }
+        File::create(log).with_context(|| format!("creating {}", log.display()))?;
+    }
+    let mut rows = Vec::with_capacity(entries.len() * 2);
+    for entry in &entries {
+        let expected = profile
+            .expected(entry.rule)
+            .with_context(|| format!("profile has no entry for {}", entry.rule.name()))?;
+        for kind in [CaseKind::Negative, CaseKind::Positive] {
+            let row = run_row(&spec, deadline, &args, entry, kind, expected)?;
+            // Each line as soon as it is known: a kernel that dies mid-run leaves its last
+            // rule on the console.
+            outln!("{}", render_row(&row))?;
+            rows.push(row);
+        }
+    }
+    let report = Report {
+        target: spec.name(),
+        kernel: profile.kernel.clone(),
+        release: profile.release.clone(),
+        mismatches: rows.iter().filter(|r| !r.ok).count(),
+        skipped: rows.iter().filter(|r| r.skipped.is_some()).count(),
+        rows,
+    };
+    if let Some(path) = &args.report {
+        let json = serde_json::to_string_pretty(&report)?;
+        std::fs::write(path, json + "\n").with_context(|| format!("writing {}", path.display()))?;
+    }
+    if let Some(path) = &args.write_profile {
+        let observed = observed_profile(&profile, &report);
+        std::fs::write(path, observed.to_toml())
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    outln!(
+        "{} rules against {} ({}): {} mismatches, {} skipped",
+        entries.len(),
+        report.target,
+        profile.kernel,
+        report.mismatches,
+        report.skipped
+    )?;
+    Ok(u8::from(report.mismatches > 0))
+}
+
+fn rule_names() -> String {
+    CATALOGUE_RULES
+        .iter()
+        .map(|r| r.name())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn read_profile(path: &Path) -> Result<KernelProfile> {
+    let text = read_text(path, MAX_PROFILE_FILE_BYTES, "svcrdma profile")?;
+    KernelProfile::parse(&text).with_context(|| path.display().to_string())
+}
+
+/// Send one case of `entry` on a fresh connection and judge its answer.
+fn run_row(
+    spec: &TargetSpec,
+    deadline: Deadline,
+    args: &Args,
+    entry: &RuleCases,
+    kind: CaseKind,
+    expected: &Expected,
+) -> Result<Row> {
+    let case = entry.case(kind);
+    let (expected_answer, expected_note) = match kind {
+        CaseKind::Negative => (expected.answer, expected.note.clone()),
+        CaseKind::Positive => (Answer::Reply, "positive control: must be answered".into()),
+    };
+    let mut row = Row {
+        rule: entry.rule.name(),
+        case: kind,
+        expected: expected_answer,
+        observed: None,
+        ok: true,
+        skipped: None,
+        bytes_hex: wire::hex::encode(&case.bytes),
+        expected_note,
+        notes: Vec::new(),
+    };
+    if kind == CaseKind::Negative && !args.include_dangerous {
+        if let Some(why) = entry.dangerous {
+            row.skipped = Some(why);
+            return Ok(row);
+        }
+    }
+    let (answer, notes) = answer_on_fresh_connection(spec, deadline, args.log.as_deref(), case)
+        .with_context(|| format!("{} {kind} case", entry.rule.name()))?;
+    row.observed = Some(answer);
+    row.ok = answer.satisfies(expected_answer);
+    row.notes = notes;
+    Ok(row)
+}
+
+/// A runner of its own for one case: a fresh simulator, a fresh rdma_cm connection (the
+/// previous case's connection is gone with its runner), or the model.
+enum FreshRunner {
+    Model(ModelRunner),
+    Live(Executor<Box<dyn Target>>),
+}
+
+fn open_fresh(spec: &TargetSpec, deadline: Deadline, log: Option<&Path>) -> Result<FreshRunner> {
+    let target: Box<dyn Target> = match spec {
+        TargetSpec::Model(profile) => {
+            return Ok(FreshRunner::Model(ModelRunner { profile: *profile }))
+        }
+        TargetSpec::Sim(kind) => Box::new(SimTarget::new(kind.clone(), SIM_SEED)?),
+        TargetSpec::Rdma(addr) => open_rdma(addr)?,
+    };
+    let executor = Executor::new(target, deadline);
+    Ok(FreshRunner::Live(match log {
+        Some(path) => {
+            let file = OpenOptions::new()
+                .append(true)
+                .open(path)
+                .with_context(|| format!("opening {}", path.display()))?;
+            executor.with_log(Box::new(BufWriter::new(file)) as Box<dyn Write>)
+        }
+        None => executor,
+    }))
+}
+
+/// The answer to `case` on a connection of its own, with the target's notes. An ERR_CHUNK is
+/// followed by a NULL call on the same connection ([`follow_up_null`]): a close behind the
+/// ERR_CHUNK shows as that call going unanswered or needing a new connection.
+fn answer_on_fresh_connection(
+    spec: &TargetSpec,
+    deadline: Deadline,
+    log: Option<&Path>,
+    case: &Case,
+) -> Result<(Answer, Vec<String>)> {
+    match open_fresh(spec, deadline, log)? {
+        FreshRunner::Model(mut model) => {
+            let result = model.run_case(case)?;
+            Ok((result.outcome.into(), result.notes))
+        }
+        FreshRunner::Live(mut executor) => {
+            let result = executor.run_case(case)?;
+            let mut answer = Answer::from(result.outcome);
+            let mut notes = result.notes;
+            if answer == Answer::ErrChunk {
+                let follow_up = executor.run_case(&follow_up_null())?;
+                let kept = Answer::from(follow_up.outcome) == Answer::Reply
+                    && executor.reconnects() == 0;
+                notes.push(format!(
+                    "follow-up NULL after the ERR_CHUNK: {} (reconnects {}): connection {}",
+                    follow_up.outcome,
+                    executor.reconnects(),
+                    if kept { "kept" } else { "closed" }
+                ));
+                if !kept {
+                    answer = Answer::ErrChunkThenClose;
+                }
+            }
+            Ok((answer, notes))
+        }
+    }
+}
+
+fn render_row(row: &Row) -> String {
+    let observed = row.observed.map_or("-", Answer::name);
+    let verdict = match (row.skipped, row.ok) {
+        (Some(_), _) => "SKIPPED",
+        (None, true) => "OK",
+        (None, false) => "MISMATCH",
+    };
+    let mut out = format!(
+        "{:<26} {:<8} expected={:<20} observed={:<20} {verdict}",
+        row.rule,
+        row.case.name(),
+        row.expected.name(),
+        observed
+    );
+    if let Some(why) = row.skipped {
+        out.push_str(&format!("\n    dangerous: {why} (--include-dangerous sends it)"));
+    }
+    if !row.ok {
+        out.push_str(&format!("\n    bytes: {}", row.bytes_hex));
+        out.push_str(&format!(
+            "\n    expected: {} ({})",
+            row.expected, row.expected_note
+        ));
+        out.push_str(&format!("\n    observed: {observed}"));
+        for note in &row.notes {
+            out.push_str(&format!("\n      {note}"));
+        }
+    }
+    out
+}
+
+/// The profile a run observed: `profile`'s header, each rule whose negative case ran set to
+/// what came back (the old value kept when the answer satisfies it, e.g. a close for
+/// ERR_CHUNK-then-close) and marked measured; rules not sent keep their entry.
+fn observed_profile(profile: &KernelProfile, report: &Report) -> KernelProfile {
+    let mut observed = profile.clone();
+    for row in report.rows.iter().filter(|r| r.case == CaseKind::Negative) {
+        let Some(answer) = row.observed else { continue };
+        let Some(entry) = observed.rules.get_mut(row.rule) else {
+            continue;
+        };
+        let control = report
+            .rows
+            .iter()
+            .find(|r| r.rule == row.rule && r.case == CaseKind::Positive)
+            .and_then(|r| r.observed);
+        let control_note = match control {
+            Some(Answer::Reply) | None => String::new(),
+            Some(other) => format!("; CAUTION: its positive control answered {other}"),
+        };
+        let was = if answer.satisfies(entry.answer) {
+            String::new()
+        } else {
+            format!("; was {} ({})", entry.answer, entry.note)
+        };
+        let kept = if answer.satisfies(entry.answer) {
+            entry.answer
+        } else {
+            answer
+        };
+        *entry = Expected {
+            answer: kept,
+            measured: true,
+            note: format!(
+                "measured: {answer} from {} by rig svcrdma-rules{control_note}{was}",
+                report.target
+            ),
+        };
+    }
+    observed
+}
+
+fn print_profile(profile: &KernelProfile) -> String {
+    let mut out = format!(
+        "kernel {} (uname -r {})\n{}\n",
+        profile.kernel,
+        if profile.release.is_empty() {
+            "-"
+        } else {
+            &profile.release
+        },
+        profile.note
+    );
+    for rule in CATALOGUE_RULES {
+        if let Some(entry) = profile.expected(rule) {
+            out.push_str(&format!(
+                "{:<26} {:<20} {:<10} {}\n",
+                rule.name(),
+                entry.answer.name(),
+                if entry.measured {
+                    "measured"
+                } else {
+                    "unmeasured"
+                },
+                entry.note
+            ));
+        }
+    }
+    out.pop();
+    out
+}
