@@ -379,3 +379,245 @@ fn print_profile(profile: &KernelProfile) -> String {
     out.pop();
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+    use wire::svcrdma::{Profile, Rule};
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: Args,
+    }
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("rig-svcrdma-rules-{}-{name}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    fn fixture(name: &str) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../fixtures/svcrdma-profiles")
+            .join(name)
+    }
+
+    const PROFILE_FILES: [&str; 4] = [
+        "debian-6.1.176.toml",
+        "debian-6.12.117.toml",
+        "debian-7.2.13.toml",
+        "mainline-2026.toml",
+    ];
+
+    /// Where the engine's responder (the simulator's) answers otherwise than the linux-6.1
+    /// model, whatever its profile: it refuses zero-segment chunks in its strict codec and
+    /// out-of-place Read chunks when it splices, with ERR_CHUNK, where 6.1 accepts the header
+    /// (fixtures/wire-fuzz/known-divergences.json, `sim:*linux-6.1` entries).
+    const ENGINE_STRICTER_THAN_6_1: [Rule; 4] = [
+        Rule::WriteSegcountZero,
+        Rule::ReplySegcountZero,
+        Rule::ReadChunkPastInline,
+        Rule::ReadChunksOverlap,
+    ];
+
+    fn run_cli(argv: &[&str]) -> u8 {
+        let mut full = vec!["rig"];
+        full.extend_from_slice(argv);
+        run(Cli::parse_from(full).args).unwrap()
+    }
+
+    #[test]
+    fn every_negative_case_on_the_simulator_gets_the_profiles_answer() {
+        let deadline = Deadline::default();
+        for profile in Profile::ALL {
+            let spec = TargetSpec::parse(&format!("sim:classic@{profile}")).unwrap();
+            let model = profile.model();
+            for entry in catalogue().unwrap() {
+                let predicted = entry.predicted(&model);
+                let (observed, notes) =
+                    answer_on_fresh_connection(&spec, deadline, None, &entry.negative).unwrap();
+                let known = profile == Profile::Linux6_1
+                    && ENGINE_STRICTER_THAN_6_1.contains(&entry.rule);
+                if known {
+                    assert_eq!(
+                        (predicted, observed),
+                        (Answer::Reply, Answer::ErrChunk),
+                        "{} on {profile}",
+                        entry.rule.name()
+                    );
+                } else {
+                    assert!(
+                        observed.satisfies(predicted),
+                        "{} on {profile}: predicted {predicted}, observed {observed}: {notes:?}",
+                        entry.rule.name()
+                    );
+                }
+                let (control, _) =
+                    answer_on_fresh_connection(&spec, deadline, None, &entry.positive).unwrap();
+                assert_eq!(control, Answer::Reply, "{} control", entry.rule.name());
+            }
+        }
+    }
+
+    #[test]
+    fn the_model_profiles_pass_against_their_model() {
+        for (file, target) in [
+            ("mainline-2026.toml", "model:linux-2026"),
+            ("debian-6.1.176.toml", "model:linux-6.1"),
+        ] {
+            let profile = fixture(file);
+            let code = run_cli(&[
+                "--target",
+                target,
+                "--profile",
+                profile.to_str().unwrap(),
+                "--include-dangerous",
+            ]);
+            assert_eq!(code, 0, "{file}");
+        }
+    }
+
+    #[test]
+    fn a_flipped_entry_fails_the_run_naming_the_rule() {
+        let dir = scratch("flipped");
+        let text = std::fs::read_to_string(fixture("mainline-2026.toml")).unwrap();
+        let flipped = text.replace(
+            "[rules.bad-version]\nexpected = \"err-vers\"",
+            "[rules.bad-version]\nexpected = \"err-chunk\"",
+        );
+        assert_ne!(flipped, text);
+        let profile = dir.join("flipped.toml");
+        std::fs::write(&profile, flipped).unwrap();
+        let report = dir.join("report.json");
+        let observed = dir.join("observed.toml");
+        let code = run_cli(&[
+            "--target",
+            "sim:classic",
+            "--profile",
+            profile.to_str().unwrap(),
+            "--report",
+            report.to_str().unwrap(),
+            "--write-profile",
+            observed.to_str().unwrap(),
+        ]);
+        assert_eq!(code, 1);
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+        assert_eq!(json["mismatches"], 1);
+        let bad: Vec<&serde_json::Value> = json["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["ok"] == false)
+            .collect();
+        assert_eq!(bad.len(), 1);
+        assert_eq!(bad[0]["rule"], "bad-version");
+        assert_eq!(bad[0]["expected"], "err-chunk");
+        assert_eq!(bad[0]["observed"], "err-vers");
+        // The mismatch line names the rule and shows both answers and the bytes.
+        let row: Row = Row {
+            rule: "bad-version",
+            case: CaseKind::Negative,
+            expected: Answer::ErrChunk,
+            observed: Some(Answer::ErrVers),
+            ok: false,
+            skipped: None,
+            bytes_hex: bad[0]["bytes_hex"].as_str().unwrap().to_string(),
+            expected_note: "flipped".into(),
+            notes: Vec::new(),
+        };
+        let line = render_row(&row);
+        assert!(line.starts_with("bad-version "), "{line}");
+        assert!(line.contains("MISMATCH") && line.contains("bytes: "), "{line}");
+        // The observed profile corrects the entry, marks what ran measured and keeps what was
+        // skipped (the dangerous rules) as it was.
+        let written = read_profile(&observed).unwrap();
+        let entry = written.expected(Rule::BadVersion).unwrap();
+        assert_eq!(entry.answer, Answer::ErrVers);
+        assert!(entry.measured && entry.note.contains("was err-chunk"), "{entry:?}");
+        let skipped = written.expected(Rule::ReadChunksOverlap).unwrap();
+        assert!(!skipped.measured);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn dangerous_rules_are_skipped_by_default() {
+        let dir = scratch("dangerous");
+        let report = dir.join("report.json");
+        let profile = fixture("debian-6.1.176.toml");
+        let code = run_cli(&[
+            "--target",
+            "sim:classic@linux-6.1",
+            "--profile",
+            profile.to_str().unwrap(),
+            "--report",
+            report.to_str().unwrap(),
+            "--rule",
+            "read-chunks-overlap",
+            "--rule",
+            "read-segment-oversized",
+            "--rule",
+            "bad-version",
+        ]);
+        assert_eq!(code, 0);
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+        assert_eq!(json["skipped"], 2);
+        for row in json["rows"].as_array().unwrap() {
+            let dangerous = row["rule"] != "bad-version" && row["case"] == "negative";
+            assert_eq!(row["observed"].is_null(), dangerous, "{row}");
+            assert_eq!(row["skipped"].is_string(), dangerous, "{row}");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn committed_profiles_parse_round_trip_and_name_distinct_kernels() {
+        let mut releases = Vec::new();
+        for file in PROFILE_FILES {
+            let profile = read_profile(&fixture(file)).unwrap();
+            assert_eq!(format!("{}.toml", profile.kernel), file);
+            assert_eq!(KernelProfile::parse(&profile.to_toml()).unwrap(), profile);
+            if !profile.release.is_empty() {
+                releases.push(profile.release.clone());
+            }
+        }
+        let count = releases.len();
+        releases.sort();
+        releases.dedup();
+        assert_eq!(releases.len(), count, "one profile per uname -r");
+        assert_eq!(count, 3, "the three Debian kernels of vm-images/kernels.toml");
+    }
+
+    #[test]
+    fn bad_inputs_are_errors_not_mismatches() {
+        let dir = scratch("bad");
+        let profile = dir.join("bad.toml");
+        std::fs::write(&profile, "format = \"rpcrdma-rig svcrdma profile v1\"\n").unwrap();
+        let cli = Cli::parse_from([
+            "rig",
+            "--target",
+            "sim:classic",
+            "--profile",
+            profile.to_str().unwrap(),
+        ]);
+        let err = format!("{:#}", run(cli.args).unwrap_err());
+        assert!(err.contains("bad.toml"), "{err}");
+        let good = fixture("mainline-2026.toml");
+        let cli = Cli::parse_from([
+            "rig",
+            "--target",
+            "sim:classic",
+            "--profile",
+            good.to_str().unwrap(),
+            "--rule",
+            "no-such-rule",
+        ]);
+        let err = run(cli.args).unwrap_err().to_string();
+        assert!(err.contains("unknown rule \"no-such-rule\""), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
