@@ -1,6 +1,7 @@
-//! The RDMA suites (selftest, drc, kclient, bench-interop, v41) are valid suite files: they parse, each
-//! script exists and passes `sh -n`, extra files exist in the repository (except the rig binary,
-//! which `just interop` builds), and the scenario cases cover the whole client catalogue.
+//! The RDMA suites (selftest, drc, kclient, bench-interop, v41, svcrdma-rules) are valid suite
+//! files: they parse, each script exists and passes `sh -n`, extra files exist in the repository
+//! (except the rig binary, which `just interop` builds), and the scenario cases cover the whole
+//! client catalogue.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -143,4 +144,62 @@ fn v41_runs_each_session_scenario_once_against_nfsd() {
         setup.contains("fsid=0") && setup.contains("nfsv4gracetime"),
         "{setup}"
     );
+}
+
+#[test]
+fn svcrdma_rules_suite_is_valid_ships_every_profile_and_is_opt_in() {
+    let name = "svcrdma-rules";
+    let suite = load(name);
+    assert_eq!(suite.name, name);
+    for case in &suite.cases {
+        for script in Role::BOTH.iter().filter_map(|r| case.script(*r)) {
+            let path = suites_dir().join(name).join(script);
+            assert!(path.is_file(), "{name}: {script} missing");
+            assert!(sh_syntax_ok(&path), "{name}: {script} fails sh -n");
+        }
+    }
+    let mut shipped = Vec::new();
+    for extra in &suite.extra_files {
+        if extra.from.starts_with("target") {
+            continue;
+        }
+        let path = workspace_root().join(&extra.from);
+        assert!(
+            path.is_file(),
+            "{name}: extra file {} missing",
+            path.display()
+        );
+        match path.extension().and_then(|e| e.to_str()) {
+            Some("sh") => assert!(sh_syntax_ok(&path), "{}: fails sh -n", path.display()),
+            Some("toml") => {
+                assert!(
+                    extra.to.starts_with("etc/svcrdma-profiles/"),
+                    "{}",
+                    extra.to
+                );
+                shipped.push(path.file_name().unwrap().to_owned());
+            }
+            _ => panic!("{name}: unexpected extra file {}", path.display()),
+        }
+    }
+    // Every kernel profile reaches the guest (the client picks one by `uname -r`).
+    let mut profiles: Vec<_> =
+        std::fs::read_dir(workspace_root().join("fixtures/svcrdma-profiles"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .filter(|n| n.to_str().is_some_and(|n| n.ends_with(".toml")))
+            .collect();
+    profiles.sort();
+    shipped.sort();
+    assert_eq!(shipped, profiles);
+    let client = std::fs::read_to_string(suites_dir().join(name).join("rules-client.sh")).unwrap();
+    assert!(client.contains("svcrdma-rules --target"), "{client}");
+    assert!(client.contains("uname -r"), "{client}");
+    // Opt-in: `just interop` without --suite does not run it.
+    let main = std::fs::read_to_string(workspace_root().join("interop/src/main.rs")).unwrap();
+    let defaults = main
+        .lines()
+        .find(|l| l.starts_with("const DEFAULT_SUITES"))
+        .unwrap();
+    assert!(!defaults.contains(name), "{defaults}");
 }

@@ -261,8 +261,8 @@ fn answer_on_fresh_connection(
             let mut notes = result.notes;
             if answer == Answer::ErrChunk {
                 let follow_up = executor.run_case(&follow_up_null())?;
-                let kept = Answer::from(follow_up.outcome) == Answer::Reply
-                    && executor.reconnects() == 0;
+                let kept =
+                    Answer::from(follow_up.outcome) == Answer::Reply && executor.reconnects() == 0;
                 notes.push(format!(
                     "follow-up NULL after the ERR_CHUNK: {} (reconnects {}): connection {}",
                     follow_up.outcome,
@@ -293,7 +293,9 @@ fn render_row(row: &Row) -> String {
         observed
     );
     if let Some(why) = row.skipped {
-        out.push_str(&format!("\n    dangerous: {why} (--include-dangerous sends it)"));
+        out.push_str(&format!(
+            "\n    dangerous: {why} (--include-dangerous sends it)"
+        ));
     }
     if !row.ok {
         out.push_str(&format!("\n    bytes: {}", row.bytes_hex));
@@ -439,8 +441,8 @@ mod tests {
                 let predicted = entry.predicted(&model);
                 let (observed, notes) =
                     answer_on_fresh_connection(&spec, deadline, None, &entry.negative).unwrap();
-                let known = profile == Profile::Linux6_1
-                    && ENGINE_STRICTER_THAN_6_1.contains(&entry.rule);
+                let known =
+                    profile == Profile::Linux6_1 && ENGINE_STRICTER_THAN_6_1.contains(&entry.rule);
                 if known {
                     assert_eq!(
                         (predicted, observed),
@@ -531,13 +533,19 @@ mod tests {
         };
         let line = render_row(&row);
         assert!(line.starts_with("bad-version "), "{line}");
-        assert!(line.contains("MISMATCH") && line.contains("bytes: "), "{line}");
+        assert!(
+            line.contains("MISMATCH") && line.contains("bytes: "),
+            "{line}"
+        );
         // The observed profile corrects the entry, marks what ran measured and keeps what was
         // skipped (the dangerous rules) as it was.
         let written = read_profile(&observed).unwrap();
         let entry = written.expected(Rule::BadVersion).unwrap();
         assert_eq!(entry.answer, Answer::ErrVers);
-        assert!(entry.measured && entry.note.contains("was err-chunk"), "{entry:?}");
+        assert!(
+            entry.measured && entry.note.contains("was err-chunk"),
+            "{entry:?}"
+        );
         let skipped = written.expected(Rule::ReadChunksOverlap).unwrap();
         assert!(!skipped.measured);
         std::fs::remove_dir_all(&dir).unwrap();
@@ -589,7 +597,10 @@ mod tests {
         releases.sort();
         releases.dedup();
         assert_eq!(releases.len(), count, "one profile per uname -r");
-        assert_eq!(count, 3, "the three Debian kernels of vm-images/kernels.toml");
+        assert_eq!(
+            count, 3,
+            "the three Debian kernels of vm-images/kernels.toml"
+        );
     }
 
     #[test]

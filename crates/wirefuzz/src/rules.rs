@@ -213,7 +213,10 @@ impl RuleCases {
 #[non_exhaustive]
 pub enum CatalogueError {
     /// No case of `family` within [`MAX_SEARCH_INDEX`] draws breaks `rule`.
-    NoCase { rule: &'static str, family: &'static str },
+    NoCase {
+        rule: &'static str,
+        family: &'static str,
+    },
     /// No valid case of `base` within [`MAX_SEARCH_INDEX`] draws.
     NoControl { rule: &'static str, base: String },
 }
@@ -306,12 +309,12 @@ fn first_case(family: Family, accept: impl Fn(&Case) -> bool) -> Option<Case> {
 /// The negative case of `rule`.
 fn negative_case(rule: Rule) -> Result<Case, CatalogueError> {
     match family_of(rule) {
-        Some(family) => first_case(family, |case| breaks(case, rule)).ok_or(
-            CatalogueError::NoCase {
+        Some(family) => {
+            first_case(family, |case| breaks(case, rule)).ok_or(CatalogueError::NoCase {
                 rule: rule.name(),
                 family: family.name(),
-            },
-        ),
+            })
+        }
         None => {
             let case = raw_read_case(rule);
             if breaks(&case, rule) {
@@ -786,7 +789,11 @@ mod tests {
             KernelProfile::parse("format = ["),
             Err(ProfileError::Syntax(_))
         ));
-        let long = good.replacen("note = \"test\"", &format!("note = \"{}\"", "x".repeat(5000)), 1);
+        let long = good.replacen(
+            "note = \"test\"",
+            &format!("note = \"{}\"", "x".repeat(5000)),
+            1,
+        );
         assert!(matches!(
             KernelProfile::parse(&long),
             Err(ProfileError::TooLong { len: 5000, .. })
