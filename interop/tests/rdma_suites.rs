@@ -141,8 +141,14 @@ fn v41_runs_each_session_scenario_once_against_nfsd() {
     assert!(script.contains("--v41"), "{script}");
     let setup = std::fs::read_to_string(suites_dir().join("v41/setup-server.sh")).unwrap();
     assert!(
-        setup.contains("fsid=0") && setup.contains("nfsv4gracetime"),
+        setup.contains("fsid=0") && setup.contains("NFSD_GRACE_SECS=10"),
         "{setup}"
+    );
+    // The shared nfsd setup applies the short grace period when asked to.
+    let library = std::fs::read_to_string(suites_dir().join("selftest/rig-suite.sh")).unwrap();
+    assert!(
+        library.contains("NFSD_GRACE_SECS") && library.contains("nfsv4gracetime"),
+        "{library}"
     );
 }
 

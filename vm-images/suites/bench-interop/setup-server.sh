@@ -3,19 +3,7 @@
 # same rxe link.
 . /rig/lib/rig-suite.sh
 set -x
-rxe_up
-mkdir -p /proc/fs/nfsd /export /var/lib/nfs/v4recovery /run/rpcbind
-rig_check nfsd-fs mount -t nfsd nfsd /proc/fs/nfsd
-rig_check export-fs mount -t tmpfs -o size=96m tmpfs /export
-# rig's client sends AUTH_NONE: accept that flavour (sec=sys:none) and map the anonymous user to
-# root, or nfsd answers every LOOKUP/CREATE/REMOVE with NFS3ERR_ACCES (seen in the first run).
-chmod 0777 /export
-echo "/export $RIG_CLIENT_IP/32(rw,sec=sys:none,anonuid=0,anongid=0,no_root_squash,insecure,async,no_subtree_check,fsid=1)" > /etc/exports
-rig_check rpcbind rpcbind -w
-rig_check exportfs exportfs -ra
-rig_check mountd rpc.mountd -p "$MOUNT_TCP_PORT"
-rig_check nfsd rpc.nfsd 8
-rig_check rdma-listener sh -c "echo 'rdma $NFS_RDMA_PORT' > /proc/fs/nfsd/portlist"
+nfsd_rdma_up "$(echo "$NFSD_EXPORT_OPTS" | sed s/,sync,/,async,/),fsid=1" -p "$MOUNT_TCP_PORT"
 NFS_RDMA_PORT=20050
 serve_start classic --mount-tcp "$RIG_SERVER_IP:20047" || { rig_result fail step=serve-start; exit 1; }
 rig_result pass nfsd_port=20049 rig_serve_port=20050 kernel=$(uname -r)

@@ -3,21 +3,7 @@
 # count nfsd's executions per XID.
 . /rig/lib/rig-suite.sh
 set -x
-rxe_up
-mkdir -p /proc/fs/nfsd /export /var/lib/nfs/v4recovery /run/rpcbind
-rig_check nfsd-fs mount -t nfsd nfsd /proc/fs/nfsd
-rig_check export-fs mount -t tmpfs -o size=96m tmpfs /export
-# rig's client sends AUTH_NONE: accept that flavour (sec=sys:none) and map the anonymous user to
-# root, or nfsd answers every LOOKUP/CREATE/REMOVE with NFS3ERR_ACCES (seen in the first run).
-chmod 0777 /export
-echo "/export $RIG_CLIENT_IP/32(rw,sec=sys:none,anonuid=0,anongid=0,no_root_squash,insecure,sync,no_subtree_check,fsid=1)" > /etc/exports
-rig_check rpcbind rpcbind -w
-rig_check exportfs exportfs -ra
-rig_check mountd rpc.mountd -p "$MOUNT_TCP_PORT"
-rig_check nfsd rpc.nfsd 8
-rig_check rdma-listener sh -c "echo 'rdma $NFS_RDMA_PORT' > /proc/fs/nfsd/portlist"
-cat /proc/fs/nfsd/portlist
-grep -q "rdma $NFS_RDMA_PORT" /proc/fs/nfsd/portlist || { rig_result fail step=portlist; exit 1; }
+nfsd_rdma_up "$NFSD_EXPORT_OPTS,fsid=1" -p "$MOUNT_TCP_PORT"
 cat /proc/fs/nfsd/reply_cache_stats
 # Executions counted in the kernel (`rig judge` in observe-nfsd.sh, per case): sunrpc:svc_process
 # (every call nfsd begins), nfsd:nfsd_drc_found (REPLY = replayed from the cache, DROPIT = an

@@ -28,6 +28,37 @@ rxe_up() {
   rdma link show
 }
 
+# The export options of the nfsd suites: rig's client sends AUTH_NONE, so accept that flavour
+# (sec=sys:none) and map the anonymous user to root, or nfsd answers every LOOKUP/CREATE/REMOVE
+# with NFS3ERR_ACCES (seen in the first drc run). Suites append their fsid.
+NFSD_EXPORT_OPTS=rw,sec=sys:none,anonuid=0,anongid=0,no_root_squash,insecure,sync,no_subtree_check
+
+# nfsd_rdma_up <export options> [rpc.mountd args...]: the kernel server every nfsd suite starts
+# from: soft-RoCE, the nfsd fs, a 96 MiB tmpfs /export shared with $RIG_CLIENT_IP, rpcbind,
+# rpc.mountd, 8 nfsd threads and an RDMA listener on $NFS_RDMA_PORT. NFSD_GRACE_SECS, when set,
+# shortens the NFSv4 grace period and lease first (NFSv4 calls are held off during grace). A
+# failed step fails the case.
+nfsd_rdma_up() {
+  opts=$1; shift
+  rxe_up
+  mkdir -p /proc/fs/nfsd /export /var/lib/nfs/v4recovery /run/rpcbind
+  rig_check nfsd-fs mount -t nfsd nfsd /proc/fs/nfsd
+  rig_check export-fs mount -t tmpfs -o size=96m tmpfs /export
+  chmod 0777 /export
+  echo "/export $RIG_CLIENT_IP/32($opts)" > /etc/exports
+  rig_check rpcbind rpcbind -w
+  rig_check exportfs exportfs -ra
+  rig_check mountd rpc.mountd "$@"
+  if [ -n "${NFSD_GRACE_SECS:-}" ]; then
+    echo "$NFSD_GRACE_SECS" > /proc/fs/nfsd/nfsv4gracetime
+    echo "$NFSD_GRACE_SECS" > /proc/fs/nfsd/nfsv4leasetime
+  fi
+  rig_check nfsd rpc.nfsd 8
+  rig_check rdma-listener sh -c "echo 'rdma $NFS_RDMA_PORT' > /proc/fs/nfsd/portlist"
+  cat /proc/fs/nfsd/portlist
+  grep -q "rdma $NFS_RDMA_PORT" /proc/fs/nfsd/portlist || { rig_result fail step=portlist; exit 1; }
+}
+
 # capture_start / capture_stop: RoCEv2 (UDP 4791) on eth0. One tcpdump runs for the whole suite
 # (started by the first case; starting one per case cost seconds under TCG and cut cases whose
 # tcpdump lagged); each case records its window in /rig/out/capture.windows, and the host cuts

@@ -4,18 +4,7 @@
 . /rig/lib/rig-suite.sh
 . /rig/lib/wire-fuzz-lib.sh
 set -x
-rxe_up
-mkdir -p /proc/fs/nfsd /export /var/lib/nfs/v4recovery /run/rpcbind
-rig_check nfsd-fs mount -t nfsd nfsd /proc/fs/nfsd
-rig_check export-fs mount -t tmpfs -o size=96m tmpfs /export
-chmod 0777 /export
-echo "/export $RIG_CLIENT_IP/32(rw,sec=sys:none,anonuid=0,anongid=0,no_root_squash,insecure,sync,no_subtree_check,fsid=1)" > /etc/exports
-rig_check rpcbind rpcbind -w
-rig_check exportfs exportfs -ra
-rig_check mountd rpc.mountd -p "$MOUNT_TCP_PORT"
-rig_check nfsd rpc.nfsd 8
-rig_check rdma-listener sh -c "echo 'rdma $NFS_RDMA_PORT' > /proc/fs/nfsd/portlist"
-grep -q "rdma $NFS_RDMA_PORT" /proc/fs/nfsd/portlist || { rig_result fail step=portlist; exit 1; }
+nfsd_rdma_up "$NFSD_EXPORT_OPTS,fsid=1" -p "$MOUNT_TCP_PORT"
 rm -f "$WIRE_FUZZ_STOP" "$WIRE_FUZZ_HITS"
 : > "$WIRE_FUZZ_HITS"
 # Only lines logged from now on: setup's own messages are the host dmesg check's business.
