@@ -132,9 +132,15 @@ enum Command {
 }
 
 fn load(path: &Path, check_icrc: bool) -> anyhow::Result<Trace> {
+    load_with(path, check_icrc, true)
+}
+
+/// The capture at `path` as a trace; `drop_payloads` unless the caller writes the payloads out.
+fn load_with(path: &Path, check_icrc: bool, drop_payloads: bool) -> anyhow::Result<Trace> {
     let bytes = crate::input::read_bounded(path, MAX_CAPTURE, "capture")?;
     let options = Options {
         check_icrc,
+        drop_payloads,
         ..Default::default()
     };
     // Owned: the capture bytes are freed before the trace is built.
@@ -267,7 +273,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             })
         }
         Command::Extract { file, dir } => {
-            let t = load(&file, true)?;
+            // The one command that writes the payloads out.
+            let t = load_with(&file, true, false)?;
             std::fs::create_dir_all(&dir).with_context(|| format!("{}", dir.display()))?;
             let mut count = 0usize;
             for (e, m) in t.messages() {

@@ -33,12 +33,16 @@ pub struct Options {
     pub limits: Limits,
     /// Verify each packet's ICRC and drop (and report) packets whose ICRC is wrong.
     pub check_icrc: bool,
+    /// Free each message's captured Send payload once it is decoded (`Message::payload` stays
+    /// empty): `rig trace show`/`diff` never read it, and on a capture of a million tiny
+    /// messages it was a fifth of the peak memory. Extraction keeps it.
+    pub drop_payloads: bool,
 }
 
 /// Build a trace from pcap or pcapng bytes.
 pub fn trace_capture(bytes: &[u8], options: &Options) -> Result<Trace, CaptureError> {
     let reassembled = reassemble(bytes, options)?;
-    Ok(reassembled.build())
+    Ok(reassembled.build(options.drop_payloads))
 }
 
 /// [`trace_capture`] taking the bytes: they (and the frame list) are freed once reassembly has
@@ -47,7 +51,7 @@ pub fn trace_capture(bytes: &[u8], options: &Options) -> Result<Trace, CaptureEr
 pub fn trace_capture_owned(bytes: Vec<u8>, options: &Options) -> Result<Trace, CaptureError> {
     let reassembled = reassemble(&bytes, options)?;
     drop(bytes);
-    Ok(reassembled.build())
+    Ok(reassembled.build(options.drop_payloads))
 }
 
 /// What reassembly left of a capture: the deliveries, and what the trace says of the file.
@@ -58,8 +62,8 @@ struct Reassembled {
 }
 
 impl Reassembled {
-    fn build(self) -> Trace {
-        let mut trace = build_owned(self.deliveries);
+    fn build(self, drop_payloads: bool) -> Trace {
+        let mut trace = build_deliveries(self.deliveries, drop_payloads);
         trace.frames = self.frames;
         trace.capture_error = self.capture_error;
         trace
@@ -295,6 +299,8 @@ struct Builder {
     /// destination, its role), ascending ids: where a new flow looks for its other half.
     half_open: HashMap<(IpAddr, IpAddr, Role), Vec<usize>>,
     budget: GatherBudget,
+    /// [`Options::drop_payloads`].
+    drop_payloads: bool,
     /// Connection and role of each delivery, fixed in pass 1 when the flow was current: QP
     /// numbers are reused by later connections, so a flow's final mapping is not enough.
     assigned: Vec<(Option<usize>, Option<Role>)>,
@@ -308,6 +314,11 @@ pub fn build(deliveries: &[Delivery]) -> Trace {
 
 /// [`build`] taking the deliveries: each Send's payload moves into its message, not copied.
 pub fn build_owned(deliveries: Vec<Delivery>) -> Trace {
+    build_deliveries(deliveries, false)
+}
+
+/// [`build_owned`], freeing each Send's payload once its message is decoded when `drop_payloads`.
+fn build_deliveries(deliveries: Vec<Delivery>, drop_payloads: bool) -> Trace {
     let budget = GatherBudget::for_deliveries(&deliveries);
     let count = deliveries.len();
     let mut b = Builder {
@@ -320,6 +331,7 @@ pub fn build_owned(deliveries: Vec<Delivery>) -> Trace {
         index: DataIndex::default(),
         half_open: HashMap::new(),
         budget,
+        drop_payloads,
         assigned: Vec::with_capacity(count),
         // At most one event per delivery.
         events: Vec::with_capacity(count),
@@ -652,6 +664,9 @@ impl Builder {
         };
         let payload = std::mem::take(&mut m.payload);
         let m = self.decode_message(index, at, conn, dir, &payload, m);
+        if self.drop_payloads {
+            return m;
+        }
         Message { payload, ..m }
     }
 

@@ -50,6 +50,8 @@ fn show_with(bytes: &[u8], limits: trace::reassembly::Limits) -> (Trace, String)
         &Options {
             check_icrc: true,
             limits,
+            // As `rig trace show` builds it.
+            drop_payloads: true,
         },
     )
     .unwrap();
