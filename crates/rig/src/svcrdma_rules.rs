@@ -465,21 +465,53 @@ mod tests {
     }
 
     #[test]
-    fn the_model_profiles_pass_against_their_model() {
-        for (file, target) in [
-            ("mainline-2026.toml", "model:linux-2026"),
-            ("debian-6.1.176.toml", "model:linux-6.1"),
-        ] {
-            let profile = fixture(file);
-            let code = run_cli(&[
-                "--target",
-                target,
-                "--profile",
-                profile.to_str().unwrap(),
-                "--include-dangerous",
-            ]);
-            assert_eq!(code, 0, "{file}");
-        }
+    fn the_reference_profile_passes_against_its_model() {
+        let profile = fixture("mainline-2026.toml");
+        let code = run_cli(&[
+            "--target",
+            "model:linux-2026",
+            "--profile",
+            profile.to_str().unwrap(),
+            "--include-dangerous",
+        ]);
+        assert_eq!(code, 0);
+    }
+
+    /// The measured 6.1.176 profile against the svcrdma model's linux-6.1 profile: they differ
+    /// in exactly one rule, which the model gets wrong: 6.1 answers a Reply chunk with no
+    /// segments with ERR_CHUNK where the model (`UncheckedZeroSegcount`, decode only) predicts a
+    /// reply. Read, not yet traced: 6.1's decode lets it through, and the ERR_CHUNK most likely
+    /// comes from the send path (`svc_rdma_sendto` → `svc_rdma_send_error_msg` when the reply
+    /// cannot go into the Reply chunk), which the model does not cover.
+    #[test]
+    fn the_measured_6_1_profile_differs_from_the_model_only_where_the_model_is_wrong() {
+        let dir = scratch("measured-6.1");
+        let report = dir.join("report.json");
+        let code = run_cli(&[
+            "--target",
+            "model:linux-6.1",
+            "--profile",
+            fixture("debian-6.1.176.toml").to_str().unwrap(),
+            "--report",
+            report.to_str().unwrap(),
+        ]);
+        assert_eq!(code, 1);
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+        let bad: Vec<(&str, &str, &str)> = json["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["ok"] == false)
+            .map(|r| {
+                (
+                    r["rule"].as_str().unwrap(),
+                    r["expected"].as_str().unwrap(),
+                    r["observed"].as_str().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(bad, [("reply-segcount-zero", "err-chunk", "reply")]);
     }
 
     #[test]
