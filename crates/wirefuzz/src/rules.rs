@@ -39,29 +39,29 @@ const RAW_INDEX: u64 = 0xff_fff0;
 /// / [`Rule::UncheckedZeroSegcount`], which are not checks a header breaks but the 6.1 model's
 /// name for *accepting* a header that breaks [`Rule::ReadChunkPastInline`] /
 /// [`Rule::WriteSegcountZero`]; their negative cases are those rules' cases.
-pub const CATALOGUE_RULES: [Rule; 21] = [
-    Rule::ReceiveOverflow,
-    Rule::ShortHeader,
-    Rule::BadVersion,
-    Rule::DroppedProc,
-    Rule::BadProc,
-    Rule::ReadListTruncated,
-    Rule::ReadSegmentOversized,
-    Rule::ReadPositionUnaligned,
-    Rule::WriteListTruncated,
-    Rule::WriteSegcountZero,
-    Rule::WriteSegcountOverLimit,
-    Rule::WriteSegmentsTruncated,
-    Rule::ReplyChunkTruncated,
-    Rule::ReplySegcountZero,
-    Rule::ReplySegcountOverLimit,
-    Rule::ReplySegmentsTruncated,
-    Rule::CallChunkOversized,
-    Rule::ReadChunkPastInline,
-    Rule::ReadChunkOversized,
-    Rule::ReadChunksOverlap,
-    Rule::ReadPagesOverrun,
-];
+pub const CATALOGUE_RULES: [Rule; 21] = catalogue_rules();
+
+/// [`Rule::ALL`] without the three rules no header breaks (see [`CATALOGUE_RULES`]), in its order.
+const fn catalogue_rules() -> [Rule; 21] {
+    let mut out = [Rule::Accepted; 21];
+    let (mut from, mut to) = (0, 0);
+    while from < Rule::ALL.len() {
+        let rule = Rule::ALL[from];
+        if !matches!(
+            rule,
+            Rule::Accepted | Rule::UncheckedReadChunkPosition | Rule::UncheckedZeroSegcount
+        ) {
+            out[to] = rule;
+            to += 1;
+        }
+        from += 1;
+    }
+    assert!(
+        to == out.len(),
+        "every rule but the three is in the catalogue"
+    );
+    out
+}
 
 /// What a responder did with one case, as `rig svcrdma-rules` reports it (the executor's
 /// [`Observed`] under the names the profile files use).
