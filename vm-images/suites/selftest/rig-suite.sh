@@ -28,6 +28,14 @@ rxe_up() {
   rdma link show
 }
 
+# client_up: the client side every suite starts from: soft-RoCE on eth0 and a reachable server
+# (it may still be booting: up to 60 one-second pings, then one that must answer).
+client_up() {
+  rxe_up
+  for i in $(seq 60); do ping -c 1 -W 1 "$RIG_SERVER_IP" > /dev/null && break; done
+  rig_check ping ping -c 1 -W 2 "$RIG_SERVER_IP"
+}
+
 # The export options of the nfsd suites: rig's client sends AUTH_NONE, so accept that flavour
 # (sec=sys:none) and map the anonymous user to root, or nfsd answers every LOOKUP/CREATE/REMOVE
 # with NFS3ERR_ACCES (seen in the first drc run). Suites append their fsid.
