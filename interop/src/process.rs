@@ -408,9 +408,24 @@ pub fn output_with_timeout(name: &str, mut command: Command, timeout: Duration) 
     }
 }
 
-/// The last `lines` lines of a text file (empty if unreadable).
+/// How much of a file's end [`tail`] reads: logs and consoles can be megabytes, the lines a
+/// message quotes are at the end.
+const TAIL_BYTES: u64 = 256 << 10;
+
+/// The last `max_bytes` bytes of `path` (lossy UTF-8), read without loading the rest.
+pub fn read_tail(path: &Path, max_bytes: u64) -> std::io::Result<String> {
+    use std::io::{Seek, SeekFrom};
+    let mut file = File::open(path)?;
+    let len = file.metadata()?.len();
+    file.seek(SeekFrom::Start(len.saturating_sub(max_bytes)))?;
+    let mut bytes = Vec::new();
+    file.take(max_bytes).read_to_end(&mut bytes)?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// The last `lines` lines of a text file (empty if unreadable), from its last 256 KiB.
 pub fn tail(path: &Path, lines: usize) -> String {
-    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let text = read_tail(path, TAIL_BYTES).unwrap_or_default();
     let all: Vec<&str> = text.lines().collect();
     all[all.len().saturating_sub(lines)..].join("\n")
 }

@@ -519,6 +519,8 @@ fn supervise(
     // A heartbeat when nothing was reported for 15 s: the case in progress and for how long.
     let mut last_line = Instant::now();
     let mut last_step = String::from("setup");
+    // Per guest: whether its console was read for a kernel death after its qemu exited.
+    let mut console_read = vec![false; guests.len()];
     let finished = wait_until(deadline, Duration::from_millis(250), || {
         for (index, role) in Role::BOTH.iter().enumerate() {
             let text = fs::read_to_string(out.join(format!("steps.{}", role.as_str())))
@@ -564,12 +566,19 @@ fn supervise(
             last_line = Instant::now();
         }
         let mut all_exited = true;
-        for guest in guests.iter_mut() {
-            all_exited &= guest.child.try_wait()?.is_some();
+        let mut death = None;
+        for (index, guest) in guests.iter_mut().enumerate() {
+            let exited = guest.child.try_wait()?.is_some();
+            all_exited &= exited;
+            // Each guest's console is read once, when its qemu is first seen gone.
+            if exited && !console_read[index] {
+                console_read[index] = true;
+                death = death.or_else(|| guest_death_of(guest));
+            }
         }
         // A guest whose kernel died ends the run now: the other guest would only wait out
         // every remaining case against a peer that is gone.
-        if let Some(death) = dead_guest(guests)? {
+        if let Some(death) = death {
             run.guest_died = Some(death.clone());
             for guest in guests.iter_mut() {
                 guest.child.kill_group();
@@ -596,32 +605,9 @@ fn guest_death_of(guest: &Guest) -> Option<String> {
     /// The panic and the Oops before it are at the console's end; a guest under a chatty suite
     /// may have logged megabytes before them.
     const CONSOLE_TAIL_BYTES: u64 = 256 << 10;
-    let text = read_tail(&guest.console, CONSOLE_TAIL_BYTES).ok()?;
+    let text = crate::process::read_tail(&guest.console, CONSOLE_TAIL_BYTES).ok()?;
     crate::results::guest_death(&text)
         .map(|how| format!("the {} guest's kernel died: {how}", guest.role.as_str()))
-}
-
-/// The first exited guest whose kernel died, if any.
-fn dead_guest(guests: &mut [Guest]) -> Result<Option<String>> {
-    for guest in guests.iter_mut() {
-        if guest.child.try_wait()?.is_some() {
-            if let Some(death) = guest_death_of(guest) {
-                return Ok(Some(death));
-            }
-        }
-    }
-    Ok(None)
-}
-
-/// The last `max` bytes of `path` (lossy UTF-8), read without loading the rest.
-fn read_tail(path: &Path, max: u64) -> Result<String> {
-    use std::io::{Read, Seek, SeekFrom};
-    let mut file = fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
-    let len = file.metadata()?.len();
-    file.seek(SeekFrom::Start(len.saturating_sub(max)))?;
-    let mut bytes = Vec::new();
-    file.take(max).read_to_end(&mut bytes)?;
-    Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 /// Judge every case and the host checks from what the guests left in `out/`.
