@@ -302,17 +302,28 @@ fn previous_durations(
     durations
 }
 
-/// Run every (kernel, suite) of `work` on `jobs` workers that each take the next item as soon as
-/// they are free (a short suite no longer waits for the longest of its batch); results come back
-/// in `work` order.
+/// What every (re)run of a queue needs: workers, images, settings and the progress printer.
+struct QueueContext<'a> {
+    jobs: usize,
+    images: &'a Images,
+    settings: &'a RunSettings,
+    progress: &'a Progress,
+}
+
+/// Run every (kernel, suite) of `work` on the context's `jobs` workers, each taking the next
+/// item as soon as it is free (a short suite no longer waits for the longest of its batch);
+/// results come back in `work` order.
 fn run_queue(
     work: &[(usize, &Suite)],
     previous: &std::collections::BTreeMap<(String, String), u64>,
-    jobs: usize,
-    images: &Images,
-    settings: &RunSettings,
-    progress: &Progress,
+    context: &QueueContext<'_>,
 ) -> Result<Vec<interop::report::KernelRun>> {
+    let QueueContext {
+        jobs,
+        images,
+        settings,
+        progress,
+    } = *context;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Mutex;
     // Longest first, so the last ones to finish are short: the previous run's wall time of the
@@ -362,39 +373,22 @@ fn run_queue(
         .collect()
 }
 
-/// What every (re)run of a queue needs: workers, images, settings and the progress printer.
-struct QueueContext<'a> {
-    jobs: usize,
-    images: &'a Images,
-    settings: &'a RunSettings,
-    progress: &'a Progress,
-}
-
 /// Run `queue` again with its files under `<run>/<subdir>/`; the settings it ran with and the runs.
 fn run_retries(
     queue: &[(usize, &Suite)],
     subdir: &str,
     context: &QueueContext<'_>,
 ) -> Result<(RunSettings, Vec<interop::report::KernelRun>)> {
-    let QueueContext {
-        jobs,
-        images,
-        settings,
-        progress,
-    } = *context;
     let retry_settings = RunSettings {
-        out_root: settings.out_root.join(subdir),
-        ..settings.clone()
+        out_root: context.settings.out_root.join(subdir),
+        ..context.settings.clone()
     };
-    progress.plan_runs(queue.len());
-    let retried = run_queue(
-        queue,
-        &Default::default(),
-        jobs,
-        images,
-        &retry_settings,
-        progress,
-    )?;
+    context.progress.plan_runs(queue.len());
+    let retry_context = QueueContext {
+        settings: &retry_settings,
+        ..*context
+    };
+    let retried = run_queue(queue, &Default::default(), &retry_context)?;
     Ok((retry_settings, retried))
 }
 
@@ -602,14 +596,13 @@ fn run(kernels: &KernelArgs, args: &RunArgs) -> Result<bool> {
             // Later attempts keep their own case files beside the first's.
             settings.out_root = run_root.join(format!("attempt-{attempt}"));
         }
-        let mut attempt_runs =
-            run_queue(&work, &previous, args.jobs, &images, &settings, &progress)?;
         let context = QueueContext {
             jobs: args.jobs,
             images: &images,
             settings: &settings,
             progress: &progress,
         };
+        let mut attempt_runs = run_queue(&work, &previous, &context)?;
         retry_dead_guests(&work, &mut attempt_runs, &context)?;
         retry_harness_failures(&work, &mut attempt_runs, &context)?;
         runs.extend(attempt_runs.into_iter().map(|mut run| {
