@@ -124,14 +124,7 @@ pub fn adopt_outcome(run: &mut KernelRun, retry: &KernelRun, failure: &HarnessFa
     let Some(slot) = run.cases.iter_mut().find(|c| c.name == failure.case) else {
         return;
     };
-    let mut note = ResultLine {
-        case: failure.case.clone(),
-        role: "harness".to_owned(),
-        verdict: "retried".to_owned(),
-        fields: [("first_attempt".to_owned(), failure.reason.clone())]
-            .into_iter()
-            .collect(),
-    };
+    let mut note = retried_note(&failure.case, &failure.reason);
     match retry.cases.iter().find(|c| c.name == failure.case) {
         Some(outcome) if retry.error.is_none() => {
             *slot = outcome.clone();
@@ -148,6 +141,19 @@ pub fn adopt_outcome(run: &mut KernelRun, retry: &KernelRun, failure: &HarnessFa
         }
     }
     slot.results.push(note);
+}
+
+/// The `harness` result line of a case that ran twice: why its first attempt did not count
+/// (JUnit shows it as a flaky rerun).
+fn retried_note(case: &str, first_attempt: &str) -> ResultLine {
+    ResultLine {
+        case: case.to_owned(),
+        role: "harness".to_owned(),
+        verdict: "retried".to_owned(),
+        fields: [("first_attempt".to_owned(), first_attempt.to_owned())]
+            .into_iter()
+            .collect(),
+    }
 }
 
 /// Replace the first attempt of a kernel × suite whose guest died by its whole retry: the first
@@ -186,14 +192,8 @@ pub fn adopt_run(
         for reason in &mut case.reasons {
             *reason = reason.replace(&from, &to);
         }
-        case.results.push(ResultLine {
-            case: case.name.clone(),
-            role: "harness".to_owned(),
-            verdict: "retried".to_owned(),
-            fields: [("first_attempt".to_owned(), death.clone())]
-                .into_iter()
-                .collect(),
-        });
+        let note = retried_note(&case.name, &death);
+        case.results.push(note);
     }
     retry.retried_after = Some(format!(
         "first attempt: {death}; its files are in {}",
