@@ -658,12 +658,7 @@ impl Builder {
         dir: Option<Role>,
         payload: Vec<u8>,
     ) -> Message {
-        let mut m = Message {
-            payload,
-            ..Default::default()
-        };
-        let payload = std::mem::take(&mut m.payload);
-        let m = self.decode_message(index, at, conn, dir, &payload, m);
+        let m = self.decode_message(index, at, conn, dir, &payload, Message::default());
         if self.drop_payloads {
             return m;
         }
