@@ -11,13 +11,12 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 use wirefuzz::case::Case;
-use wirefuzz::executor::{CaseRunner, Executor, ModelRunner};
+use wirefuzz::executor::{open_runner, CaseRunner};
 use wirefuzz::rules::{
     catalogue, follow_up_null, Answer, CaseKind, Expected, KernelProfile, RuleCases,
     CATALOGUE_RULES,
 };
-use wirefuzz::sim_target::SimTarget;
-use wirefuzz::target::{open_rdma, Deadline, Target, TargetSpec};
+use wirefuzz::target::{Deadline, TargetSpec};
 
 use crate::input::read_text;
 use crate::outln;
@@ -214,31 +213,23 @@ fn run_row(
 }
 
 /// A runner of its own for one case: a fresh simulator, a fresh rdma_cm connection (the
-/// previous case's connection is gone with its runner), or the model.
-enum FreshRunner {
-    Model(ModelRunner),
-    Live(Executor<Box<dyn Target>>),
-}
-
-fn open_fresh(spec: &TargetSpec, deadline: Deadline, log: Option<&Path>) -> Result<FreshRunner> {
-    let target: Box<dyn Target> = match spec {
-        TargetSpec::Model(profile) => {
-            return Ok(FreshRunner::Model(ModelRunner { profile: *profile }))
-        }
-        TargetSpec::Sim(kind) => Box::new(SimTarget::new(kind.clone(), SIM_SEED)?),
-        TargetSpec::Rdma(addr) => open_rdma(addr)?,
-    };
-    let executor = Executor::new(target, deadline);
-    Ok(FreshRunner::Live(match log {
-        Some(path) => {
-            let file = OpenOptions::new()
+/// previous case's connection is gone with its runner), or the model; live runners append every
+/// case to `log` before sending it.
+fn open_fresh(
+    spec: &TargetSpec,
+    deadline: Deadline,
+    log: Option<&Path>,
+) -> Result<Box<dyn CaseRunner>> {
+    let log = log
+        .map(|path| {
+            OpenOptions::new()
                 .append(true)
                 .open(path)
-                .with_context(|| format!("opening {}", path.display()))?;
-            executor.with_log(Box::new(BufWriter::new(file)) as Box<dyn Write>)
-        }
-        None => executor,
-    }))
+                .with_context(|| format!("opening {}", path.display()))
+        })
+        .transpose()?
+        .map(|file| Box::new(BufWriter::new(file)) as Box<dyn Write>);
+    Ok(open_runner(spec, SIM_SEED, deadline, log)?)
 }
 
 /// The answer to `case` on a connection of its own, with the target's notes. An ERR_CHUNK is
@@ -250,32 +241,24 @@ fn answer_on_fresh_connection(
     log: Option<&Path>,
     case: &Case,
 ) -> Result<(Answer, Vec<String>)> {
-    match open_fresh(spec, deadline, log)? {
-        FreshRunner::Model(mut model) => {
-            let result = model.run_case(case)?;
-            Ok((result.outcome.into(), result.notes))
-        }
-        FreshRunner::Live(mut executor) => {
-            let result = executor.run_case(case)?;
-            let mut answer = Answer::from(result.outcome);
-            let mut notes = result.notes;
-            if answer == Answer::ErrChunk {
-                let follow_up = executor.run_case(&follow_up_null())?;
-                let kept =
-                    Answer::from(follow_up.outcome) == Answer::Reply && executor.reconnects() == 0;
-                notes.push(format!(
-                    "follow-up NULL after the ERR_CHUNK: {} (reconnects {}): connection {}",
-                    follow_up.outcome,
-                    executor.reconnects(),
-                    if kept { "kept" } else { "closed" }
-                ));
-                if !kept {
-                    answer = Answer::ErrChunkThenClose;
-                }
-            }
-            Ok((answer, notes))
+    let mut runner = open_fresh(spec, deadline, log)?;
+    let result = runner.run_case(case)?;
+    let mut answer = Answer::from(result.outcome);
+    let mut notes = result.notes;
+    if answer == Answer::ErrChunk {
+        let follow_up = runner.run_case(&follow_up_null())?;
+        let kept = Answer::from(follow_up.outcome) == Answer::Reply && runner.reconnects() == 0;
+        notes.push(format!(
+            "follow-up NULL after the ERR_CHUNK: {} (reconnects {}): connection {}",
+            follow_up.outcome,
+            runner.reconnects(),
+            if kept { "kept" } else { "closed" }
+        ));
+        if !kept {
+            answer = Answer::ErrChunkThenClose;
         }
     }
+    Ok((answer, notes))
 }
 
 fn render_row(row: &Row) -> String {

@@ -55,6 +55,10 @@ pub struct CaseResult {
 pub trait CaseRunner {
     fn name(&self) -> String;
     fn run_case(&mut self, case: &Case) -> Result<CaseResult, TargetError>;
+    /// Connections re-established after a close so far (a runner without a transport: 0).
+    fn reconnects(&self) -> u64 {
+        0
+    }
 }
 
 /// The svcrdma rule model's prediction, as a runner (for `--against model:PROFILE`).
@@ -268,6 +272,10 @@ fn parse_answer(bytes: &[u8]) -> Option<(u32, Observed)> {
 impl<T: Target> CaseRunner for Executor<T> {
     fn name(&self) -> String {
         self.target.name()
+    }
+
+    fn reconnects(&self) -> u64 {
+        Executor::reconnects(self)
     }
 
     fn run_case(&mut self, case: &Case) -> Result<CaseResult, TargetError> {
