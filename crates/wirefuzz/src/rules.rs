@@ -564,23 +564,9 @@ fn bounded(field: &str, value: String) -> Result<String, ProfileError> {
     Ok(value)
 }
 
-/// A TOML basic string (quoted, escaped).
+/// A TOML string value, quoted and escaped by the `toml` crate that also parses it.
 fn toml_string(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            '\r' => out.push_str("\\r"),
-            c if c.is_control() => out.push_str(&format!("\\u{:04X}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
+    toml::Value::String(s.to_owned()).to_string()
 }
 
 impl KernelProfile {
