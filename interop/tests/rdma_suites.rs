@@ -34,28 +34,48 @@ fn catalogue_scenarios() -> Vec<String> {
         .collect()
 }
 
-#[test]
-fn rdma_suites_parse_and_their_scripts_exist_and_are_valid_sh() {
-    for name in ["selftest", "drc", "kclient", "bench-interop", "v41"] {
-        let suite = load(name);
-        assert_eq!(suite.name, name);
-        for case in &suite.cases {
-            for script in Role::BOTH.iter().filter_map(|r| case.script(*r)) {
-                let path = suites_dir().join(name).join(script);
-                assert!(path.is_file(), "{name}: {script} missing");
-                assert!(sh_syntax_ok(&path), "{name}: {script} fails sh -n");
-            }
+/// Suite `name`, checked: it parses under its own name and every case's script exists and
+/// passes `sh -n`.
+fn checked_suite(name: &str) -> Suite {
+    let suite = load(name);
+    assert_eq!(suite.name, name);
+    for case in &suite.cases {
+        for script in Role::BOTH.iter().filter_map(|r| case.script(*r)) {
+            let path = suites_dir().join(name).join(script);
+            assert!(path.is_file(), "{name}: {script} missing");
+            assert!(sh_syntax_ok(&path), "{name}: {script} fails sh -n");
         }
-        for extra in &suite.extra_files {
-            if extra.from.starts_with("target") {
-                continue;
-            }
+    }
+    suite
+}
+
+/// The suite's extra files that come from the repository (the rig binary, built by `just
+/// interop`, is left out), each checked to exist, with its path.
+fn repository_extra_files<'a>(
+    name: &str,
+    suite: &'a Suite,
+) -> Vec<(PathBuf, &'a interop::suite::ExtraFile)> {
+    suite
+        .extra_files
+        .iter()
+        .filter(|extra| !extra.from.starts_with("target"))
+        .map(|extra| {
             let path = workspace_root().join(&extra.from);
             assert!(
                 path.is_file(),
                 "{name}: extra file {} missing",
                 path.display()
             );
+            (path, extra)
+        })
+        .collect()
+}
+
+#[test]
+fn rdma_suites_parse_and_their_scripts_exist_and_are_valid_sh() {
+    for name in ["selftest", "drc", "kclient", "bench-interop", "v41"] {
+        let suite = checked_suite(name);
+        for (path, _) in repository_extra_files(name, &suite) {
             assert!(sh_syntax_ok(&path), "{}: fails sh -n", path.display());
         }
     }
@@ -155,26 +175,9 @@ fn v41_runs_each_session_scenario_once_against_nfsd() {
 #[test]
 fn svcrdma_rules_suite_is_valid_ships_every_profile_and_is_opt_in() {
     let name = "svcrdma-rules";
-    let suite = load(name);
-    assert_eq!(suite.name, name);
-    for case in &suite.cases {
-        for script in Role::BOTH.iter().filter_map(|r| case.script(*r)) {
-            let path = suites_dir().join(name).join(script);
-            assert!(path.is_file(), "{name}: {script} missing");
-            assert!(sh_syntax_ok(&path), "{name}: {script} fails sh -n");
-        }
-    }
+    let suite = checked_suite(name);
     let mut shipped = Vec::new();
-    for extra in &suite.extra_files {
-        if extra.from.starts_with("target") {
-            continue;
-        }
-        let path = workspace_root().join(&extra.from);
-        assert!(
-            path.is_file(),
-            "{name}: extra file {} missing",
-            path.display()
-        );
+    for (path, extra) in repository_extra_files(name, &suite) {
         match path.extension().and_then(|e| e.to_str()) {
             Some("sh") => assert!(sh_syntax_ok(&path), "{}: fails sh -n", path.display()),
             Some("toml") => {
