@@ -280,11 +280,7 @@ mod tests {
     use super::*;
     use clap::Parser;
 
-    #[derive(Parser)]
-    struct Cli {
-        #[command(flatten)]
-        args: Args,
-    }
+    type Cli = crate::test_cli::Cli<Args>;
 
     fn scratch(name: &str) -> PathBuf {
         let dir = std::env::temp_dir().join(format!("rig-fuzz-wire-{}-{name}", std::process::id()));

@@ -241,11 +241,7 @@ mod tests {
     use super::*;
     use clap::Parser;
 
-    #[derive(Parser)]
-    struct Cli {
-        #[command(flatten)]
-        args: Args,
-    }
+    type Cli = crate::test_cli::Cli<Args>;
 
     const VERDICT: &str = r#"[
   {

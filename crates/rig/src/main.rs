@@ -11,6 +11,8 @@ mod output;
 mod scenarios;
 mod serve;
 mod svcrdma_rules;
+#[cfg(test)]
+mod test_cli;
 mod trace_cmd;
 
 /// Interop test suite and fuzzing rig for RPC-over-RDMA version 1 (RFC 8166).

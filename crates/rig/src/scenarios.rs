@@ -196,11 +196,7 @@ mod tests {
     use super::*;
     use clap::Parser;
 
-    #[derive(Parser)]
-    struct Cli {
-        #[command(flatten)]
-        args: Args,
-    }
+    type Cli = crate::test_cli::Cli<Args>;
 
     #[test]
     fn rdma_needs_a_server_and_a_valid_root_handle() {

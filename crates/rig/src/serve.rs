@@ -189,11 +189,7 @@ mod tests {
     use super::*;
     use clap::Parser;
 
-    #[derive(Parser)]
-    struct Cli {
-        #[command(flatten)]
-        args: Args,
-    }
+    type Cli = crate::test_cli::Cli<Args>;
 
     #[test]
     fn refuses_exports_the_file_system_does_not_have() {

@@ -371,11 +371,7 @@ mod tests {
     use clap::Parser;
     use wire::svcrdma::{Profile, Rule};
 
-    #[derive(Parser)]
-    struct Cli {
-        #[command(flatten)]
-        args: Args,
-    }
+    type Cli = crate::test_cli::Cli<Args>;
 
     fn scratch(name: &str) -> PathBuf {
         let dir =
