@@ -249,7 +249,12 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         }
         Command::Status { file, format } => {
             let t = load(&file, true)?;
-            let r = render::render(&t, Style::Normalised, Level::Exchange);
+            // The status and the counts only: the lines are never printed, so not rendered.
+            let r = Rendered {
+                lines: String::new(),
+                transport: trace::TransportCounts::of(&t),
+                capture: trace::capture_status(&t),
+            };
             match format {
                 StatusFormat::Text => out!("{}", r.summary())?,
                 StatusFormat::Json => outln!(

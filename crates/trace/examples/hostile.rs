@@ -28,6 +28,11 @@ fn main() {
         "nfs-null-100k.pcap",
         trace::synth::null_calls(100_000, 100_003),
     );
+    // 1M tiny messages (142 MB): what each decoded message costs (`Options::drop_payloads`).
+    write(
+        "nfs-null-1m.pcap",
+        trace::synth::null_calls(1_000_000, 100_003),
+    );
     write(
         "mount-null-100k.pcap",
         trace::synth::null_calls(100_000, 100_005),

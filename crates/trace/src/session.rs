@@ -159,13 +159,22 @@ fn slot(role: Role) -> usize {
     }
 }
 
-/// Data movements indexed by connection and handle, for attaching chunk data.
+/// Data movements indexed by connection and handle, for attaching chunk data: (delivery index,
+/// slot in [`Builder::moved`]) pairs, ascending.
 #[derive(Debug, Default)]
 struct DataIndex {
-    /// (conn, rkey) → indices into the deliveries of the RDMA READs, ascending.
-    reads: HashMap<(usize, u32), Vec<usize>>,
-    /// (conn, rkey) → indices into the deliveries of the RDMA WRITEs, ascending.
-    writes: HashMap<(usize, u32), Vec<usize>>,
+    /// (conn, rkey) → the RDMA READs.
+    reads: HashMap<(usize, u32), Vec<(usize, usize)>>,
+    /// (conn, rkey) → the RDMA WRITEs.
+    writes: HashMap<(usize, u32), Vec<(usize, usize)>>,
+}
+
+/// An RDMA READ or WRITE's target and data, moved out of its delivery in pass 1: chunk data is
+/// looked up here, so pass 2 can free each delivery once its event is built.
+#[derive(Debug)]
+struct Moved {
+    reth: crate::ib::Reth,
+    data: Vec<u8>,
 }
 
 /// Chunk data gathered over the whole trace may reach this many bytes per byte of RDMA data in
@@ -284,7 +293,10 @@ impl Filled {
 }
 
 struct Builder {
-    deliveries: Vec<Delivery>,
+    /// The data of every RDMA READ and WRITE, in delivery order.
+    moved: Vec<Moved>,
+    /// Pass 2's next slot in `moved` (deliveries are visited in the order they were moved).
+    next_moved: usize,
     conns: Vec<ConnState>,
     /// Calls by (connection, xid), to pair Replies and spot repeats: one map for the trace, not
     /// one per connection (a capture of many one-Call connections stays small).
@@ -301,9 +313,6 @@ struct Builder {
     budget: GatherBudget,
     /// [`Options::drop_payloads`].
     drop_payloads: bool,
-    /// Connection and role of each delivery, fixed in pass 1 when the flow was current: QP
-    /// numbers are reused by later connections, so a flow's final mapping is not enough.
-    assigned: Vec<(Option<usize>, Option<Role>)>,
     events: Vec<Event>,
 }
 
@@ -318,11 +327,12 @@ pub fn build_owned(deliveries: Vec<Delivery>) -> Trace {
 }
 
 /// [`build_owned`], freeing each Send's payload once its message is decoded when `drop_payloads`.
-fn build_deliveries(deliveries: Vec<Delivery>, drop_payloads: bool) -> Trace {
+fn build_deliveries(mut deliveries: Vec<Delivery>, drop_payloads: bool) -> Trace {
     let budget = GatherBudget::for_deliveries(&deliveries);
     let count = deliveries.len();
     let mut b = Builder {
-        deliveries,
+        moved: Vec::new(),
+        next_moved: 0,
         conns: Vec::new(),
         calls: HashMap::new(),
         flow_conn: HashMap::new(),
@@ -332,14 +342,15 @@ fn build_deliveries(deliveries: Vec<Delivery>, drop_payloads: bool) -> Trace {
         half_open: HashMap::new(),
         budget,
         drop_payloads,
-        assigned: Vec::with_capacity(count),
         // At most one event per delivery.
         events: Vec::with_capacity(count),
     };
+    // Connection and role of each delivery, fixed in pass 1 when the flow was current: QP
+    // numbers are reused by later connections, so a flow's final mapping is not enough.
+    let mut assigned: Vec<(Option<usize>, Option<Role>)> = Vec::with_capacity(count);
     // Pass 1: connections (CM first, then traffic) and the data index.
-    let deliveries = std::mem::take(&mut b.deliveries);
-    for (i, d) in deliveries.iter().enumerate() {
-        let assigned = match d {
+    for (i, d) in deliveries.iter_mut().enumerate() {
+        let assigned_here = match d {
             Delivery::Cm {
                 src, dst, message, ..
             } => {
@@ -350,14 +361,25 @@ fn build_deliveries(deliveries: Vec<Delivery>, drop_payloads: bool) -> Trace {
                 let (conn, role) = b.connection_for(*flow, guess_send_role(payload));
                 (Some(conn), role)
             }
-            Delivery::Write { flow, reth, .. } | Delivery::Read { flow, reth, .. } => {
+            Delivery::Write {
+                flow, reth, data, ..
+            }
+            | Delivery::Read {
+                flow, reth, data, ..
+            } => {
                 // Only the server moves data in RPC-over-RDMA (RFC 8166 §3.4.1).
                 let (conn, role) = b.connection_for(*flow, Some(Role::Server));
+                let slot = b.moved.len();
+                b.moved.push(Moved {
+                    reth: *reth,
+                    data: std::mem::take(data),
+                });
+                let rkey = reth.rkey;
                 let index = match d {
                     Delivery::Read { .. } => &mut b.index.reads,
                     _ => &mut b.index.writes,
                 };
-                index.entry((conn, reth.rkey)).or_default().push(i);
+                index.entry((conn, rkey)).or_default().push((i, slot));
                 (Some(conn), role)
             }
             Delivery::Event { flow, .. } => match flow.and_then(|f| b.flow_conn.get(&f)) {
@@ -365,12 +387,22 @@ fn build_deliveries(deliveries: Vec<Delivery>, drop_payloads: bool) -> Trace {
                 None => (None, None),
             },
         };
-        b.assigned.push(assigned);
+        assigned.push(assigned_here);
     }
-    b.deliveries = deliveries;
-    // Pass 2: events.
+    // Pass 2: events, consuming the deliveries front to back. Their memory goes back as it is
+    // consumed (each time half of it is free), so the deliveries and the events they become are
+    // not both held whole: on a million tiny messages that was a fifth of the peak.
+    let mut deliveries = VecDeque::from(deliveries);
+    let mut assigned = VecDeque::from(assigned);
     for i in 0..count {
-        b.event(i);
+        let (Some(d), Some((conn, dir))) = (deliveries.pop_front(), assigned.pop_front()) else {
+            break;
+        };
+        b.event(i, d, conn, dir);
+        if deliveries.len() < deliveries.capacity() / 2 {
+            deliveries.shrink_to_fit();
+            assigned.shrink_to_fit();
+        }
     }
     Trace {
         frames: 0,
@@ -564,44 +596,38 @@ impl Builder {
         });
     }
 
-    fn event(&mut self, index: usize) {
-        // A Send's payload moves into its message; everything else is read in place.
-        let payload = match self.deliveries.get_mut(index) {
-            Some(Delivery::Send { payload, .. }) => std::mem::take(payload),
-            _ => Vec::new(),
-        };
-        let (conn, dir) = self.assigned.get(index).copied().unwrap_or((None, None));
-        let (at, body) = match self.deliveries.get(index) {
-            Some(Delivery::Cm {
+    fn event(&mut self, index: usize, d: Delivery, conn: Option<usize>, dir: Option<Role>) {
+        let (at, body) = match d {
+            Delivery::Cm {
                 at, src, message, ..
-            }) => {
-                let (conn, dir) = self.cm_role(*src, message);
+            } => {
+                let (conn, dir) = self.cm_role(src, &message);
                 let body = EventBody::Cm {
                     name: message.name(),
-                    detail: cm_detail(message),
+                    detail: cm_detail(&message),
                 };
-                self.push(*at, conn, dir, body);
+                self.push(at, conn, dir, body);
                 return;
             }
-            Some(Delivery::Event { at, event, .. }) => (*at, EventBody::Transport(event.clone())),
-            Some(Delivery::Write { at, reth, data, .. }) => (
-                *at,
+            Delivery::Event { at, event, .. } => (at, EventBody::Transport(event)),
+            Delivery::Write { at, reth, .. } => (
+                at,
                 EventBody::RdmaWrite {
                     handle: reth.rkey,
                     offset: reth.va,
-                    length: data.len(),
+                    length: self.take_moved_len(),
                 },
             ),
-            Some(Delivery::Read { at, reth, data, .. }) => (
-                *at,
+            Delivery::Read { at, reth, .. } => (
+                at,
                 EventBody::RdmaRead {
                     handle: reth.rkey,
                     offset: reth.va,
-                    length: data.len(),
+                    length: self.take_moved_len(),
                 },
             ),
-            Some(Delivery::Send { at, .. }) => {
-                let at = *at;
+            // A Send's payload moves into its message.
+            Delivery::Send { at, payload, .. } => {
                 let Some(conn) = conn else {
                     return;
                 };
@@ -620,9 +646,16 @@ impl Builder {
                 self.push(at, Some(conn), dir, EventBody::Message(Box::new(message)));
                 return;
             }
-            None => return,
         };
         self.push(at, conn, dir, body);
+    }
+
+    /// The length of the data of the RDMA READ or WRITE pass 2 is at (moved in pass 1, in the
+    /// same order).
+    fn take_moved_len(&mut self) -> usize {
+        let len = self.moved.get(self.next_moved).map_or(0, |m| m.data.len());
+        self.next_moved += 1;
+        len
     }
 
     fn cm_role(&self, src: IpAddr, message: &CmMessage) -> (Option<usize>, Option<Role>) {
@@ -991,24 +1024,21 @@ impl Builder {
                 .unwrap_or(&[]);
             // Ascending delivery indices: READs after the Call oldest first, WRITEs before the
             // Reply newest first.
-            let split = candidates.partition_point(|&i| match look {
+            let split = candidates.partition_point(|&(i, _)| match look {
                 Look::After => i <= index,
                 Look::Before => i < index,
             });
-            let ordered: Box<dyn Iterator<Item = &usize>> = match look {
+            let ordered: Box<dyn Iterator<Item = &(usize, usize)>> = match look {
                 Look::After => Box::new(candidates[split..].iter()),
                 Look::Before => Box::new(candidates[..split].iter().rev()),
             };
-            for &i in ordered.take(MAX_SEGMENT_CANDIDATES) {
+            for &(_, slot) in ordered.take(MAX_SEGMENT_CANDIDATES) {
                 if filled.total >= want {
                     break;
                 }
                 self.budget.visit()?;
-                let (reth, data) = match &self.deliveries[i] {
-                    Delivery::Read { reth, data, .. } | Delivery::Write { reth, data, .. } => {
-                        (reth, data)
-                    }
-                    _ => continue,
+                let Some(Moved { reth, data }) = self.moved.get(slot) else {
+                    continue;
                 };
                 // Overlap of [reth.va, +len) with [seg.offset, +seg.length).
                 let start = reth.va.max(seg.offset);
