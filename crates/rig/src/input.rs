@@ -93,6 +93,15 @@ pub fn read_limited(reader: &mut dyn Read, limit: u64, hint: u64, what: &str) ->
     buf.try_reserve_exact(first)
         .with_context(|| format!("out of memory reading {what} ({first} bytes)"))?;
     let mut taken = reader.take(limit.saturating_add(1));
+    if first > 0 {
+        // The expected length in one go, straight into the buffer sized for it (`read_to_end`
+        // fills spare capacity without zeroing it first): a regular file is read this way
+        // whole. The loop below then only finds the end, or more bytes if the file grew.
+        (&mut taken)
+            .take(first as u64)
+            .read_to_end(&mut buf)
+            .with_context(|| format!("reading {what}"))?;
+    }
     loop {
         if buf.len() == buf.capacity() {
             // Grow geometrically, but never past limit + 1: a stream of zeros cannot make the

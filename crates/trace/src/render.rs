@@ -21,8 +21,6 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
-use serde_json::{json, Value};
-
 use crate::level::{capture_status, CaptureStatus, Level, TransportCounts};
 use crate::model::{Event, EventBody, Message, Trace};
 use crate::reassembly::TransportEvent;
@@ -31,23 +29,27 @@ use wire::rpcrdma::{ChunkLists, Segment};
 /// Symbol tables for normalisation.
 #[derive(Debug, Default)]
 struct Symbols {
-    xids: HashMap<(usize, u32), usize>,
-    handles: HashMap<(usize, u32), usize>,
+    /// (connection, xid) → its number; 32-bit keys and numbers (a capture holds at most
+    /// `capture::MAX_FRAMES` frames, so fewer connections and symbols): 12 bytes an entry, not
+    /// 24, for a table that holds every xid of the trace.
+    xids: HashMap<(u32, u32), u32>,
+    handles: HashMap<(u32, u32), u32>,
     conns: HashMap<usize, usize>,
     /// Base offset of the latest segment advertised for a handle (offsets print relative to it).
     bases: HashMap<(usize, u32), u64>,
 }
 
 impl Symbols {
-    fn next(map: &mut HashMap<(usize, u32), usize>, key: (usize, u32)) -> usize {
-        let n = map.len() + 1;
-        *map.entry(key).or_insert(n)
+    fn next(map: &mut HashMap<(u32, u32), u32>, conn: usize, value: u32) -> u32 {
+        let n = u32::try_from(map.len() + 1).unwrap_or(u32::MAX);
+        let conn = u32::try_from(conn).unwrap_or(u32::MAX);
+        *map.entry((conn, value)).or_insert(n)
     }
     fn xid(&mut self, conn: usize, xid: u32) -> String {
-        format!("x{}", Self::next(&mut self.xids, (conn, xid)))
+        format!("x{}", Self::next(&mut self.xids, conn, xid))
     }
     fn handle(&mut self, conn: usize, handle: u32) -> String {
-        format!("h{}", Self::next(&mut self.handles, (conn, handle)))
+        format!("h{}", Self::next(&mut self.handles, conn, handle))
     }
     fn conn(&mut self, conn: Option<usize>) -> String {
         match conn {
@@ -513,10 +515,6 @@ fn transport_text(t: &TransportEvent, raw: bool) -> String {
     }
 }
 
-fn segment_json(s: &Segment) -> Value {
-    json!({"handle": s.handle, "length": s.length, "offset": s.offset})
-}
-
 /// One JSON object per RPC-over-RDMA message (raw values; xid as "0x%08x").
 pub fn jsonl(trace: &Trace) -> String {
     let mut out = String::new();
@@ -539,63 +537,136 @@ pub fn write_jsonl(trace: &Trace, out: &mut dyn std::io::Write) -> std::io::Resu
 fn each_json_line<E>(trace: &Trace, mut f: impl FnMut(&str) -> Result<(), E>) -> Result<(), E> {
     for (e, m) in trace.messages() {
         let chunks = m.header.as_ref().and_then(|h| h.chunks());
-        let reads: Vec<Value> = chunks
-            .map(|c| {
-                c.reads
-                    .iter()
-                    .map(|r| {
-                        json!({"position": r.position, "handle": r.target.handle,
-                               "length": r.target.length, "offset": r.target.offset})
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        let writes: Vec<Value> = chunks
-            .map(|c| {
-                c.writes
-                    .iter()
-                    .map(|w| Value::Array(w.iter().map(segment_json).collect()))
-                    .collect()
-            })
-            .unwrap_or_default();
-        let reply = chunks
-            .and_then(|c| c.reply.as_ref())
-            .map(|r| Value::Array(r.iter().map(segment_json).collect()))
-            .unwrap_or(Value::Null);
-        let rpc = m
-            .rpc
-            .as_ref()
-            .map(|r| json!({"type": r.kind, "prog": r.prog, "vers": r.vers, "proc": r.proc_, "status": r.status}))
-            .unwrap_or(Value::Null);
-        let nfs = m
-            .nfs
-            .as_ref()
-            .map(|n| json!({"program": n.program, "proc": n.proc_, "status": n.status, "detail": n.detail}))
-            .unwrap_or(Value::Null);
-        let obj = json!({
-            "frame": e.frame,
-            "first_frame": e.first_frame,
-            "conn": e.conn,
-            "dir": e.dir,
-            "xid": m.xid.map(|x| format!("0x{x:08x}")),
-            "vers": m.vers,
-            "credits": m.credits,
-            "proc": m.proc_,
-            "reads": reads,
-            "writes": writes,
-            "reply": reply,
-            "rpc": rpc,
-            "nfs": nfs,
-            "chunk_bytes": m.chunk_bytes,
-            "call_frame": m.call_frame,
-            "latency_us": m.latency.map(|l| l.as_micros() as u64),
-            "repeat_of": m.repeat_of,
-            "note": m.note,
-            "error": m.error,
-        });
-        f(&escape_json_text(&obj.to_string()))?;
+        let line = JsonLine {
+            call_frame: m.call_frame,
+            chunk_bytes: m.chunk_bytes,
+            conn: e.conn,
+            credits: m.credits,
+            dir: e.dir,
+            error: &m.error,
+            first_frame: e.first_frame,
+            frame: e.frame,
+            latency_us: m.latency.map(|l| l.as_micros() as u64),
+            nfs: m.nfs.as_ref().map(|n| JsonNfs {
+                detail: &n.detail,
+                proc_: &n.proc_,
+                program: n.program,
+                status: &n.status,
+            }),
+            note: &m.note,
+            proc_: m.proc_,
+            reads: chunks
+                .map(|c| {
+                    c.reads
+                        .iter()
+                        .map(|r| JsonRead {
+                            handle: r.target.handle,
+                            length: r.target.length,
+                            offset: r.target.offset,
+                            position: r.position,
+                        })
+                        .collect()
+                })
+                .unwrap_or_default(),
+            repeat_of: m.repeat_of,
+            reply: chunks
+                .and_then(|c| c.reply.as_ref())
+                .map(|r| r.iter().map(JsonSegment::of).collect()),
+            rpc: m.rpc.as_ref().map(|r| JsonRpc {
+                proc_: r.proc_,
+                prog: r.prog,
+                status: &r.status,
+                kind: r.kind,
+                vers: r.vers,
+            }),
+            vers: m.vers,
+            writes: chunks
+                .map(|c| {
+                    c.writes
+                        .iter()
+                        .map(|w| w.iter().map(JsonSegment::of).collect())
+                        .collect()
+                })
+                .unwrap_or_default(),
+            xid: m.xid.map(|x| format!("0x{x:08x}")),
+        };
+        let text = serde_json::to_string(&line).unwrap_or_default();
+        f(&escape_json_text(&text))?;
     }
     Ok(())
+}
+
+/// One message as a JSON line, serialised directly (no `serde_json::Value` tree built per
+/// line: on a large capture that was most of the time spent writing JSON). The fields are in
+/// alphabetical order, the order a `Value` object (a sorted map) printed them in, so each line
+/// is byte for byte what it was.
+#[derive(serde::Serialize)]
+struct JsonLine<'a> {
+    call_frame: Option<u32>,
+    chunk_bytes: u64,
+    conn: Option<usize>,
+    credits: Option<u32>,
+    dir: Option<crate::model::Role>,
+    error: &'a Option<String>,
+    first_frame: u32,
+    frame: u32,
+    latency_us: Option<u64>,
+    nfs: Option<JsonNfs<'a>>,
+    note: &'a Option<String>,
+    #[serde(rename = "proc")]
+    proc_: Option<&'static str>,
+    reads: Vec<JsonRead>,
+    repeat_of: Option<u32>,
+    reply: Option<Vec<JsonSegment>>,
+    rpc: Option<JsonRpc<'a>>,
+    vers: Option<u32>,
+    writes: Vec<Vec<JsonSegment>>,
+    xid: Option<String>,
+}
+
+#[derive(serde::Serialize)]
+struct JsonNfs<'a> {
+    detail: &'a Option<String>,
+    #[serde(rename = "proc")]
+    proc_: &'a str,
+    program: &'static str,
+    status: &'a Option<String>,
+}
+
+#[derive(serde::Serialize)]
+struct JsonRpc<'a> {
+    #[serde(rename = "proc")]
+    proc_: Option<u32>,
+    prog: Option<u32>,
+    status: &'a Option<String>,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    vers: Option<u32>,
+}
+
+#[derive(serde::Serialize)]
+struct JsonRead {
+    handle: u32,
+    length: u32,
+    offset: u64,
+    position: u32,
+}
+
+#[derive(serde::Serialize)]
+struct JsonSegment {
+    handle: u32,
+    length: u32,
+    offset: u64,
+}
+
+impl JsonSegment {
+    fn of(s: &Segment) -> Self {
+        JsonSegment {
+            handle: s.handle,
+            length: s.length,
+            offset: s.offset,
+        }
+    }
 }
 
 /// Replace the number of every `xN` / `hN` symbol by `#`, so that one extra or missing Call
