@@ -134,7 +134,8 @@ struct Key {
 #[derive(Debug, Clone)]
 enum State {
     InProgress,
-    Done(Vec<u8>),
+    /// The cached results (a boxed slice: no spare capacity kept per entry).
+    Done(Box<[u8]>),
 }
 
 #[derive(Debug, Clone)]
@@ -148,18 +149,81 @@ struct Entry {
     mark: Option<u64>,
 }
 
+/// The entries by id, stored densely: a slot vector reused through a free list and an id → slot
+/// table sized for the cap from the start. A `BTreeMap` keyed by ever-increasing ids left its
+/// nodes about half full (about 225 bytes an entry, growing until the cache filled); here an
+/// entry costs its own size plus a 16-byte table slot.
+#[derive(Debug)]
+struct Slab {
+    slots: Vec<Option<Entry>>,
+    free: Vec<u32>,
+    slot_of: HashMap<EntryId, u32>,
+}
+
+impl Slab {
+    fn with_capacity(capacity: usize) -> Self {
+        Slab {
+            slots: Vec::new(),
+            free: Vec::new(),
+            slot_of: HashMap::with_capacity(capacity),
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.slot_of.len()
+    }
+
+    fn get(&self, id: &EntryId) -> Option<&Entry> {
+        let slot = *self.slot_of.get(id)?;
+        self.slots.get(slot as usize)?.as_ref()
+    }
+
+    fn get_mut(&mut self, id: &EntryId) -> Option<&mut Entry> {
+        let slot = *self.slot_of.get(id)?;
+        self.slots.get_mut(slot as usize)?.as_mut()
+    }
+
+    fn insert(&mut self, id: EntryId, entry: Entry) {
+        // Ids are never reused; should one be, the older entry's slot is freed first.
+        self.remove(&id);
+        let slot = match self.free.pop() {
+            Some(slot) => {
+                self.slots[slot as usize] = Some(entry);
+                slot
+            }
+            None => {
+                // Slots never outnumber the entries held at once, which the policies bound.
+                let slot = u32::try_from(self.slots.len()).unwrap_or(u32::MAX);
+                self.slots.push(Some(entry));
+                slot
+            }
+        };
+        self.slot_of.insert(id, slot);
+    }
+
+    fn remove(&mut self, id: &EntryId) -> Option<Entry> {
+        let slot = self.slot_of.remove(id)?;
+        let entry = self.slots.get_mut(slot as usize)?.take();
+        self.free.push(slot);
+        entry
+    }
+}
+
 /// Storage shared by the three policies, with an index for every question a policy asks, so no
 /// operation scans the entries: lookups by key, the least recently used completed entry, "an
 /// entry with this XID but another checksum", entries by (connection, reply position) and by
 /// (connection, receive mark).
 #[derive(Debug)]
 struct Store {
-    entries: BTreeMap<EntryId, Entry>,
+    entries: Slab,
     by_key: HashMap<Key, EntryId>,
     /// Completed entries by last use: eviction under the cap takes the first.
     lru: BTreeSet<(u64, EntryId)>,
-    /// (xid, client address) → checksum → entries, for `payload_misses`.
-    by_xid: HashMap<(u32, u32), HashMap<Option<u32>, u32>>,
+    /// (xid, client address) → entries, and (xid, client address, checksum) → entries, for
+    /// `payload_misses`: an entry with another checksum exists when the first count is larger.
+    /// Two flat tables sized from the start, not a table allocated per XID.
+    by_xid: HashMap<(u32, u32), u32>,
+    by_xid_sum: HashMap<(u32, u32, Option<u32>), u32>,
     /// Entries with a reply position and no receive mark, by (connection, position).
     posted: BTreeSet<(u64, u64, EntryId)>,
     /// acked-mark: entries waiting for their receive mark, by (connection, mark).
@@ -184,10 +248,11 @@ impl Store {
         // the cache filled). Tests' unbounded caches start at the largest real bound.
         let presized = max_entries.clamp(1, ACKED_MAX_ENTRIES).saturating_mul(2);
         Store {
-            entries: BTreeMap::new(),
+            entries: Slab::with_capacity(presized),
             by_key: HashMap::with_capacity(presized),
             lru: BTreeSet::new(),
             by_xid: HashMap::with_capacity(presized),
+            by_xid_sum: HashMap::with_capacity(presized),
             posted: BTreeSet::new(),
             marked: BTreeSet::new(),
             per_connection: HashMap::new(),
@@ -241,7 +306,7 @@ impl Store {
                         self.stats.hits += 1;
                         Decision::Replay {
                             entry: id,
-                            results: results.clone(),
+                            results: results.to_vec(),
                         }
                     }
                 };
@@ -249,10 +314,17 @@ impl Store {
         }
         if with_checksum {
             // An entry with this XID and client but another checksum (counted, not scanned).
-            let other = self
+            let with_xid = self
                 .by_xid
                 .get(&(key.xid, key.client_addr))
-                .is_some_and(|sums| sums.keys().any(|c| *c != key.checksum));
+                .copied()
+                .unwrap_or(0);
+            let with_sum = self
+                .by_xid_sum
+                .get(&(key.xid, key.client_addr, key.checksum))
+                .copied()
+                .unwrap_or(0);
+            let other = with_xid > with_sum;
             if other {
                 self.stats.payload_misses += 1;
             }
@@ -260,11 +332,10 @@ impl Store {
         self.stats.misses += 1;
         self.next_id += 1;
         let id = self.next_id;
+        *self.by_xid.entry((key.xid, key.client_addr)).or_default() += 1;
         *self
-            .by_xid
-            .entry((key.xid, key.client_addr))
-            .or_default()
-            .entry(key.checksum)
+            .by_xid_sum
+            .entry((key.xid, key.client_addr, key.checksum))
             .or_default() += 1;
         *self.per_connection.entry(request.connection).or_default() += 1;
         self.entries.insert(
@@ -293,7 +364,7 @@ impl Store {
             if !matches!(entry.state, State::Done(_)) {
                 self.lru.insert((entry.last_use, id));
             }
-            entry.state = State::Done(results.to_vec());
+            entry.state = State::Done(results.into());
         }
     }
 
@@ -310,15 +381,17 @@ impl Store {
             self.marked.remove(&(entry.connection, mark, id));
         }
         let xid = (entry.key.xid, entry.key.client_addr);
-        if let Some(sums) = self.by_xid.get_mut(&xid) {
-            if let Some(n) = sums.get_mut(&entry.key.checksum) {
-                *n -= 1;
-                if *n == 0 {
-                    sums.remove(&entry.key.checksum);
-                }
-            }
-            if sums.is_empty() {
+        if let Some(n) = self.by_xid.get_mut(&xid) {
+            *n -= 1;
+            if *n == 0 {
                 self.by_xid.remove(&xid);
+            }
+        }
+        let sum = (entry.key.xid, entry.key.client_addr, entry.key.checksum);
+        if let Some(n) = self.by_xid_sum.get_mut(&sum) {
+            *n -= 1;
+            if *n == 0 {
+                self.by_xid_sum.remove(&sum);
             }
         }
         self.release_connection(entry.connection);
