@@ -12,6 +12,8 @@ use crate::process::run_logged;
 /// (tool, Debian package providing it).
 pub const HOST_TOOLS: &[(&str, &str)] = &[
     ("qemu-system-x86_64", "qemu-system-x86"),
+    // The saved guests' disks (qcow2 over the shared rootfs, interop/src/snapshot.rs).
+    ("qemu-img", "qemu-utils"),
     ("debootstrap", "debootstrap"),
     ("cpio", "cpio"),
     ("mke2fs", "e2fsprogs"),

@@ -29,5 +29,6 @@ pub mod results;
 pub mod retry;
 pub mod runner;
 pub mod runs;
+pub mod snapshot;
 pub mod snapshots;
 pub mod suite;

@@ -102,6 +102,10 @@ struct RunArgs {
     /// Memory per guest.
     #[arg(long, default_value_t = 256)]
     memory_mib: u32,
+    /// Boot every guest from its first instruction instead of restoring the kernel's saved
+    /// server and client (saved once per kernel into the image cache; TCG only).
+    #[arg(long)]
+    cold_boot: bool,
     /// vCPUs per guest (1 boots faster under TCG and keeps 6 guests on 2 cores responsive).
     #[arg(long, default_value_t = 1)]
     vcpus: u32,
@@ -557,6 +561,7 @@ fn run(kernels: &KernelArgs, args: &RunArgs) -> Result<bool> {
         vcpus: args.vcpus,
         extra_files,
         out_root: run_root.clone(),
+        cold_boot: args.cold_boot,
     };
     std::fs::create_dir_all(&settings.out_root)?;
     let work: Vec<(usize, &Suite)> = (0..images.kernels.len())

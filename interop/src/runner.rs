@@ -43,10 +43,26 @@ pub struct RunSettings {
     /// Extra host files for the share (`from`, `to` relative to the share).
     pub extra_files: Vec<(PathBuf, String)>,
     pub out_root: PathBuf,
+    /// Boot every guest from scratch instead of restoring the kernel's saved pair
+    /// ([`crate::snapshot`]).
+    pub cold_boot: bool,
 }
 
-const SERVER_IP: &str = "10.99.0.1/24";
-const CLIENT_IP: &str = "10.99.0.2/24";
+/// Longest wait for a restored pair's drivers to start (restores took 2-8 s with six guests on
+/// two cores) before it is given up for a cold boot.
+const RESTORE_BOOT_TIMEOUT: Duration = Duration::from_secs(90);
+
+pub(crate) const SERVER_IP: &str = "10.99.0.1/24";
+pub(crate) const CLIENT_IP: &str = "10.99.0.2/24";
+
+/// A role's address (with prefix), its peer's bare address and its MAC.
+fn addresses(role: Role) -> (&'static str, &'static str, &'static str) {
+    let bare = |ip: &'static str| ip.split('/').next().unwrap_or(ip);
+    match role {
+        Role::Srv => (SERVER_IP, bare(CLIENT_IP), "52:54:00:99:00:01"),
+        Role::Cli => (CLIENT_IP, bare(SERVER_IP), "52:54:00:99:00:02"),
+    }
+}
 
 /// An exclusive lock on the output directory for the life of a run: two runs writing the same
 /// `runs/<kernel>/<suite>` directories would corrupt each other's results. The kernel drops the
@@ -188,27 +204,54 @@ struct Guest {
     console: PathBuf,
 }
 
-/// What both guests of one run share.
-struct Launch<'a> {
-    image: &'a KernelImage,
-    rootfs: &'a Path,
-    settings: &'a RunSettings,
-    accel: &'a str,
-    share: &'a Path,
+/// How a guest starts.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Boot<'a> {
+    /// From the kernel's first instruction.
+    Cold,
+    /// Booted to be saved: `rig.snapshot=1` makes the initramfs wait for its peer, the
+    /// monitor socket is where the host asks qemu to save it, and `disk` (a qcow2 over the
+    /// rootfs) keeps what the guest wrote before.
+    Save { monitor: &'a Path, disk: &'a Path },
+    /// Restored from a state qemu saved with the disk it wrote (read-only under qemu's temp
+    /// overlay); the guest resumes where [`Boot::Save`] left it.
+    Restore { state: &'a Path, disk: &'a Path },
 }
 
-fn qemu_command(launch: &Launch<'_>, role: Role, console: &Path, netdev: &str) -> Command {
+/// What both guests of one run share.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Launch<'a> {
+    pub image: &'a KernelImage,
+    pub rootfs: &'a Path,
+    pub settings: &'a RunSettings,
+    pub accel: &'a str,
+    pub share: &'a Path,
+    pub boot: Boot<'a>,
+}
+
+/// Quote `text` for `sh -c` (qemu's `exec:` migration runs its command through the shell).
+fn shell_quoted(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "'\\''"))
+}
+
+/// The qemu command of one guest. A saved guest must be restored by the same command but for
+/// its console, share and wire, so everything else here is part of the saved pair's key
+/// ([`crate::snapshot::SAVED_GUEST_FORMAT`]).
+pub(crate) fn qemu_command(
+    launch: &Launch<'_>,
+    role: Role,
+    console: &Path,
+    netdev: &str,
+) -> Command {
     let Launch {
         image,
         rootfs,
         settings,
         accel,
         share,
+        boot,
     } = *launch;
-    let (ip, mac) = match role {
-        Role::Srv => (SERVER_IP, "52:54:00:99:00:01"),
-        Role::Cli => (CLIENT_IP, "52:54:00:99:00:02"),
-    };
+    let (ip, peer, mac) = addresses(role);
     let cpu = if accel == "kvm" { "host" } else { "max" };
     let mut qemu = Command::new("qemu-system-x86_64");
     qemu.args(["-accel", accel, "-cpu", cpu, "-M", "pc"])
@@ -230,19 +273,29 @@ fn qemu_command(launch: &Launch<'_>, role: Role, console: &Path, netdev: &str) -
         .arg("-initrd")
         .arg(&image.initrd)
         // snapshot=on: both guests share one read-only base; their writes go to temp overlays.
+        // A saved guest's own writes stay in its qcow2, which a restore only reads.
         .arg("-drive")
-        .arg(format!(
-            "file={},format=raw,if=virtio,snapshot=on",
-            rootfs.display()
-        ))
+        .arg(match boot {
+            Boot::Cold => format!("file={},format=raw,if=virtio,snapshot=on", rootfs.display()),
+            Boot::Save { disk, .. } => format!("file={},format=qcow2,if=virtio", disk.display()),
+            Boot::Restore { disk, .. } => format!(
+                "file={},format=qcow2,if=virtio,snapshot=on",
+                disk.display()
+            ),
+        })
         .arg("-append")
         // no_timer_check: under an overloaded TCG host the kernel's IO-APIC timer check can
         // miss ticks and panic ("IO-APIC + timer doesn't work"), seen with 6 guests on 2 cores.
         // watchdog_thresh=60: a vCPU starved by the host for 20 s tripped the default 20 s
         // soft-lockup detector (seen at load 14); a real lockup still shows after 120 s.
         .arg(format!(
-            "console=ttyS0 quiet panic=-1 no_timer_check watchdog_thresh=60 rig.name={} rig.ip={ip}{}",
+            "console=ttyS0 quiet panic=-1 no_timer_check watchdog_thresh=60 rig.name={} rig.ip={ip} rig.peer={peer}{}{}",
             role.as_str(),
+            if matches!(boot, Boot::Save { .. }) {
+                " rig.snapshot=1"
+            } else {
+                ""
+            },
             image
                 .cmdline
                 .iter()
@@ -261,6 +314,19 @@ fn qemu_command(launch: &Launch<'_>, role: Role, console: &Path, netdev: &str) -
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null());
+    match boot {
+        Boot::Cold => {}
+        Boot::Save { monitor, .. } => {
+            qemu.arg("-monitor")
+                .arg(format!("unix:{},server=on,wait=off", monitor.display()));
+        }
+        Boot::Restore { state, .. } => {
+            qemu.arg("-incoming").arg(format!(
+                "exec:cat {}",
+                shell_quoted(&state.display().to_string())
+            ));
+        }
+    }
     qemu
 }
 
@@ -409,55 +475,91 @@ fn boot_and_wait(
     fs::create_dir_all(&sockets)?;
     let srv_sock = sockets.join("srv.sock");
     let cli_sock = sockets.join("cli.sock");
-    let netdev = |local: &Path, remote: &Path| {
-        format!(
-            "dgram,id=n0,local.type=unix,local.path={},remote.type=unix,remote.path={}",
-            local.display(),
-            remote.display()
-        )
+    let launch = Launch {
+        image,
+        rootfs,
+        settings,
+        accel,
+        share: &share,
+        boot: Boot::Cold,
+    };
+    // The kernel's saved pair, when there is one (made by the first suite that needs it).
+    let saved = if settings.cold_boot || accel != "tcg" {
+        None
+    } else {
+        crate::snapshot::saved_pair(&launch, progress)
+    };
+    let boots = match &saved {
+        Some(saved) => [
+            Boot::Restore {
+                state: saved.state(Role::Srv),
+                disk: saved.disk(Role::Srv),
+            },
+            Boot::Restore {
+                state: saved.state(Role::Cli),
+                disk: saved.disk(Role::Cli),
+            },
+        ],
+        None => [Boot::Cold, Boot::Cold],
     };
     let boot_started = Instant::now();
-    let mut guests = Vec::new();
-    for (role, local, remote) in [
-        (Role::Srv, &srv_sock, &cli_sock),
-        (Role::Cli, &cli_sock, &srv_sock),
-    ] {
-        let console = run_dir.join(format!("{}.console", role.as_str()));
-        let _ = fs::remove_file(&console);
-        let launch = Launch {
-            image,
-            rootfs,
-            settings,
-            accel,
-            share: &share,
-        };
-        let command = qemu_command(&launch, role, &console, &netdev(local, remote));
-        let child = GroupChild::spawn(&format!("qemu {} {}", image.name, role.as_str()), command)?;
-        // The server's socket must exist before the client starts sending to it.
-        if role == Role::Srv
-            && !wait_until(Duration::from_secs(10), Duration::from_millis(20), || {
-                Ok(local.exists())
-            })?
-        {
-            bail!("server qemu did not create {} within 10 s", local.display());
-        }
-        guests.push(Guest {
-            role,
-            child,
-            console,
-        });
-    }
-    let result = supervise(
+    let mut guests = start_pair(&launch, boots, run_dir, &srv_sock, &cli_sock, &image.name)?;
+    let how = if saved.is_some() {
+        "restored the saved pair"
+    } else {
+        "cold boot"
+    };
+    // A restored pair is up in seconds even under load; one that is not, hung, and is better
+    // booted cold than waited for.
+    let boot_timeout = if saved.is_some() {
+        suite.boot_timeout().min(RESTORE_BOOT_TIMEOUT)
+    } else {
+        suite.boot_timeout()
+    };
+    let mut result = supervise(
         &mut guests,
         suite,
         &share,
         progress,
-        &image.name,
-        boot_started,
+        (&image.name, how, boot_started, boot_timeout),
         run,
     );
     for guest in &mut guests {
         guest.child.kill_group();
+    }
+    // A restore that never reached the drivers (and no kernel died): the saved pair is not
+    // usable with this qemu; drop it and boot from scratch once.
+    if let (Some(saved), Err(err)) = (&saved, &result) {
+        if run.boot_ms.is_none() && run.guest_died.is_none() {
+            progress.done(
+                Phase::Boot,
+                &image.name,
+                &format!("restoring the saved pair failed ({err:#}); removed it, booting cold"),
+                None,
+            );
+            saved.remove();
+            prepare_share(&share, suite, settings)?;
+            let boot_started = Instant::now();
+            guests = start_pair(
+                &launch,
+                [Boot::Cold, Boot::Cold],
+                run_dir,
+                &srv_sock,
+                &cli_sock,
+                &image.name,
+            )?;
+            result = supervise(
+                &mut guests,
+                suite,
+                &share,
+                progress,
+                (&image.name, "cold boot", boot_started, suite.boot_timeout()),
+                run,
+            );
+            for guest in &mut guests {
+                guest.child.kill_group();
+            }
+        }
     }
     let _ = fs::remove_dir_all(&sockets);
     for guest in &guests {
@@ -472,18 +574,66 @@ fn boot_and_wait(
     result
 }
 
+/// Start the server's qemu, wait for its end of the wire, then the client's.
+fn start_pair(
+    launch: &Launch<'_>,
+    boots: [Boot<'_>; 2],
+    run_dir: &Path,
+    srv_sock: &Path,
+    cli_sock: &Path,
+    kernel: &str,
+) -> Result<Vec<Guest>> {
+    let mut guests = Vec::new();
+    for ((role, local, remote), boot) in [
+        (Role::Srv, srv_sock, cli_sock),
+        (Role::Cli, cli_sock, srv_sock),
+    ]
+    .into_iter()
+    .zip(boots)
+    {
+        let console = run_dir.join(format!("{}.console", role.as_str()));
+        let _ = fs::remove_file(&console);
+        let _ = fs::remove_file(local);
+        let launch = Launch { boot, ..*launch };
+        let command = qemu_command(&launch, role, &console, &dgram_netdev(local, remote));
+        let child = GroupChild::spawn(&format!("qemu {kernel} {}", role.as_str()), command)?;
+        // The server's socket must exist before the client starts sending to it.
+        if role == Role::Srv
+            && !wait_until(Duration::from_secs(10), Duration::from_millis(20), || {
+                Ok(local.exists())
+            })?
+        {
+            bail!("server qemu did not create {} within 10 s", local.display());
+        }
+        guests.push(Guest {
+            role,
+            child,
+            console,
+        });
+    }
+    Ok(guests)
+}
+
+/// One end of the guests' wire: a qemu `dgram` netdev between two unix sockets.
+pub(crate) fn dgram_netdev(local: &Path, remote: &Path) -> String {
+    format!(
+        "dgram,id=n0,local.type=unix,local.path={},remote.type=unix,remote.path={}",
+        local.display(),
+        remote.display()
+    )
+}
+
 /// Wait for boot, follow STEP lines as progress, and wait for both guests to power off.
 fn supervise(
     guests: &mut [Guest],
     suite: &Suite,
     share: &Path,
     progress: &Progress,
-    kernel: &str,
-    boot_started: Instant,
+    (kernel, how, boot_started, boot_timeout): (&str, &str, Instant, Duration),
     run: &mut KernelRun,
 ) -> Result<()> {
     let out = share.join("out");
-    let booted = wait_until(suite.boot_timeout(), Duration::from_millis(100), || {
+    let booted = wait_until(boot_timeout, Duration::from_millis(100), || {
         for guest in guests.iter_mut() {
             if let Some(status) = guest.child.try_wait()? {
                 run.guest_died = guest_death_of(guest);
@@ -501,7 +651,7 @@ fn supervise(
     if !booted {
         bail!(
             "guests did not start their drivers within {}s (accel {}); server console:\n{}",
-            suite.boot_timeout_secs,
+            boot_timeout.as_secs(),
             run.accel,
             crate::process::tail(&guests[0].console, 20)
         );
@@ -510,7 +660,7 @@ fn supervise(
     progress.done(
         Phase::Boot,
         kernel,
-        &format!("both guests up ({})", run.accel),
+        &format!("both guests up ({}, {how})", run.accel),
         Some(boot_started.elapsed()),
     );
     let deadline = suite.run_timeout();
@@ -844,6 +994,7 @@ mod tests {
             vcpus: 2,
             extra_files: vec![(extra, "bin/rig".into())],
             out_root: dir.path().to_owned(),
+            cold_boot: false,
         };
         prepare_share(&share, &suite, &settings).unwrap();
         assert!(share.join("driver.sh").is_file());
@@ -877,5 +1028,189 @@ mod tests {
         judge(&suite, dir.path(), &mut run).unwrap();
         assert_eq!(run.cases.len(), suite.cases.len() + 2);
         assert!(run.cases.iter().all(|c| c.verdict != Verdict::Pass));
+    }
+
+    fn test_image() -> KernelImage {
+        KernelImage {
+            name: "linux-6.12".into(),
+            release: "6.12.117+deb13-amd64".into(),
+            vmlinuz: "/cache/kernels/k/vmlinuz".into(),
+            initrd: "/cache/kernels/k/initrd.img".into(),
+            key: "0eba1aa1b956211a".into(),
+            cmdline: vec!["nfsd.drc_mutation=none".into()],
+            suites: Vec::new(),
+        }
+    }
+
+    fn test_settings() -> RunSettings {
+        RunSettings {
+            accel: AccelChoice::Tcg,
+            memory_mib: 256,
+            vcpus: 1,
+            extra_files: Vec::new(),
+            out_root: "/out".into(),
+            cold_boot: false,
+        }
+    }
+
+    fn args_of(command: &Command) -> Vec<String> {
+        command
+            .get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect()
+    }
+
+    fn arg_after<'a>(args: &'a [String], flag: &str) -> Option<&'a str> {
+        args.iter()
+            .position(|a| a == flag)
+            .and_then(|i| args.get(i + 1))
+            .map(String::as_str)
+    }
+
+    #[test]
+    fn cold_saved_and_restored_guests_differ_only_in_disk_monitor_and_incoming_state() {
+        let (image, settings) = (test_image(), test_settings());
+        let rootfs = Path::new("/cache/rootfs/bookworm-k/rootfs.ext4");
+        let launch = |boot| Launch {
+            image: &image,
+            rootfs,
+            settings: &settings,
+            accel: "tcg",
+            share: Path::new("/run/share"),
+            boot,
+        };
+        let (monitor, disk, state) = (
+            Path::new("/tmp/rig-save-x/srv.mon"),
+            Path::new("/cache/saved-guests/p/srv.qcow2"),
+            Path::new("/cache/saved-guests/p/srv.state"),
+        );
+        let command = |boot| {
+            args_of(&qemu_command(
+                &launch(boot),
+                Role::Srv,
+                Path::new("/run/srv.console"),
+                "dgram,id=n0",
+            ))
+        };
+        let cold = command(Boot::Cold);
+        let save = command(Boot::Save { monitor, disk });
+        let restore = command(Boot::Restore { state, disk });
+        // Every guest knows its peer; only the boot that is saved waits for it.
+        let append = arg_after(&cold, "-append").unwrap();
+        assert!(append.contains("rig.name=srv rig.ip=10.99.0.1/24 rig.peer=10.99.0.2"));
+        assert!(append.ends_with(" nfsd.drc_mutation=none"));
+        assert!(!append.contains("rig.snapshot"));
+        assert!(arg_after(&save, "-append")
+            .unwrap()
+            .contains(" rig.snapshot=1"));
+        assert_eq!(arg_after(&restore, "-append"), Some(append));
+        assert_eq!(
+            arg_after(&cold, "-drive"),
+            Some("file=/cache/rootfs/bookworm-k/rootfs.ext4,format=raw,if=virtio,snapshot=on")
+        );
+        assert_eq!(
+            arg_after(&save, "-drive"),
+            Some("file=/cache/saved-guests/p/srv.qcow2,format=qcow2,if=virtio")
+        );
+        assert_eq!(
+            arg_after(&restore, "-drive"),
+            Some("file=/cache/saved-guests/p/srv.qcow2,format=qcow2,if=virtio,snapshot=on")
+        );
+        assert_eq!(
+            arg_after(&save, "-monitor"),
+            Some("unix:/tmp/rig-save-x/srv.mon,server=on,wait=off")
+        );
+        assert_eq!(
+            arg_after(&restore, "-incoming"),
+            Some("exec:cat '/cache/saved-guests/p/srv.state'")
+        );
+        for args in [&cold, &restore] {
+            assert!(!args.iter().any(|a| a == "-monitor"));
+        }
+        assert!(!cold.iter().any(|a| a == "-incoming"));
+        // Apart from those, the machine is the same: a restore needs the saved one's devices.
+        let strip = |args: &[String]| -> Vec<String> {
+            let mut kept = Vec::new();
+            let mut skip = false;
+            for a in args {
+                if skip {
+                    skip = false;
+                    continue;
+                }
+                if ["-append", "-drive", "-monitor", "-incoming"].contains(&a.as_str()) {
+                    skip = true;
+                    continue;
+                }
+                kept.push(a.clone());
+            }
+            kept
+        };
+        assert_eq!(strip(&cold), strip(&save));
+        assert_eq!(strip(&cold), strip(&restore));
+    }
+
+    #[test]
+    fn a_quote_in_a_restored_state_path_stays_inside_the_shell_word() {
+        assert_eq!(shell_quoted("/a b/it's"), "'/a b/it'\\''s'");
+    }
+
+    #[test]
+    fn the_saved_pair_key_follows_kernel_qemu_machine_and_command_line() {
+        let (image, settings) = (test_image(), test_settings());
+        let rootfs = Path::new("/cache/rootfs/bookworm-k/rootfs.ext4");
+        let key = |image: &KernelImage, settings: &RunSettings, rootfs: &Path, qemu: &str| {
+            crate::snapshot::pair_key(
+                &Launch {
+                    image,
+                    rootfs,
+                    settings,
+                    accel: "tcg",
+                    share: Path::new("/a"),
+                    boot: Boot::Cold,
+                },
+                qemu,
+            )
+        };
+        let base = key(&image, &settings, rootfs, "QEMU emulator version 7.2.22");
+        // Where the share and the cache live is not part of what was saved.
+        assert_eq!(
+            base,
+            key(
+                &image,
+                &settings,
+                Path::new("/elsewhere/rootfs/bookworm-k/rootfs.ext4"),
+                "QEMU emulator version 7.2.22"
+            )
+        );
+        let mut other_kernel = test_image();
+        other_kernel.key = "36add806b7fff958".into();
+        let mut other_cmdline = test_image();
+        other_cmdline.cmdline.clear();
+        let mut more_memory = test_settings();
+        more_memory.memory_mib = 512;
+        for changed in [
+            key(
+                &other_kernel,
+                &settings,
+                rootfs,
+                "QEMU emulator version 7.2.22",
+            ),
+            key(
+                &other_cmdline,
+                &settings,
+                rootfs,
+                "QEMU emulator version 7.2.22",
+            ),
+            key(&image, &more_memory, rootfs, "QEMU emulator version 7.2.22"),
+            key(&image, &settings, rootfs, "QEMU emulator version 8.2.2"),
+            key(
+                &image,
+                &settings,
+                Path::new("/cache/rootfs/bookworm-other/rootfs.ext4"),
+                "QEMU emulator version 7.2.22",
+            ),
+        ] {
+            assert_ne!(base, changed);
+        }
     }
 }
