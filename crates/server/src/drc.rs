@@ -15,6 +15,9 @@
 //! sequence of calls, replies, Receives and Send completions it was told about.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::hash::{BuildHasher, Hash, RandomState};
+
+use hashbrown::HashTable;
 
 use serde::Serialize;
 
@@ -128,7 +131,9 @@ struct Key {
     vers: u32,
     client_addr: u32,
     len: usize,
-    checksum: Option<u32>,
+    /// The checksum of the arguments in a checksummed store (classic), 0 in the others: every
+    /// key of one store is of one kind.
+    checksum: u32,
 }
 
 #[derive(Debug, Clone)]
@@ -140,6 +145,7 @@ enum State {
 
 #[derive(Debug, Clone)]
 struct Entry {
+    id: EntryId,
     key: Key,
     state: State,
     connection: u64,
@@ -149,15 +155,19 @@ struct Entry {
     mark: Option<u64>,
 }
 
-/// The entries by id, stored densely: a slot vector reused through a free list and an id → slot
-/// table sized for the cap from the start. A `BTreeMap` keyed by ever-increasing ids left its
-/// nodes about half full (about 225 bytes an entry, growing until the cache filled); here an
-/// entry costs its own size plus a 16-byte table slot.
+/// The entries, stored densely: a slot vector reused through a free list, found by id and by
+/// key through two hash tables of slot numbers sized for the cap from the start. A `BTreeMap`
+/// keyed by ever-increasing ids left its nodes about half full (about 225 bytes an entry), and
+/// tables that held a copy of the key (48 bytes a bucket) and an id → slot map (16 bytes a
+/// bucket) beside the slots were touched page by page as entries churned through them, so memory
+/// grew until every bucket had been used; a 4-byte slot number per bucket costs a sixth of that.
 #[derive(Debug)]
 struct Slab {
     slots: Vec<Option<Entry>>,
     free: Vec<u32>,
-    slot_of: HashMap<EntryId, u32>,
+    by_id: HashTable<u32>,
+    by_key: HashTable<u32>,
+    hasher: RandomState,
 }
 
 impl Slab {
@@ -165,27 +175,63 @@ impl Slab {
         Slab {
             slots: Vec::new(),
             free: Vec::new(),
-            slot_of: HashMap::with_capacity(capacity),
+            by_id: HashTable::with_capacity(capacity),
+            by_key: HashTable::with_capacity(capacity),
+            hasher: RandomState::new(),
         }
     }
 
     fn len(&self) -> usize {
-        self.slot_of.len()
+        self.by_id.len()
+    }
+
+    fn hash<T: Hash>(hasher: &RandomState, value: &T) -> u64 {
+        hasher.hash_one(value)
+    }
+
+    /// The entry in `slot` (every slot a table holds is occupied).
+    fn at(slots: &[Option<Entry>], slot: u32) -> Option<&Entry> {
+        slots.get(slot as usize)?.as_ref()
+    }
+
+    fn slot(&self, id: EntryId) -> Option<u32> {
+        let slots = &self.slots;
+        self.by_id
+            .find(Slab::hash(&self.hasher, &id), |&slot| {
+                Slab::at(slots, slot).is_some_and(|e| e.id == id)
+            })
+            .copied()
     }
 
     fn get(&self, id: &EntryId) -> Option<&Entry> {
-        let slot = *self.slot_of.get(id)?;
-        self.slots.get(slot as usize)?.as_ref()
+        let slot = self.slot(*id)?;
+        Slab::at(&self.slots, slot)
     }
 
     fn get_mut(&mut self, id: &EntryId) -> Option<&mut Entry> {
-        let slot = *self.slot_of.get(id)?;
+        let slot = self.slot(*id)?;
         self.slots.get_mut(slot as usize)?.as_mut()
     }
 
-    fn insert(&mut self, id: EntryId, entry: Entry) {
-        // Ids are never reused; should one be, the older entry's slot is freed first.
-        self.remove(&id);
+    /// The id of the entry with `key`.
+    fn by_key(&self, key: &Key) -> Option<EntryId> {
+        let slots = &self.slots;
+        let slot = self
+            .by_key
+            .find(Slab::hash(&self.hasher, key), |&slot| {
+                Slab::at(slots, slot).is_some_and(|e| e.key == *key)
+            })
+            .copied()?;
+        Some(Slab::at(slots, slot)?.id)
+    }
+
+    /// Insert `entry` (its id and key not held yet: ids are never reused, and a key is inserted
+    /// only after a lookup missed it).
+    fn insert(&mut self, entry: Entry) {
+        let (id_hash, key_hash) = (
+            Slab::hash(&self.hasher, &entry.id),
+            Slab::hash(&self.hasher, &entry.key),
+        );
         let slot = match self.free.pop() {
             Some(slot) => {
                 self.slots[slot as usize] = Some(entry);
@@ -198,14 +244,32 @@ impl Slab {
                 slot
             }
         };
-        self.slot_of.insert(id, slot);
+        let (slots, hasher) = (&self.slots, &self.hasher);
+        self.by_id.insert_unique(id_hash, slot, |&s| {
+            Slab::at(slots, s).map_or(0, |e| Slab::hash(hasher, &e.id))
+        });
+        self.by_key.insert_unique(key_hash, slot, |&s| {
+            Slab::at(slots, s).map_or(0, |e| Slab::hash(hasher, &e.key))
+        });
     }
 
     fn remove(&mut self, id: &EntryId) -> Option<Entry> {
-        let slot = self.slot_of.remove(id)?;
-        let entry = self.slots.get_mut(slot as usize)?.take();
+        let slot = self.slot(*id)?;
+        let entry = self.slots.get_mut(slot as usize)?.take()?;
+        if let Ok(found) = self
+            .by_id
+            .find_entry(Slab::hash(&self.hasher, id), |&s| s == slot)
+        {
+            found.remove();
+        }
+        if let Ok(found) = self
+            .by_key
+            .find_entry(Slab::hash(&self.hasher, &entry.key), |&s| s == slot)
+        {
+            found.remove();
+        }
         self.free.push(slot);
-        entry
+        Some(entry)
     }
 }
 
@@ -216,14 +280,15 @@ impl Slab {
 #[derive(Debug)]
 struct Store {
     entries: Slab,
-    by_key: HashMap<Key, EntryId>,
     /// Completed entries by last use: eviction under the cap takes the first.
     lru: BTreeSet<(u64, EntryId)>,
+    /// Whether the key holds the checksum (classic): only then are the two tables below kept.
+    checksummed: bool,
     /// (xid, client address) → entries, and (xid, client address, checksum) → entries, for
     /// `payload_misses`: an entry with another checksum exists when the first count is larger.
     /// Two flat tables sized from the start, not a table allocated per XID.
     by_xid: HashMap<(u32, u32), u32>,
-    by_xid_sum: HashMap<(u32, u32, Option<u32>), u32>,
+    by_xid_sum: HashMap<(u32, u32, u32), u32>,
     /// Entries with a reply position and no receive mark, by (connection, position).
     posted: BTreeSet<(u64, u64, EntryId)>,
     /// acked-mark: entries waiting for their receive mark, by (connection, mark).
@@ -242,17 +307,20 @@ struct Store {
 }
 
 impl Store {
-    fn new(max_entries: usize) -> Self {
+    /// A store of at most `max_entries` completed entries; `checksummed`: the key holds the
+    /// checksum of the arguments (classic).
+    fn new(max_entries: usize, checksummed: bool) -> Self {
         // The lookup tables are sized for a full cache from the start (see `Records::new`: a
         // churned hash table past half its capacity doubles once, a step in memory long after
         // the cache filled). Tests' unbounded caches start at the largest real bound.
         let presized = max_entries.clamp(1, ACKED_MAX_ENTRIES).saturating_mul(2);
+        let counted = if checksummed { presized } else { 0 };
         Store {
             entries: Slab::with_capacity(presized),
-            by_key: HashMap::with_capacity(presized),
             lru: BTreeSet::new(),
-            by_xid: HashMap::with_capacity(presized),
-            by_xid_sum: HashMap::with_capacity(presized),
+            checksummed,
+            by_xid: HashMap::with_capacity(counted),
+            by_xid_sum: HashMap::with_capacity(counted),
             posted: BTreeSet::new(),
             marked: BTreeSet::new(),
             per_connection: HashMap::new(),
@@ -273,20 +341,21 @@ impl Store {
             vers: request.vers,
             client_addr: request.client_addr,
             len: request.len,
-            checksum: with_checksum.then_some(request.checksum),
+            checksum: if with_checksum { request.checksum } else { 0 },
         }
     }
 
     /// nfsd_cache_lookup: the shared part. `on_inprog` picks Drop or Park.
-    fn lookup(&mut self, request: &DrcRequest, with_checksum: bool, park: bool) -> Decision {
+    fn lookup(&mut self, request: &DrcRequest, park: bool) -> Decision {
         if !request.cacheable {
             self.stats.nocache += 1;
             return Decision::Execute { entry: None };
         }
+        let with_checksum = self.checksummed;
         let key = Store::key(request, with_checksum);
         self.use_clock += 1;
         let now = self.use_clock;
-        if let Some(id) = self.by_key.get(&key).copied() {
+        if let Some(id) = self.entries.by_key(&key) {
             if let Some(entry) = self.entries.get_mut(&id) {
                 if matches!(entry.state, State::Done(_)) {
                     self.lru.remove(&(entry.last_use, id));
@@ -332,24 +401,23 @@ impl Store {
         self.stats.misses += 1;
         self.next_id += 1;
         let id = self.next_id;
-        *self.by_xid.entry((key.xid, key.client_addr)).or_default() += 1;
-        *self
-            .by_xid_sum
-            .entry((key.xid, key.client_addr, key.checksum))
-            .or_default() += 1;
+        if with_checksum {
+            *self.by_xid.entry((key.xid, key.client_addr)).or_default() += 1;
+            *self
+                .by_xid_sum
+                .entry((key.xid, key.client_addr, key.checksum))
+                .or_default() += 1;
+        }
         *self.per_connection.entry(request.connection).or_default() += 1;
-        self.entries.insert(
+        self.entries.insert(Entry {
             id,
-            Entry {
-                key: key.clone(),
-                state: State::InProgress,
-                connection: request.connection,
-                position: None,
-                last_use: now,
-                mark: None,
-            },
-        );
-        self.by_key.insert(key, id);
+            key,
+            state: State::InProgress,
+            connection: request.connection,
+            position: None,
+            last_use: now,
+            mark: None,
+        });
         self.stats.entries_high_water =
             self.stats.entries_high_water.max(self.entries.len() as u64);
         Decision::Execute { entry: Some(id) }
@@ -372,7 +440,6 @@ impl Store {
         let Some(entry) = self.entries.remove(&id) else {
             return;
         };
-        self.by_key.remove(&entry.key);
         self.lru.remove(&(entry.last_use, id));
         if let Some(position) = entry.position {
             self.posted.remove(&(entry.connection, position, id));
@@ -380,21 +447,28 @@ impl Store {
         if let Some(mark) = entry.mark {
             self.marked.remove(&(entry.connection, mark, id));
         }
-        let xid = (entry.key.xid, entry.key.client_addr);
+        if self.checksummed {
+            self.uncount_payload(&entry.key);
+        }
+        self.release_connection(entry.connection);
+    }
+
+    /// Take `key` out of the payload-miss counts.
+    fn uncount_payload(&mut self, key: &Key) {
+        let xid = (key.xid, key.client_addr);
         if let Some(n) = self.by_xid.get_mut(&xid) {
             *n -= 1;
             if *n == 0 {
                 self.by_xid.remove(&xid);
             }
         }
-        let sum = (entry.key.xid, entry.key.client_addr, entry.key.checksum);
+        let sum = (key.xid, key.client_addr, key.checksum);
         if let Some(n) = self.by_xid_sum.get_mut(&sum) {
             *n -= 1;
             if *n == 0 {
                 self.by_xid_sum.remove(&sum);
             }
         }
-        self.release_connection(entry.connection);
     }
 
     fn release_connection(&mut self, connection: u64) {
@@ -480,7 +554,7 @@ pub struct Classic {
 impl Classic {
     pub fn new(max_entries: usize) -> Self {
         Classic {
-            store: Store::new(max_entries),
+            store: Store::new(max_entries, true),
         }
     }
 }
@@ -490,7 +564,7 @@ impl DrcPolicy for Classic {
         "classic"
     }
     fn lookup(&mut self, request: &DrcRequest) -> Decision {
-        let d = self.store.lookup(request, true, false);
+        let d = self.store.lookup(request, false);
         self.store.evict_lru_over(self.store.max_entries);
         d
     }
@@ -529,7 +603,7 @@ impl Acked {
 
     pub fn with_max_entries(max_entries: usize) -> Self {
         Acked {
-            store: Store::new(max_entries),
+            store: Store::new(max_entries, false),
         }
     }
 }
@@ -540,7 +614,7 @@ impl DrcPolicy for Acked {
     }
     fn lookup(&mut self, request: &DrcRequest) -> Decision {
         // "NFSD: Remove DRC checksum": the key no longer includes the payload.
-        let d = self.store.lookup(request, false, false);
+        let d = self.store.lookup(request, false);
         self.store.evict_lru_over(self.store.max_entries);
         d
     }
@@ -565,25 +639,6 @@ impl DrcPolicy for Acked {
     }
 }
 
-#[derive(Debug, Default)]
-struct ReceiveState {
-    /// Receives polled so far on the connection.
-    polled: u64,
-    /// Receives polled whose call has not reached the DRC yet (e.g. its Read chunk is being pulled).
-    pending: BTreeSet<u64>,
-}
-
-impl ReceiveState {
-    /// The highest mark that is evictable: every Receive up to it polled and looked up.
-    fn evictable_up_to(&self) -> Option<u64> {
-        match self.pending.first() {
-            Some(0) => None,
-            Some(&first) => Some(self.polled.min(first - 1)),
-            None => Some(self.polled),
-        }
-    }
-}
-
 /// Receive states acked-mark keeps at most: the connections with entries or with Receives not
 /// yet looked up. A connection lost with Receives pending keeps its state until it is the oldest
 /// beyond this many; its entries then wait for the size cap instead of their mark.
@@ -596,8 +651,14 @@ pub struct AckedMark {
     store: Store,
     /// The credit window: the most credits ever granted on a connection.
     credit_window: u64,
-    /// Receive state of the connections that have entries or Receives not yet looked up.
-    receives: BTreeMap<u64, ReceiveState>,
+    /// Receive state of the connections that have entries or Receives not yet looked up: the
+    /// Receives polled so far on each.
+    receives: BTreeMap<u64, u64>,
+    /// Receives polled whose call has not reached the DRC yet (e.g. its Read chunk is being
+    /// pulled), by (connection, Receive), for the connections in `receives` only. One set for
+    /// all connections: a set per connection cost a node allocation (112 bytes) for the one or
+    /// two Receives a connection usually has pending, and a lost connection keeps its own.
+    pending: BTreeSet<(u64, u64)>,
     /// Connections whose receive state or marks changed since the last eviction pass: only
     /// their marked entries can have become evictable.
     dirty: BTreeSet<u64>,
@@ -612,10 +673,11 @@ impl AckedMark {
         AckedMark {
             store: Store {
                 track_emptied: true,
-                ..Store::new(max_entries)
+                ..Store::new(max_entries, false)
             },
             credit_window: credit_window.into(),
             receives: BTreeMap::new(),
+            pending: BTreeSet::new(),
             dirty: BTreeSet::new(),
         }
     }
@@ -624,11 +686,7 @@ impl AckedMark {
     /// on the connections that changed (the same entries a scan of all would find).
     fn evict_marked(&mut self) {
         for connection in std::mem::take(&mut self.dirty) {
-            let Some(up_to) = self
-                .receives
-                .get(&connection)
-                .and_then(ReceiveState::evictable_up_to)
-            else {
+            let Some(up_to) = self.evictable_up_to(connection) else {
                 continue;
             };
             let gone: Vec<EntryId> = self
@@ -645,6 +703,38 @@ impl AckedMark {
         self.forget_idle_connections();
     }
 
+    /// The highest mark on `connection` that is evictable: every Receive up to it polled and
+    /// looked up (`None` without a receive state).
+    fn evictable_up_to(&self, connection: u64) -> Option<u64> {
+        let polled = *self.receives.get(&connection)?;
+        match self.first_pending(connection) {
+            Some(0) => None,
+            Some(first) => Some(polled.min(first - 1)),
+            None => Some(polled),
+        }
+    }
+
+    /// The lowest Receive on `connection` not looked up yet.
+    fn first_pending(&self, connection: u64) -> Option<u64> {
+        self.pending
+            .range((connection, 0)..=(connection, u64::MAX))
+            .next()
+            .map(|&(_, seq)| seq)
+    }
+
+    /// Drop the receive state of `connection`, its pending Receives with it.
+    fn forget_receives(&mut self, connection: u64) {
+        self.receives.remove(&connection);
+        let pending: Vec<(u64, u64)> = self
+            .pending
+            .range((connection, 0)..=(connection, u64::MAX))
+            .copied()
+            .collect();
+        for item in pending {
+            self.pending.remove(&item);
+        }
+    }
+
     /// A connection's receive state is needed while it has entries or Receives not looked up;
     /// after that it is dropped (a later Receive starts it again with the same numbers), so a
     /// server that sees many connections does not keep one record per connection forever.
@@ -655,17 +745,16 @@ impl AckedMark {
             self.forget_if_idle(connection);
         }
         while self.receives.len() > MAX_RECEIVE_STATES {
-            if self.receives.pop_first().is_none() {
+            let Some((&oldest, _)) = self.receives.first_key_value() else {
                 break;
-            }
+            };
+            self.forget_receives(oldest);
         }
     }
 
     fn forget_if_idle(&mut self, connection: u64) {
-        let idle = self
-            .receives
-            .get(&connection)
-            .is_some_and(|s| s.pending.is_empty())
+        let idle = self.receives.contains_key(&connection)
+            && self.first_pending(connection).is_none()
             && !self.store.per_connection.contains_key(&connection);
         if idle {
             self.receives.remove(&connection);
@@ -678,24 +767,20 @@ impl DrcPolicy for AckedMark {
         "acked-mark"
     }
     fn received(&mut self, connection: u64, recv_seq: u64) {
-        let state = self.receives.entry(connection).or_default();
-        state.polled = state.polled.max(recv_seq);
-        state.pending.insert(recv_seq);
+        let polled = self.receives.entry(connection).or_default();
+        *polled = (*polled).max(recv_seq);
+        self.pending.insert((connection, recv_seq));
         self.dirty.insert(connection);
     }
     fn discarded(&mut self, connection: u64, recv_seq: u64) {
-        if let Some(state) = self.receives.get_mut(&connection) {
-            state.pending.remove(&recv_seq);
-        }
+        self.pending.remove(&(connection, recv_seq));
         self.dirty.insert(connection);
         self.evict_marked();
         self.forget_if_idle(connection);
     }
     fn lookup(&mut self, request: &DrcRequest) -> Decision {
-        let d = self.store.lookup(request, false, true);
-        if let Some(state) = self.receives.get_mut(&request.connection) {
-            state.pending.remove(&request.recv_seq);
-        }
+        let d = self.store.lookup(request, true);
+        self.pending.remove(&(request.connection, request.recv_seq));
         self.dirty.insert(request.connection);
         self.evict_marked();
         self.store.evict_lru_over(self.store.max_entries);
@@ -710,7 +795,7 @@ impl DrcPolicy for AckedMark {
         self.store.posted_at(entry, connection, position, true);
     }
     fn acked(&mut self, connection: u64, position: u64) {
-        let polled = self.receives.get(&connection).map_or(0, |s| s.polled);
+        let polled = self.receives.get(&connection).copied().unwrap_or(0);
         let window = self.credit_window;
         for id in self.store.take_acked(connection, position) {
             if let Some(e) = self.store.entries.get_mut(&id) {
@@ -1050,6 +1135,42 @@ mod tests {
         }
         eprintln!("acked-mark: 10x the calls, {ratio:.1}x the time");
         assert!(ratio <= 15.0, "20k calls took {ratio:.1}x the time of 2k");
+    }
+
+    #[test]
+    fn a_receive_state_dropped_over_its_cap_takes_its_pending_receives_with_it() {
+        let mut drc = AckedMark::new(1);
+        // Receive 1 on connection 1 is never looked up (lost with its connection's state).
+        drc.received(1, 1);
+        for connection in 2..=(MAX_RECEIVE_STATES as u64 + 1) {
+            drc.received(connection, 1);
+        }
+        // The cap holds after the next eviction pass (here: the last connection's Receive is
+        // discarded, which also forgets that idle connection).
+        let last = MAX_RECEIVE_STATES as u64 + 1;
+        drc.discarded(last, 1);
+        assert_eq!(drc.receives.len(), MAX_RECEIVE_STATES - 1);
+        assert!(
+            !drc.receives.contains_key(&1),
+            "the oldest state went first"
+        );
+        assert_eq!(
+            drc.first_pending(1),
+            None,
+            "and its pending Receive with it"
+        );
+        // Connection 1 starts again: its mark waits only for the Receives it now knows.
+        drc.received(1, 2);
+        let Decision::Execute { entry: Some(e) } = drc.lookup(&req(1, 0, 2)) else {
+            panic!("executes");
+        };
+        drc.complete(e, b"r");
+        drc.reply_posted(e, 1, 1);
+        drc.acked(1, 1);
+        assert_eq!(drc.len(), 1, "mark 3 not reached");
+        drc.received(1, 3);
+        drc.discarded(1, 3);
+        assert_eq!(drc.len(), 0, "Receive 1 no longer holds eviction back");
     }
 
     #[test]
