@@ -18,7 +18,9 @@
 //! ahead response is ignored, the requester re-reads from the missing PSN.
 //!
 //! Architecture Invariant: every buffer here is bounded by [`Limits`]; a length declared in a RETH
-//! is never used to size an allocation, only to cap it; the number of flows, of outstanding READs
+//! caps an allocation and sizes one only within a trace-wide budget (a READ's first response
+//! reserves its declared length while [`Limits::max_reserved_read_bytes`] allows, the reservation
+//! given back when the READ completes or is dropped); the number of flows, of outstanding READs
 //! and of held packets is bounded, the oldest being dropped (and reported) first.
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
@@ -45,6 +47,11 @@ pub struct Limits {
     pub max_rdma_bytes: usize,
     /// Most outstanding RDMA READ requests per flow.
     pub max_outstanding_reads: usize,
+    /// Bytes reserved up front for the response data of outstanding RDMA READs, over all flows.
+    /// A READ's first response reserves its declared length (capped by `max_rdma_bytes`) when
+    /// that fits; otherwise its data grows packet by packet. Only a hint: a capture that
+    /// declares huge READs and never sends their data reserves at most this much.
+    pub max_reserved_read_bytes: usize,
     /// Most flows tracked at once.
     pub max_flows: usize,
     /// Bytes of request packets held ahead of a PSN gap, over all flows (payload plus a fixed
@@ -58,6 +65,7 @@ impl Default for Limits {
             max_send_bytes: 1 << 20,
             max_rdma_bytes: 16 << 20,
             max_outstanding_reads: 1024,
+            max_reserved_read_bytes: 64 << 20,
             max_flows: 4096,
             max_held_bytes: 8 << 20,
         }
@@ -197,6 +205,8 @@ struct OutstandingRead {
     next_psn: u32,
     first_response_frame: Option<u32>,
     data: Vec<u8>,
+    /// Bytes of `data`'s capacity charged to [`Reassembler::reserved_read_bytes`].
+    reserved: usize,
     truncated: bool,
 }
 
@@ -294,6 +304,10 @@ pub struct Reassembler {
     held_packets: usize,
     /// Flows evicted so far to stay within `limits.max_flows`.
     evicted_flows: u64,
+    /// Bytes reserved for outstanding RDMA READs' data (bounded by
+    /// `limits.max_reserved_read_bytes`), and the most reserved at once.
+    reserved_read_bytes: usize,
+    peak_reserved_read_bytes: usize,
     out: Vec<Delivery>,
 }
 
@@ -312,6 +326,22 @@ impl Reassembler {
             limits,
             ..Default::default()
         }
+    }
+
+    /// Bytes reserved now for the data of outstanding RDMA READs.
+    pub fn reserved_read_bytes(&self) -> usize {
+        self.reserved_read_bytes
+    }
+
+    /// The most bytes reserved at once for the data of outstanding RDMA READs (never above
+    /// [`Limits::max_reserved_read_bytes`]).
+    pub fn peak_reserved_read_bytes(&self) -> usize {
+        self.peak_reserved_read_bytes
+    }
+
+    /// Give back a finished or dropped READ's reservation.
+    fn release_read(&mut self, read: &OutstandingRead) {
+        self.reserved_read_bytes = self.reserved_read_bytes.saturating_sub(read.reserved);
     }
 
     /// Take everything delivered so far.
@@ -353,6 +383,7 @@ impl Reassembler {
                 });
             }
             for r in state.reads.drain(..) {
+                self.reserved_read_bytes = self.reserved_read_bytes.saturating_sub(r.reserved);
                 events.push(TransportEvent::Incomplete {
                     what: "rdma_read",
                     psn: r.psn,
@@ -472,6 +503,9 @@ impl Reassembler {
                 let held: usize = evicted.held.iter().map(Held::cost).sum();
                 self.held_bytes = self.held_bytes.saturating_sub(held);
                 self.held_packets = self.held_packets.saturating_sub(evicted.held.len());
+                for read in &evicted.reads {
+                    self.release_read(read);
+                }
             }
             if let Some(set) = self.by_peers.get_mut(&(oldest.src, oldest.dst)) {
                 set.remove(&oldest);
@@ -837,6 +871,8 @@ impl Reassembler {
                     state.expected_psn = end_psn;
                     if state.reads.len() >= limits.max_outstanding_reads {
                         if let Some(old) = state.reads.pop_front() {
+                            self.reserved_read_bytes =
+                                self.reserved_read_bytes.saturating_sub(old.reserved);
                             events.push(TransportEvent::Incomplete {
                                 what: "rdma_read",
                                 psn: old.psn,
@@ -851,6 +887,7 @@ impl Reassembler {
                         next_psn: p.psn,
                         first_response_frame: None,
                         data: Vec::new(),
+                        reserved: 0,
                         truncated: false,
                     });
                 }
@@ -936,6 +973,7 @@ impl Reassembler {
         // The request went the other way, to a QP we may not know: search the flows from the
         // responder's peer to the responder for the READ whose PSN range holds this PSN.
         let max_rdma = self.limits.max_rdma_bytes;
+        let budget = self.limits.max_reserved_read_bytes;
         let mut found: Option<(FlowKey, usize)> = None;
         for flow in self.flows_between(key.dst, key.src) {
             let Some(state) = self.flows.get(&flow) else {
@@ -986,10 +1024,22 @@ impl Reassembler {
                         opcode: p.opcode.name(),
                     });
                 } else {
+                    let cap = (read.reth.dma_length as usize).min(max_rdma);
                     if read.first_response_frame.is_none() {
                         read.first_response_frame = Some(at.frame);
+                        // Reserve the declared length once, within the budget; past it the data
+                        // grows as it arrives. Charged here, given back when the READ completes
+                        // or is dropped.
+                        if read.data.capacity() < cap
+                            && self.reserved_read_bytes.saturating_add(cap) <= budget
+                        {
+                            read.data.reserve_exact(cap);
+                            read.reserved = cap;
+                            self.reserved_read_bytes += cap;
+                            self.peak_reserved_read_bytes =
+                                self.peak_reserved_read_bytes.max(self.reserved_read_bytes);
+                        }
                     }
-                    let cap = (read.reth.dma_length as usize).min(max_rdma);
                     let room = cap.saturating_sub(read.data.len());
                     if p.payload.len() > room {
                         read.truncated = true;
@@ -998,7 +1048,13 @@ impl Reassembler {
                         .extend_from_slice(&p.payload[..p.payload.len().min(room)]);
                     read.next_psn = ib::psn_add(p.psn, 1);
                     if matches!(p.opcode, ReadResponseLast | ReadResponseOnly) {
-                        if let Some(done) = state.reads.remove(index) {
+                        if let Some(mut done) = state.reads.remove(index) {
+                            self.reserved_read_bytes =
+                                self.reserved_read_bytes.saturating_sub(done.reserved);
+                            if done.data.len() < done.reserved {
+                                // Shorter than declared: give the rest of the reservation back.
+                                done.data.shrink_to_fit();
+                            }
                             if done.truncated {
                                 events.push(TransportEvent::Overlong {
                                     what: "rdma_read",
@@ -1161,6 +1217,96 @@ mod tests {
         };
         assert_eq!(data.len(), 260);
         assert_eq!(reth.va, 0x10);
+    }
+
+    /// `count` RDMA READs of 1 MiB each (S pulls from C, MTU 4096), each answered by its first
+    /// response packet only: the rest of the data never comes.
+    fn unanswered_reads(r: &mut Reassembler, count: u32) {
+        const MIB: u32 = 1 << 20;
+        r.set_path_mtu(C, S, 4096);
+        for i in 0..count {
+            let psn = i * (MIB / 4096);
+            feed(
+                r,
+                2 * i + 1,
+                S,
+                C,
+                &packet(0x0c, 9, psn, &reth(0x2000, 7, MIB), &[]),
+            );
+            feed(
+                r,
+                2 * i + 2,
+                C,
+                S,
+                &packet(0x0d, 3, psn, &[0, 0, 0, 1], &[4; 4096]),
+            );
+        }
+    }
+
+    #[test]
+    fn read_reservations_stay_within_their_budget() {
+        const BUDGET: usize = 4 << 20;
+        let limits = Limits {
+            max_reserved_read_bytes: BUDGET,
+            ..Limits::default()
+        };
+        // 100 READs declaring 100 MiB: four reserve their 1 MiB, the others grow as data comes.
+        let mut r = Reassembler::new(limits.clone());
+        unanswered_reads(&mut r, 100);
+        assert_eq!(r.reserved_read_bytes(), BUDGET);
+        assert_eq!(r.peak_reserved_read_bytes(), BUDGET);
+        r.finish(201, Duration::ZERO);
+        assert_eq!(
+            r.reserved_read_bytes(),
+            0,
+            "dropped READs give their reservation back"
+        );
+        let incomplete = seen(&r.drain())
+            .iter()
+            .filter(|s| *s == "incomplete rdma_read")
+            .count();
+        assert_eq!(incomplete, 100);
+
+        // Two outstanding at most: each READ pushed out gives its reservation back, so the
+        // newest two hold 2 MiB, not the budget.
+        let mut r = Reassembler::new(Limits {
+            max_outstanding_reads: 2,
+            ..limits
+        });
+        unanswered_reads(&mut r, 100);
+        assert_eq!(r.reserved_read_bytes(), 2 << 20);
+        assert_eq!(r.peak_reserved_read_bytes(), 2 << 20);
+    }
+
+    #[test]
+    fn a_completed_read_gives_its_reservation_back() {
+        let mut r = Reassembler::default();
+        r.set_path_mtu(C, S, 256);
+        feed(
+            &mut r,
+            1,
+            S,
+            C,
+            &packet(0x0c, 9, 50, &reth(0x2000, 7, 300), &[]),
+        );
+        feed(
+            &mut r,
+            2,
+            C,
+            S,
+            &packet(0x0d, 3, 50, &[0, 0, 0, 1], &[4; 256]),
+        );
+        assert_eq!(r.reserved_read_bytes(), 300);
+        feed(
+            &mut r,
+            3,
+            C,
+            S,
+            &packet(0x0f, 3, 51, &[0, 0, 0, 1], &[5; 44]),
+        );
+        assert_eq!(r.reserved_read_bytes(), 0);
+        assert_eq!(r.peak_reserved_read_bytes(), 300);
+        assert_eq!(seen(&r.drain()), ["read 300"]);
     }
 
     #[test]
