@@ -165,9 +165,8 @@ pub(crate) fn saved_pair(launch: &Launch<'_>, progress: &Progress) -> Option<Sav
     let key = pair_key(launch, version);
     let lock = key_lock(&key);
     let _held = lock.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    let dir = cache_root()
-        .join("saved-guests")
-        .join(format!("{name}-{}", &key[..16.min(key.len())]));
+    let saved_root = cache_root().join("saved-guests");
+    let dir = saved_root.join(format!("{name}-{}", &key[..16.min(key.len())]));
     let pair = SavedPair::in_dir(dir.clone());
     if pair.is_complete() {
         return Some(pair);
@@ -196,6 +195,7 @@ pub(crate) fn saved_pair(launch: &Launch<'_>, progress: &Progress) -> Option<Sav
     );
     match save_pair(launch, &pair) {
         Ok(SaveOutcome::Saved) => {
+            let pruned = remove_older_pairs(&saved_root, name, &dir);
             let size: u64 = pair
                 .states
                 .iter()
@@ -207,9 +207,14 @@ pub(crate) fn saved_pair(launch: &Launch<'_>, progress: &Progress) -> Option<Sav
                 Phase::Snapshot,
                 name,
                 &format!(
-                    "saved {} ({} MiB); every suite of this kernel restores it",
+                    "saved {} ({} MiB); every suite of this kernel restores it{}",
                     &key[..16.min(key.len())],
-                    size >> 20
+                    size >> 20,
+                    if pruned > 0 {
+                        format!(" (removed {pruned} older pair(s) of this kernel)")
+                    } else {
+                        String::new()
+                    }
                 ),
                 Some(started.elapsed()),
             );
@@ -239,6 +244,27 @@ pub(crate) fn saved_pair(launch: &Launch<'_>, progress: &Progress) -> Option<Sav
             None
         }
     }
+}
+
+/// Remove the pairs saved for kernel `name` under other keys (a pair is 80-320 MiB and any change
+/// to the kernel, initramfs or command line makes a new one); how many were removed.
+fn remove_older_pairs(saved_root: &Path, name: &str, keep: &Path) -> usize {
+    let Ok(entries) = fs::read_dir(saved_root) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let file_name = entry.file_name().to_string_lossy().into_owned();
+        // `<name>-<16 hex digits>`: "linux-6.12" must not take "linux-6.12-acked-evict-…".
+        let same_kernel = file_name.rsplit_once('-').is_some_and(|(kernel, key)| {
+            kernel == name && key.len() == 16 && key.chars().all(|c| c.is_ascii_hexdigit())
+        });
+        if same_kernel && path != keep && fs::remove_dir_all(&path).is_ok() {
+            removed += 1;
+        }
+    }
+    removed
 }
 
 enum SaveOutcome {
@@ -468,6 +494,37 @@ impl Monitor {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_new_pair_removes_only_older_pairs_of_its_own_kernel() {
+        let root = tempfile::tempdir().unwrap();
+        let names = [
+            "linux-6.12-0123456789abcdef",
+            "linux-6.12-fedcba9876543210",
+            "linux-6.12-acked-evict-0123456789abcdef",
+            "linux-6.1-0123456789abcdef",
+            "linux-6.12-notakey",
+        ];
+        for name in names {
+            fs::create_dir_all(root.path().join(name)).unwrap();
+        }
+        let keep = root.path().join("linux-6.12-fedcba9876543210");
+        assert_eq!(remove_older_pairs(root.path(), "linux-6.12", &keep), 1);
+        let mut left: Vec<_> = fs::read_dir(root.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(
+            left,
+            [
+                "linux-6.1-0123456789abcdef",
+                "linux-6.12-acked-evict-0123456789abcdef",
+                "linux-6.12-fedcba9876543210",
+                "linux-6.12-notakey",
+            ]
+        );
+    }
 
     #[test]
     fn plain_paths_pass_and_others_are_refused() {
