@@ -899,6 +899,11 @@ impl Builder {
             }
             return Some(Err(e));
         }
+        if !nomsg && chunks.iter().all(|c| c.position != 0) {
+            if let Some(stream) = self.call_stream_in_place(index, conn, inline, &chunks) {
+                return Some(stream);
+            }
+        }
         let mut chunk_bytes = 0u64;
         let mut gathered = Vec::new();
         for chunk in chunks {
@@ -939,6 +944,60 @@ impl Builder {
                 note: None,
             }),
         )
+    }
+
+    /// [`Builder::call_stream`] for Read chunks none of which is at position zero, when they can
+    /// be reinserted: each chunk's data is gathered straight to its place in the rebuilt message
+    /// (one copy, not a gather then a reinsertion). The same checks, in the same order, with the
+    /// same budget spent, so the same stream or error. `None` when the positions do not fit the
+    /// inline stream: [`Builder::call_stream`] then gathers first and reports as before.
+    fn call_stream_in_place(
+        &self,
+        index: usize,
+        conn: usize,
+        inline: &[u8],
+        chunks: &[wire::rpcrdma::ReadChunk],
+    ) -> Option<Result<RpcStream, String>> {
+        // Each chunk is within upper::MAX_REBUILT_MESSAGE here (the caller checked the sum).
+        let lengths: Vec<(u32, usize)> = chunks
+            .iter()
+            .map(|c| (c.position, c.length() as usize))
+            .collect();
+        let layout = upper::Reinsertion::plan(inline.len(), &lengths).ok()?;
+        let mut bytes = layout.with_inline(inline);
+        let mut chunk_bytes = 0u64;
+        for ((chunk, &(_, len)), &at) in chunks.iter().zip(&lengths).zip(&layout.chunk_at) {
+            let gathered = self.admit(&chunk.segments, true).and_then(|total| {
+                self.fill(
+                    conn,
+                    &chunk.segments,
+                    index,
+                    Look::After,
+                    Some(&mut bytes[at..at + len]),
+                )
+                .map(|()| total)
+            });
+            match gathered {
+                Ok(total) => chunk_bytes += total,
+                // Data not captured: decode the reduced stream instead (length words only).
+                Err(e) => {
+                    return Some(Ok(RpcStream {
+                        bytes: inline.to_vec(),
+                        reduced: true,
+                        writes: Vec::new(),
+                        chunk_bytes,
+                        note: Some(e),
+                    }))
+                }
+            }
+        }
+        Some(Ok(RpcStream {
+            bytes,
+            reduced: false,
+            writes: Vec::new(),
+            chunk_bytes,
+            note: None,
+        }))
     }
 
     /// The Reply's RPC message: the Reply chunk for RDMA_NOMSG, else the inline stream whose
@@ -998,21 +1057,47 @@ impl Builder {
         look: Look,
         collect: Collect,
     ) -> Result<Gathered, String> {
-        let total: u64 = segments.iter().map(|s| u64::from(s.length)).sum();
+        let copy = matches!(collect, Collect::Bytes);
+        let total = self.admit(segments, copy)?;
+        let mut out = if copy {
+            vec![0; total as usize]
+        } else {
+            Vec::new()
+        };
+        self.fill(conn, segments, index, look, copy.then_some(&mut out[..]))?;
+        Ok(Gathered {
+            bytes: out,
+            len: total,
+        })
+    }
+
+    /// The segments' total length, checked against [`upper::MAX_REBUILT_MESSAGE`] and, when
+    /// their bytes are to be copied, taken from the trace's [`GatherBudget`].
+    fn admit(&self, segments: &[Segment], copy: bool) -> Result<u64, String> {
+        let total = wire::rpcrdma::total_length(segments);
         if total > upper::MAX_REBUILT_MESSAGE as u64 {
             return Err(format!("chunk of {total} bytes exceeds the rebuild limit"));
         }
-        let copy = matches!(collect, Collect::Bytes);
         if copy {
             self.budget.bytes(total)?;
         }
-        let mut out = Vec::with_capacity(if copy { total as usize } else { 0 });
+        Ok(total)
+    }
+
+    /// The gathering of [`Builder::gather`] after [`Builder::admit`]: each segment's bytes
+    /// copied into `out` (the segments' total length, in order) when given, else only their
+    /// coverage checked.
+    fn fill(
+        &self,
+        conn: usize,
+        segments: &[Segment],
+        index: usize,
+        look: Look,
+        mut out: Option<&mut [u8]>,
+    ) -> Result<(), String> {
+        let mut start_at = 0usize;
         for seg in segments {
             let want = seg.length as usize;
-            let start_at = out.len();
-            if copy {
-                out.resize(start_at + want, 0);
-            }
             let mut filled = Filled::default();
             let index_of = match look {
                 Look::After => &self.index.reads,
@@ -1053,7 +1138,7 @@ impl Builder {
                     ((start - seg.offset) as usize, (end - seg.offset) as usize);
                 let src_base = (start - reth.va) as usize;
                 filled.fill(dst_start, dst_end, |a, b| {
-                    if copy {
+                    if let Some(out) = out.as_deref_mut() {
                         let src = src_base + (a - dst_start)..src_base + (b - dst_start);
                         out[start_at + a..start_at + b].copy_from_slice(&data[src]);
                     }
@@ -1065,11 +1150,9 @@ impl Builder {
                     seg.handle, seg.offset, filled.total, seg.length
                 ));
             }
+            start_at += want;
         }
-        Ok(Gathered {
-            bytes: out,
-            len: total,
-        })
+        Ok(())
     }
 }
 

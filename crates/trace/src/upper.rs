@@ -24,34 +24,77 @@ pub const MAX_REBUILT_MESSAGE: usize = 16 << 20;
 /// Insert Read chunk data into the inline stream at their positions (RFC 8166 §3.4.5). `chunks`
 /// are `(position, data)` sorted by position, none at position zero.
 pub fn reinsert_read_chunks(inline: &[u8], chunks: &[(u32, Vec<u8>)]) -> Result<Vec<u8>, String> {
-    let total: usize = chunks
-        .iter()
-        .map(|(_, d)| wire::xdr::pad4(d.len()))
-        .sum::<usize>()
-        .saturating_add(inline.len());
-    if total > MAX_REBUILT_MESSAGE {
-        return Err(format!("rebuilt message of {total} bytes exceeds limit"));
+    let lengths: Vec<(u32, usize)> = chunks.iter().map(|(p, d)| (*p, d.len())).collect();
+    let layout = Reinsertion::plan(inline.len(), &lengths)?;
+    let mut out = layout.with_inline(inline);
+    for ((_, data), &at) in chunks.iter().zip(&layout.chunk_at) {
+        out[at..at + data.len()].copy_from_slice(data);
     }
-    let mut out = Vec::with_capacity(total);
-    let mut taken = 0usize;
-    for (position, data) in chunks {
-        // Position counts the chunks already reinserted (positions are in the full stream).
-        let inline_at = (*position as usize)
-            .checked_sub(out.len() - taken)
-            .ok_or_else(|| format!("Read chunk position {position} overlaps an earlier chunk"))?;
-        if inline_at < taken || inline_at > inline.len() {
-            return Err(format!(
-                "Read chunk position {position} is beyond the inline stream (RFC 8166 §3.4.5)"
-            ));
-        }
-        out.extend_from_slice(&inline[taken..inline_at]);
-        taken = inline_at;
-        out.extend_from_slice(data);
-        // RFC 8166 §3.4.5.2: the chunk omits XDR round-up; the receiver restores it.
-        out.resize(out.len() + (wire::xdr::pad4(data.len()) - data.len()), 0);
-    }
-    out.extend_from_slice(&inline[taken..]);
     Ok(out)
+}
+
+/// Where [`reinsert_read_chunks`] puts each piece of the rebuilt message, from the lengths alone:
+/// the chunk data can then be copied straight to its place.
+#[derive(Debug)]
+pub struct Reinsertion {
+    /// Length of the rebuilt message.
+    pub total: usize,
+    /// Offset of each chunk's data in the rebuilt message (followed by its XDR round-up).
+    pub chunk_at: Vec<usize>,
+    /// `(inline range, offset in the rebuilt message)` of each piece of the inline stream.
+    inline_pieces: Vec<(std::ops::Range<usize>, usize)>,
+}
+
+impl Reinsertion {
+    /// The layout for Read chunks of `(position, length)` into an inline stream of
+    /// `inline_len` bytes, or why they cannot be reinserted.
+    pub fn plan(inline_len: usize, chunks: &[(u32, usize)]) -> Result<Self, String> {
+        let total: usize = chunks
+            .iter()
+            .map(|&(_, len)| wire::xdr::pad4(len))
+            .sum::<usize>()
+            .saturating_add(inline_len);
+        if total > MAX_REBUILT_MESSAGE {
+            return Err(format!("rebuilt message of {total} bytes exceeds limit"));
+        }
+        let mut layout = Reinsertion {
+            total,
+            chunk_at: Vec::with_capacity(chunks.len()),
+            inline_pieces: Vec::with_capacity(chunks.len() + 1),
+        };
+        let mut out_len = 0usize;
+        let mut taken = 0usize;
+        for &(position, len) in chunks {
+            // Position counts the chunks already reinserted (positions are in the full stream).
+            let inline_at = (position as usize)
+                .checked_sub(out_len - taken)
+                .ok_or_else(|| {
+                    format!("Read chunk position {position} overlaps an earlier chunk")
+                })?;
+            if inline_at < taken || inline_at > inline_len {
+                return Err(format!(
+                    "Read chunk position {position} is beyond the inline stream (RFC 8166 §3.4.5)"
+                ));
+            }
+            layout.inline_pieces.push((taken..inline_at, out_len));
+            out_len += inline_at - taken;
+            taken = inline_at;
+            layout.chunk_at.push(out_len);
+            // RFC 8166 §3.4.5.2: the chunk omits XDR round-up; the receiver restores it.
+            out_len += wire::xdr::pad4(len);
+        }
+        layout.inline_pieces.push((taken..inline_len, out_len));
+        Ok(layout)
+    }
+
+    /// The rebuilt message with the inline stream in place and zeros where the chunks go.
+    pub fn with_inline(&self, inline: &[u8]) -> Vec<u8> {
+        let mut out = vec![0; self.total];
+        for (range, at) in &self.inline_pieces {
+            out[*at..*at + range.len()].copy_from_slice(&inline[range.clone()]);
+        }
+        out
+    }
 }
 
 /// What upper-layer decoding of one RPC message found.
@@ -376,6 +419,21 @@ mod tests {
         let two =
             reinsert_read_chunks(inline, &[(4, b"12".to_vec()), (12, b"3456".to_vec())]).unwrap();
         assert_eq!(two, b"AAAA12\0\0BBBB3456");
+    }
+
+    #[test]
+    fn the_layout_places_chunks_where_reinsertion_puts_them() {
+        let layout = Reinsertion::plan(8, &[(4, 2), (12, 4)]).unwrap();
+        assert_eq!((layout.total, layout.chunk_at.clone()), (16, vec![4, 12]));
+        let mut out = layout.with_inline(b"AAAABBBB");
+        assert_eq!(out, b"AAAA\0\0\0\0BBBB\0\0\0\0");
+        out[4..6].copy_from_slice(b"12");
+        out[12..16].copy_from_slice(b"3456");
+        let rebuilt =
+            reinsert_read_chunks(b"AAAABBBB", &[(4, b"12".to_vec()), (12, b"3456".to_vec())]);
+        assert_eq!(rebuilt.unwrap(), out);
+        assert!(Reinsertion::plan(4, &[(8, 1)]).is_err());
+        assert!(Reinsertion::plan(4, &[(0, MAX_REBUILT_MESSAGE)]).is_err());
     }
 
     #[test]
