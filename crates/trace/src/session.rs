@@ -889,13 +889,7 @@ impl Builder {
         let chunks = lists.read_chunks();
         if let Some(e) = over {
             if !nomsg && chunks.iter().all(|c| c.position != 0) {
-                return Some(Ok(RpcStream {
-                    bytes: inline.to_vec(),
-                    reduced: true,
-                    writes: Vec::new(),
-                    chunk_bytes: 0,
-                    note: Some(e),
-                }));
+                return Some(Ok(RpcStream::reduced(inline, 0, e)));
             }
             return Some(Err(e));
         }
@@ -914,13 +908,7 @@ impl Builder {
                 }
                 // Data not captured: decode the reduced stream instead (length words only).
                 Err(e) if !nomsg && chunk.position != 0 => {
-                    return Some(Ok(RpcStream {
-                        bytes: inline.to_vec(),
-                        reduced: true,
-                        writes: Vec::new(),
-                        chunk_bytes,
-                        note: Some(e),
-                    }));
+                    return Some(Ok(RpcStream::reduced(inline, chunk_bytes, e)));
                 }
                 Err(e) => return Some(Err(e)),
             }
@@ -980,15 +968,7 @@ impl Builder {
             match gathered {
                 Ok(total) => chunk_bytes += total,
                 // Data not captured: decode the reduced stream instead (length words only).
-                Err(e) => {
-                    return Some(Ok(RpcStream {
-                        bytes: inline.to_vec(),
-                        reduced: true,
-                        writes: Vec::new(),
-                        chunk_bytes,
-                        note: Some(e),
-                    }))
-                }
+                Err(e) => return Some(Ok(RpcStream::reduced(inline, chunk_bytes, e))),
             }
         }
         Some(Ok(RpcStream {
@@ -1191,6 +1171,18 @@ struct RpcStream {
 }
 
 impl RpcStream {
+    /// The inline stream with its DDP-eligible items reduced to their length words: what is
+    /// decoded when chunk data was not captured (`note` says why).
+    fn reduced(inline: &[u8], chunk_bytes: u64, note: String) -> Self {
+        RpcStream {
+            bytes: inline.to_vec(),
+            reduced: true,
+            writes: Vec::new(),
+            chunk_bytes,
+            note: Some(note),
+        }
+    }
+
     fn inline(bytes: &[u8]) -> Self {
         RpcStream {
             bytes: bytes.to_vec(),
