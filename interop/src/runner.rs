@@ -489,78 +489,61 @@ fn boot_and_wait(
     } else {
         crate::snapshot::saved_pair(&launch, progress)
     };
-    let boots = match &saved {
-        Some(saved) => [
-            Boot::Restore {
-                state: saved.state(Role::Srv),
-                disk: saved.disk(Role::Srv),
-            },
-            Boot::Restore {
-                state: saved.state(Role::Cli),
-                disk: saved.disk(Role::Cli),
-            },
-        ],
-        None => [Boot::Cold, Boot::Cold],
+    // Start the pair, follow it to the end, and stop it; the guests stay for their consoles.
+    let attempt = |boots: [Boot<'_>; 2], how: &str, boot_timeout: Duration, run: &mut KernelRun| {
+        let boot_started = Instant::now();
+        let mut guests = start_pair(&launch, boots, run_dir, &srv_sock, &cli_sock, &image.name)?;
+        let result = supervise(
+            &mut guests,
+            suite,
+            &share,
+            progress,
+            (&image.name, how, boot_started, boot_timeout),
+            run,
+        );
+        for guest in &mut guests {
+            guest.child.kill_group();
+        }
+        anyhow::Ok((guests, result))
     };
-    let boot_started = Instant::now();
-    let mut guests = start_pair(&launch, boots, run_dir, &srv_sock, &cli_sock, &image.name)?;
-    let how = if saved.is_some() {
-        "restored the saved pair"
-    } else {
-        "cold boot"
-    };
-    // A restored pair is up in seconds even under load; one that is not, hung, and is better
-    // booted cold than waited for.
-    let boot_timeout = if saved.is_some() {
-        suite.boot_timeout().min(RESTORE_BOOT_TIMEOUT)
-    } else {
-        suite.boot_timeout()
-    };
-    let mut result = supervise(
-        &mut guests,
-        suite,
-        &share,
-        progress,
-        (&image.name, how, boot_started, boot_timeout),
-        run,
-    );
-    for guest in &mut guests {
-        guest.child.kill_group();
-    }
-    // A restore that never reached the drivers (and no kernel died): the saved pair is not
-    // usable with this qemu; drop it and boot from scratch once.
-    if let (Some(saved), Err(err)) = (&saved, &result) {
-        if run.boot_ms.is_none() && run.guest_died.is_none() {
-            progress.done(
-                Phase::Boot,
-                &image.name,
-                &format!("restoring the saved pair failed ({err:#}); removed it, booting cold"),
-                None,
-            );
-            saved.remove();
-            prepare_share(&share, suite, settings)?;
-            let boot_started = Instant::now();
-            guests = start_pair(
-                &launch,
-                [Boot::Cold, Boot::Cold],
-                run_dir,
-                &srv_sock,
-                &cli_sock,
-                &image.name,
-            )?;
-            result = supervise(
-                &mut guests,
-                suite,
-                &share,
-                progress,
-                (&image.name, "cold boot", boot_started, suite.boot_timeout()),
-                run,
-            );
-            for guest in &mut guests {
-                guest.child.kill_group();
+    let (guests, result) = match &saved {
+        None => attempt(
+            [Boot::Cold, Boot::Cold],
+            "cold boot",
+            suite.boot_timeout(),
+            run,
+        )?,
+        Some(saved) => {
+            // A restored pair is up in seconds even under load; one that is not, hung, and is
+            // better booted cold than waited for.
+            let boots = [saved.restore(Role::Srv), saved.restore(Role::Cli)];
+            let timeout = suite.boot_timeout().min(RESTORE_BOOT_TIMEOUT);
+            let (guests, result) = attempt(boots, "restored the saved pair", timeout, run)?;
+            match result {
+                // A restore that never reached the drivers (and no kernel died): the saved pair
+                // is not usable with this qemu; drop it and boot from scratch once.
+                Err(err) if run.boot_ms.is_none() && run.guest_died.is_none() => {
+                    progress.done(
+                        Phase::Boot,
+                        &image.name,
+                        &format!(
+                            "restoring the saved pair failed ({err:#}); removed it, booting cold"
+                        ),
+                        None,
+                    );
+                    saved.remove();
+                    prepare_share(&share, suite, settings)?;
+                    attempt(
+                        [Boot::Cold, Boot::Cold],
+                        "cold boot",
+                        suite.boot_timeout(),
+                        run,
+                    )?
+                }
+                result => (guests, result),
             }
         }
-    }
+    };
     let _ = fs::remove_dir_all(&sockets);
     for guest in &guests {
         if let Some(release) = fs::read_to_string(&guest.console)

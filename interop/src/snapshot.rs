@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 
 use crate::cache::{cache_root, KeyBuilder};
-use crate::process::{wait_until, GroupChild, WaitOutcome};
+use crate::process::{wait_until, GroupChild};
 use crate::progress::{Phase, Progress};
 use crate::runner::{dgram_netdev, qemu_command, Boot, Launch};
 use crate::suite::Role;
@@ -64,6 +64,14 @@ impl SavedPair {
             states: [file(Role::Srv, "state"), file(Role::Cli, "state")],
             disks: [file(Role::Srv, "qcow2"), file(Role::Cli, "qcow2")],
             dir,
+        }
+    }
+
+    /// How `role` starts from this pair: its saved state, over the disk it wrote.
+    pub(crate) fn restore(&self, role: Role) -> Boot<'_> {
+        Boot::Restore {
+            state: self.state(role),
+            disk: self.disk(role),
         }
     }
 
@@ -417,12 +425,8 @@ fn save_guest(
         fs::rename(&partial, state)?;
         Ok(SaveOutcome::Saved)
     })();
-    if !matches!(
-        child.wait_timeout(Duration::from_secs(10)),
-        Ok(WaitOutcome::Exited(_))
-    ) {
-        child.kill_group();
-    }
+    // qemu quits after the save; a qemu that does not (or a save that failed) is killed here.
+    let _ = child.wait_timeout(Duration::from_secs(10));
     child.kill_group();
     result
 }
