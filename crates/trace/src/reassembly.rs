@@ -305,10 +305,34 @@ pub struct Reassembler {
     /// Flows evicted so far to stay within `limits.max_flows`.
     evicted_flows: u64,
     /// Bytes reserved for outstanding RDMA READs' data (bounded by
-    /// `limits.max_reserved_read_bytes`), and the most reserved at once.
-    reserved_read_bytes: usize,
-    peak_reserved_read_bytes: usize,
+    /// `limits.max_reserved_read_bytes`).
+    read_reservations: ReadReservations,
     out: Vec<Delivery>,
+}
+
+/// The bytes reserved for the data of outstanding RDMA READs: charged when a READ reserves its
+/// declared length, given back when it completes or is dropped.
+#[derive(Debug, Default, Clone)]
+struct ReadReservations {
+    now: usize,
+    peak: usize,
+}
+
+impl ReadReservations {
+    /// Charge `bytes` if they fit within `budget` with what is reserved already.
+    fn try_take(&mut self, bytes: usize, budget: usize) -> bool {
+        if self.now.saturating_add(bytes) > budget {
+            return false;
+        }
+        self.now += bytes;
+        self.peak = self.peak.max(self.now);
+        true
+    }
+
+    /// Give back a finished or dropped READ's reservation.
+    fn give_back(&mut self, read: &OutstandingRead) {
+        self.now = self.now.saturating_sub(read.reserved);
+    }
 }
 
 fn pair(a: IpAddr, b: IpAddr) -> (IpAddr, IpAddr) {
@@ -330,18 +354,13 @@ impl Reassembler {
 
     /// Bytes reserved now for the data of outstanding RDMA READs.
     pub fn reserved_read_bytes(&self) -> usize {
-        self.reserved_read_bytes
+        self.read_reservations.now
     }
 
     /// The most bytes reserved at once for the data of outstanding RDMA READs (never above
     /// [`Limits::max_reserved_read_bytes`]).
     pub fn peak_reserved_read_bytes(&self) -> usize {
-        self.peak_reserved_read_bytes
-    }
-
-    /// Give back a finished or dropped READ's reservation.
-    fn release_read(&mut self, read: &OutstandingRead) {
-        self.reserved_read_bytes = self.reserved_read_bytes.saturating_sub(read.reserved);
+        self.read_reservations.peak
     }
 
     /// Take everything delivered so far.
@@ -383,7 +402,7 @@ impl Reassembler {
                 });
             }
             for r in state.reads.drain(..) {
-                self.reserved_read_bytes = self.reserved_read_bytes.saturating_sub(r.reserved);
+                self.read_reservations.give_back(&r);
                 events.push(TransportEvent::Incomplete {
                     what: "rdma_read",
                     psn: r.psn,
@@ -504,7 +523,7 @@ impl Reassembler {
                 self.held_bytes = self.held_bytes.saturating_sub(held);
                 self.held_packets = self.held_packets.saturating_sub(evicted.held.len());
                 for read in &evicted.reads {
-                    self.release_read(read);
+                    self.read_reservations.give_back(read);
                 }
             }
             if let Some(set) = self.by_peers.get_mut(&(oldest.src, oldest.dst)) {
@@ -871,8 +890,7 @@ impl Reassembler {
                     state.expected_psn = end_psn;
                     if state.reads.len() >= limits.max_outstanding_reads {
                         if let Some(old) = state.reads.pop_front() {
-                            self.reserved_read_bytes =
-                                self.reserved_read_bytes.saturating_sub(old.reserved);
+                            self.read_reservations.give_back(&old);
                             events.push(TransportEvent::Incomplete {
                                 what: "rdma_read",
                                 psn: old.psn,
@@ -1031,13 +1049,10 @@ impl Reassembler {
                         // grows as it arrives. Charged here, given back when the READ completes
                         // or is dropped.
                         if read.data.capacity() < cap
-                            && self.reserved_read_bytes.saturating_add(cap) <= budget
+                            && self.read_reservations.try_take(cap, budget)
                         {
                             read.data.reserve_exact(cap);
                             read.reserved = cap;
-                            self.reserved_read_bytes += cap;
-                            self.peak_reserved_read_bytes =
-                                self.peak_reserved_read_bytes.max(self.reserved_read_bytes);
                         }
                     }
                     let room = cap.saturating_sub(read.data.len());
@@ -1049,8 +1064,7 @@ impl Reassembler {
                     read.next_psn = ib::psn_add(p.psn, 1);
                     if matches!(p.opcode, ReadResponseLast | ReadResponseOnly) {
                         if let Some(mut done) = state.reads.remove(index) {
-                            self.reserved_read_bytes =
-                                self.reserved_read_bytes.saturating_sub(done.reserved);
+                            self.read_reservations.give_back(&done);
                             if done.data.len() < done.reserved {
                                 // Shorter than declared: give the rest of the reservation back.
                                 done.data.shrink_to_fit();
