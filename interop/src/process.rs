@@ -274,14 +274,17 @@ impl Drop for GroupChild {
     }
 }
 
-/// Poll `condition` every `poll` until it returns true (→ `Ok(true)`) or `timeout` passes
-/// (→ `Ok(false)`). The condition is always evaluated at least once.
+/// Poll `condition` until it returns true (→ `Ok(true)`) or `timeout` passes (→ `Ok(false)`).
+/// The condition is always evaluated at least once. The interval starts at 1 ms and doubles up
+/// to `poll`: a helper that exits within milliseconds (a `rig trace show` per snapshot, 196 of
+/// them after a run) is not charged a whole `poll` each, and a long wait still polls at `poll`.
 pub fn wait_until(
     timeout: Duration,
     poll: Duration,
     mut condition: impl FnMut() -> Result<bool>,
 ) -> Result<bool> {
     let deadline = Instant::now() + timeout;
+    let mut interval = Duration::from_millis(1).min(poll);
     loop {
         if condition()? {
             return Ok(true);
@@ -290,7 +293,8 @@ pub fn wait_until(
         if now >= deadline {
             return Ok(false);
         }
-        std::thread::sleep(poll.min(deadline - now));
+        std::thread::sleep(interval.min(deadline - now));
+        interval = (interval * 2).min(poll);
     }
 }
 
