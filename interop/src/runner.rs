@@ -803,7 +803,9 @@ fn judge(suite: &Suite, run_dir: &Path, run: &mut KernelRun) -> Result<()> {
         run.cases.push(dmesg_outcome(&problems, logs));
     }
     if let Some(check) = &suite.host_checks.pcap {
-        run.cases.push(pcap_outcome(check, &out.join(&check.file)));
+        if check.applies_to(suite.cases.iter().map(|case| case.name.as_str())) {
+            run.cases.push(pcap_outcome(check, &out.join(&check.file)));
+        }
     }
     for case in &suite.cases {
         for artifact in &case.artifacts {

@@ -34,6 +34,17 @@ pub struct PcapCheck {
     pub file: String,
     pub display_filter: String,
     pub min_frames: u64,
+    /// The cases whose traffic the filter looks for: when `--case` picks none of them (only
+    /// `rping`, say), the capture holds no such frames and the check is not made. Empty: always.
+    #[serde(default)]
+    pub after_cases: Vec<String>,
+}
+
+impl PcapCheck {
+    /// Whether the check applies to a run of these cases.
+    pub fn applies_to<'a>(&self, mut cases: impl Iterator<Item = &'a str>) -> bool {
+        self.after_cases.is_empty() || cases.any(|case| self.after_cases.iter().any(|c| c == case))
+    }
 }
 
 /// Checks the host makes after the guests power off.
@@ -164,6 +175,14 @@ impl Suite {
                 );
             }
         }
+        if let Some(check) = &suite.host_checks.pcap {
+            for case in &check.after_cases {
+                ensure!(
+                    names.contains(case),
+                    "pcap check: after_cases names {case:?}, which is not a case of this suite"
+                );
+            }
+        }
         for extra in &suite.extra_files {
             ensure!(
                 !extra.to.is_empty()
@@ -244,6 +263,25 @@ client = "nfs3.sh"
 timeout_secs = 100
 equal = ["md5_written", "md5_read"]
 "#;
+
+    #[test]
+    fn the_pcap_check_applies_only_after_one_of_its_cases() {
+        let with = SAMPLE.replace(
+            "min_frames = 1 }",
+            "min_frames = 1, after_cases = [\"nfs3\"] }",
+        );
+        let check = Suite::parse(&with).unwrap().host_checks.pcap.unwrap();
+        assert!(check.applies_to(["setup", "nfs3"].into_iter()));
+        assert!(!check.applies_to(["setup"].into_iter()));
+        let always = Suite::parse(SAMPLE).unwrap().host_checks.pcap.unwrap();
+        assert!(always.applies_to(["setup"].into_iter()));
+        let unknown = SAMPLE.replace(
+            "min_frames = 1 }",
+            "min_frames = 1, after_cases = [\"nfs4\"] }",
+        );
+        let err = Suite::parse(&unknown).unwrap_err();
+        assert!(format!("{err:#}").contains("\"nfs4\""), "{err:#}");
+    }
 
     #[test]
     fn parses_cases_and_host_checks() {
