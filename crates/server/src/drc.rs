@@ -784,7 +784,13 @@ impl DrcPolicy for AckedMark {
         self.dirty.insert(request.connection);
         self.evict_marked();
         self.store.evict_lru_over(self.store.max_entries);
-        self.forget_if_idle(request.connection);
+        // A hit or a parked duplicate is answered on this connection, which moves its entry
+        // here (possibly from a lost connection): the Receives polled here must still be known
+        // when that reply's ack sets the mark, or the mark would count from 0. The state goes
+        // once that entry does.
+        if !matches!(d, Decision::Replay { .. } | Decision::Park { .. }) {
+            self.forget_if_idle(request.connection);
+        }
         d
     }
     fn complete(&mut self, entry: EntryId, results: &[u8]) {
@@ -1171,6 +1177,48 @@ mod tests {
         drc.received(1, 3);
         drc.discarded(1, 3);
         assert_eq!(drc.len(), 0, "Receive 1 no longer holds eviction back");
+    }
+
+    fn req_on(connection: u64, xid: u32, recv_seq: u64) -> DrcRequest {
+        DrcRequest {
+            connection,
+            ..req(xid, 0, recv_seq)
+        }
+    }
+
+    #[test]
+    fn a_hit_on_another_connections_entry_keeps_the_receive_count_for_its_mark() {
+        let mut drc = AckedMark::new(2);
+        // Connection 1 executes xid 1 and posts its reply, which is never acknowledged there.
+        drc.received(1, 1);
+        let Decision::Execute { entry: Some(e) } = drc.lookup(&req_on(1, 1, 1)) else {
+            panic!("executes");
+        };
+        drc.complete(e, b"r");
+        drc.reply_posted(e, 1, 1);
+        // Connection 2 polls three uncached calls, then the retransmission of xid 1.
+        for seq in 1..=3 {
+            drc.received(2, seq);
+            let uncached = DrcRequest {
+                cacheable: false,
+                ..req_on(2, 100 + seq as u32, seq)
+            };
+            drc.lookup(&uncached);
+        }
+        drc.received(2, 4);
+        assert!(matches!(
+            drc.lookup(&req_on(2, 1, 4)),
+            Decision::Replay { .. }
+        ));
+        drc.reply_posted(e, 2, 1);
+        drc.acked(2, 1);
+        // The mark counts the 4 Receives polled on connection 2: 4 + 2.
+        drc.received(2, 5);
+        drc.discarded(2, 5);
+        assert_eq!(drc.len(), 1, "mark 6 not reached at Receive 5");
+        drc.received(2, 6);
+        drc.discarded(2, 6);
+        assert_eq!(drc.len(), 0, "mark 6 reached");
     }
 
     #[test]
