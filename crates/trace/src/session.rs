@@ -19,7 +19,7 @@ use crate::cm::{service_port, CmMessage};
 use crate::ib;
 use crate::link;
 use crate::model::{Connection, Event, EventBody, Message, Role, Trace};
-use crate::reassembly::{At, Delivery, FlowKey, Limits, Reassembler, TransportEvent};
+use crate::reassembly::{At, Delivery, FlowKey, Limits, RdmaData, Reassembler, TransportEvent};
 use crate::upper::{self, CallKey};
 
 /// NFS/RDMA's registered port (RFC 5666 §10 / RFC 8166).
@@ -42,16 +42,14 @@ pub struct Options {
 /// Build a trace from pcap or pcapng bytes.
 pub fn trace_capture(bytes: &[u8], options: &Options) -> Result<Trace, CaptureError> {
     let reassembled = reassemble(bytes, options)?;
-    Ok(reassembled.build(options.drop_payloads))
+    Ok(reassembled.build(options.drop_payloads, bytes))
 }
 
-/// [`trace_capture`] taking the bytes: they (and the frame list) are freed once reassembly has
-/// copied out what it keeps, before the trace is built, so peak memory holds one copy of the
-/// payloads, not two.
+/// [`trace_capture`] taking the bytes, freed once the trace is built. They are kept until then
+/// because RDMA READ data stays in them (as ranges, [`crate::reassembly::RdmaData`]) instead of
+/// being copied out: peak memory still holds one copy of the payloads, not two.
 pub fn trace_capture_owned(bytes: Vec<u8>, options: &Options) -> Result<Trace, CaptureError> {
-    let reassembled = reassemble(&bytes, options)?;
-    drop(bytes);
-    Ok(reassembled.build(options.drop_payloads))
+    trace_capture(&bytes, options)
 }
 
 /// What reassembly left of a capture: the deliveries, and what the trace says of the file.
@@ -62,8 +60,9 @@ struct Reassembled {
 }
 
 impl Reassembled {
-    fn build(self, drop_payloads: bool) -> Trace {
-        let mut trace = build_deliveries(self.deliveries, drop_payloads);
+    /// The trace; `capture` is the bytes reassembly was fed from.
+    fn build(self, drop_payloads: bool, capture: &[u8]) -> Trace {
+        let mut trace = build_deliveries(self.deliveries, drop_payloads, capture);
         trace.frames = self.frames;
         trace.capture_error = self.capture_error;
         trace
@@ -109,7 +108,17 @@ fn reassemble(bytes: &[u8], options: &Options) -> Result<Reassembled, CaptureErr
                     );
                     continue;
                 }
-                reassembler.packet(frame.number, time, roce.src, roce.dst, &packet);
+                match capture_offset(bytes, packet.payload) {
+                    Some(at) => reassembler.captured_packet(
+                        frame.number,
+                        time,
+                        roce.src,
+                        roce.dst,
+                        &packet,
+                        at,
+                    ),
+                    None => reassembler.packet(frame.number, time, roce.src, roce.dst, &packet),
+                }
             }
             Err(e) => reassembler.note(
                 frame.number,
@@ -126,6 +135,14 @@ fn reassemble(bytes: &[u8], options: &Options) -> Result<Reassembled, CaptureErr
         frames: capture.frames.len() as u32,
         capture_error: capture.stopped.map(|e| e.to_string()),
     })
+}
+
+/// Where `part` starts in `capture`, if it lies inside it. Compares addresses only (no unsafe):
+/// a frame read from the capture borrows its bytes, so its payload lies inside them; a frame the
+/// parser had to copy lies in another allocation and is fed as bytes.
+fn capture_offset(capture: &[u8], part: &[u8]) -> Option<usize> {
+    let start = (part.as_ptr() as usize).checked_sub(capture.as_ptr() as usize)?;
+    (start.checked_add(part.len())? <= capture.len()).then_some(start)
 }
 
 #[derive(Debug, Default)]
@@ -174,7 +191,7 @@ struct DataIndex {
 #[derive(Debug)]
 struct Moved {
     reth: crate::ib::Reth,
-    data: Vec<u8>,
+    data: RdmaData,
 }
 
 /// Chunk data gathered over the whole trace may reach this many bytes per byte of RDMA data in
@@ -204,7 +221,8 @@ impl GatherBudget {
         let data: u64 = deliveries
             .iter()
             .map(|d| match d {
-                Delivery::Write { data, .. } | Delivery::Read { data, .. } => data.len() as u64,
+                Delivery::Write { data, .. } => data.len() as u64,
+                Delivery::Read { data, .. } => data.len() as u64,
                 _ => 0,
             })
             .sum();
@@ -292,7 +310,9 @@ impl Filled {
     }
 }
 
-struct Builder {
+struct Builder<'c> {
+    /// The capture bytes reassembly was fed from: where RDMA READ data is read.
+    capture: &'c [u8],
     /// The data of every RDMA READ and WRITE, in delivery order.
     moved: Vec<Moved>,
     /// Pass 2's next slot in `moved` (deliveries are visited in the order they were moved).
@@ -323,14 +343,16 @@ pub fn build(deliveries: &[Delivery]) -> Trace {
 
 /// [`build`] taking the deliveries: each Send's payload moves into its message, not copied.
 pub fn build_owned(deliveries: Vec<Delivery>) -> Trace {
-    build_deliveries(deliveries, false)
+    build_deliveries(deliveries, false, &[])
 }
 
 /// [`build_owned`], freeing each Send's payload once its message is decoded when `drop_payloads`.
-fn build_deliveries(mut deliveries: Vec<Delivery>, drop_payloads: bool) -> Trace {
+/// `capture` is the bytes the deliveries' RDMA READ data ranges refer to.
+fn build_deliveries(mut deliveries: Vec<Delivery>, drop_payloads: bool, capture: &[u8]) -> Trace {
     let budget = GatherBudget::for_deliveries(&deliveries);
     let count = deliveries.len();
     let mut b = Builder {
+        capture,
         moved: Vec::new(),
         next_moved: 0,
         conns: Vec::new(),
@@ -361,19 +383,17 @@ fn build_deliveries(mut deliveries: Vec<Delivery>, drop_payloads: bool) -> Trace
                 let (conn, role) = b.connection_for(*flow, guess_send_role(payload));
                 (Some(conn), role)
             }
-            Delivery::Write {
-                flow, reth, data, ..
-            }
-            | Delivery::Read {
-                flow, reth, data, ..
-            } => {
+            Delivery::Write { flow, reth, .. } | Delivery::Read { flow, reth, .. } => {
                 // Only the server moves data in RPC-over-RDMA (RFC 8166 §3.4.1).
-                let (conn, role) = b.connection_for(*flow, Some(Role::Server));
+                let (flow, reth) = (*flow, *reth);
+                let (conn, role) = b.connection_for(flow, Some(Role::Server));
                 let slot = b.moved.len();
-                b.moved.push(Moved {
-                    reth: *reth,
-                    data: std::mem::take(data),
-                });
+                let data = match d {
+                    Delivery::Write { data, .. } => RdmaData::from(std::mem::take(data)),
+                    Delivery::Read { data, .. } => std::mem::take(data),
+                    _ => RdmaData::default(),
+                };
+                b.moved.push(Moved { reth, data });
                 let rkey = reth.rkey;
                 let index = match d {
                     Delivery::Read { .. } => &mut b.index.reads,
@@ -441,7 +461,7 @@ fn guess_send_role(payload: &[u8]) -> Option<Role> {
     }
 }
 
-impl Builder {
+impl Builder<'_> {
     fn cm(&mut self, src: IpAddr, dst: IpAddr, message: &CmMessage) {
         match message {
             CmMessage::Request {
@@ -1117,12 +1137,21 @@ impl Builder {
                 let (dst_start, dst_end) =
                     ((start - seg.offset) as usize, (end - seg.offset) as usize);
                 let src_base = (start - reth.va) as usize;
+                let mut resolved = true;
                 filled.fill(dst_start, dst_end, |a, b| {
                     if let Some(out) = out.as_deref_mut() {
-                        let src = src_base + (a - dst_start)..src_base + (b - dst_start);
-                        out[start_at + a..start_at + b].copy_from_slice(&data[src]);
+                        let from = src_base + (a - dst_start);
+                        resolved &=
+                            data.copy_to(self.capture, from, &mut out[start_at + a..start_at + b]);
                     }
                 });
+                if !resolved {
+                    // Only when the trace is built from other bytes than it was reassembled from.
+                    return Err(format!(
+                        "chunk segment handle {:#x} offset {:#x}: data not in the capture bytes",
+                        seg.handle, seg.offset
+                    ));
+                }
             }
             if filled.total != want {
                 return Err(format!(
