@@ -21,7 +21,7 @@
 //! caps an allocation and sizes one only within a trace-wide budget (a READ whose data is copied
 //! out reserves its declared length at its first response while
 //! [`Limits::max_reserved_read_bytes`] allows, the reservation given back when the READ completes
-//! or is dropped; READ data fed with its place in the capture stays there as ranges,
+//! or is dropped; READ and WRITE data fed with its place in the capture stays there as ranges,
 //! [`RdmaData`], one per run of packets, each holding at least one byte); the number of flows, of
 //! outstanding READs and of held packets is bounded, the oldest being dropped (and reported)
 //! first.
@@ -112,7 +112,7 @@ pub enum Delivery {
         at: At,
         flow: FlowKey,
         reth: Reth,
-        data: Vec<u8>,
+        data: RdmaData,
         immediate: Option<u32>,
     },
     /// A complete RDMA READ: the requester (on `flow`) pulled `data` from the peer at `reth`.
@@ -188,20 +188,49 @@ pub enum TransportEvent {
     Unfilled { ranges: u32, psns: u64 },
 }
 
+/// A multi-packet SEND (`D` = the bytes) or RDMA WRITE (`D` = [`RdmaData`]) under way.
 #[derive(Debug)]
-struct Partial {
+struct Partial<D> {
     first_frame: u32,
     /// Next PSN expected for this operation.
     next_psn: u32,
     reth: Option<Reth>,
-    data: Vec<u8>,
+    data: D,
     truncated: bool,
 }
 
-/// The data of an RDMA READ, in order: ranges of the capture its response packets' payloads
-/// occupy (not copied: on a large-I/O capture nearly every byte is READ response payload, and
-/// copying it into a buffer per READ was a fifth of `rig trace show`'s time, most of it first-touch
-/// page faults), or bytes copied out for packets fed without their place in the capture.
+/// Where a [`Partial`]'s packets go.
+trait Append {
+    fn len(&self) -> usize;
+    /// Append `bytes`, found at `capture_at` in the capture when known.
+    fn append(&mut self, bytes: &[u8], capture_at: Option<usize>);
+}
+
+impl Append for Vec<u8> {
+    fn len(&self) -> usize {
+        Vec::len(self)
+    }
+
+    fn append(&mut self, bytes: &[u8], _: Option<usize>) {
+        self.extend_from_slice(bytes);
+    }
+}
+
+impl Append for RdmaData {
+    fn len(&self) -> usize {
+        RdmaData::len(self)
+    }
+
+    fn append(&mut self, bytes: &[u8], capture_at: Option<usize>) {
+        self.push(bytes, capture_at);
+    }
+}
+
+/// The data of an RDMA READ or WRITE, in order: ranges of the capture its packets' payloads
+/// occupy (not copied: on a large-I/O capture nearly every byte is READ response or WRITE
+/// payload, and copying it into a buffer per operation was a fifth of `rig trace show`'s time,
+/// most of it first-touch page faults), or bytes copied out for packets fed without their place
+/// in the capture (and for packets held ahead of a PSN gap, which were copied to be held).
 /// The capture ranges are resolved against the capture bytes by [`RdmaData::copy_to`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RdmaData {
@@ -396,8 +425,8 @@ struct FlowState {
     forgotten: (u32, u64),
     /// PSN of the next new request; `None` until the first request or after an unsized READ.
     expected_psn: Option<u32>,
-    send: Option<Partial>,
-    write: Option<Partial>,
+    send: Option<Partial<Vec<u8>>>,
+    write: Option<Partial<RdmaData>>,
     reads: VecDeque<OutstandingRead>,
     /// Requests ahead of `expected_psn`, in arrival order (bounded).
     held: Vec<Held>,
@@ -575,7 +604,7 @@ impl Reassembler {
     }
 
     /// [`Reassembler::packet`] for a packet whose payload is at `payload_at` in the capture
-    /// bytes: RDMA READ data is then kept as ranges of those bytes, not copied.
+    /// bytes: RDMA READ and WRITE data is then kept as ranges of those bytes, not copied.
     pub fn captured_packet(
         &mut self,
         frame: u32,
@@ -640,7 +669,7 @@ impl Reassembler {
             dest_qp: p.dest_qp,
         };
         if p.opcode.is_request() {
-            self.request(at, key, p);
+            self.request(at, key, p, payload_at);
         } else {
             self.response(at, key, p, payload_at);
         }
@@ -722,12 +751,12 @@ impl Reassembler {
             .flat_map(|set| set.iter().copied())
     }
 
-    fn request(&mut self, at: At, key: FlowKey, p: &IbPacket) {
+    fn request(&mut self, at: At, key: FlowKey, p: &IbPacket, payload_at: Option<usize>) {
         if self.flow(key, at).is_none() {
             return;
         }
         if let Sequence::Execute { resume } = self.sequence(at, key, p) {
-            self.execute(at, key, p, resume);
+            self.execute(at, key, p, resume, payload_at);
             self.release_ready(key);
         }
     }
@@ -877,7 +906,7 @@ impl Reassembler {
             let held = state.held.remove(i);
             self.held_bytes = self.held_bytes.saturating_sub(held.cost());
             self.held_packets = self.held_packets.saturating_sub(1);
-            self.execute(held.at, key, &held.packet(key.dest_qp), None);
+            self.execute(held.at, key, &held.packet(key.dest_qp), None, None);
         }
     }
 
@@ -905,12 +934,20 @@ impl Reassembler {
                     self.final_gap(held.at, key, expected, held.psn);
                 }
             }
-            self.execute(held.at, key, &held.packet(key.dest_qp), None);
+            self.execute(held.at, key, &held.packet(key.dest_qp), None, None);
         }
     }
 
-    /// Execute a request packet in sequence: advance the expected PSN, reassemble.
-    fn execute(&mut self, at: At, key: FlowKey, p: &IbPacket, resume: Option<u32>) {
+    /// Execute a request packet in sequence: advance the expected PSN, reassemble. `payload_at`
+    /// is where its payload is in the capture, if known (a held packet's was copied).
+    fn execute(
+        &mut self,
+        at: At,
+        key: FlowKey,
+        p: &IbPacket,
+        resume: Option<u32>,
+        payload_at: Option<usize>,
+    ) {
         let mtu = self.path_mtu.get(&pair(key.src, key.dst)).copied();
         let limits = self.limits.clone();
         let mut events = Vec::new();
@@ -950,7 +987,7 @@ impl Reassembler {
                     });
                     return self.flush(at, key, events, deliveries);
                 };
-                append_bounded(partial, p.payload, limits.max_send_bytes);
+                append_bounded(partial, p.payload, limits.max_send_bytes, None);
                 partial.next_psn = ib::psn_add(p.psn, 1);
                 if ends {
                     if let Some(done) = state.send.take() {
@@ -985,7 +1022,7 @@ impl Reassembler {
                         first_frame: at.frame,
                         next_psn: p.psn,
                         reth: Some(reth),
-                        data: Vec::new(),
+                        data: RdmaData::default(),
                         truncated: false,
                     });
                 }
@@ -1001,7 +1038,7 @@ impl Reassembler {
                     .map(|r| r.dma_length as usize)
                     .unwrap_or(0)
                     .min(limits.max_rdma_bytes);
-                append_bounded(partial, p.payload, cap);
+                append_bounded(partial, p.payload, cap, payload_at);
                 partial.next_psn = ib::psn_add(p.psn, 1);
                 if matches!(
                     p.opcode,
@@ -1256,15 +1293,21 @@ fn duplicate(p: &IbPacket) -> TransportEvent {
     }
 }
 
-/// Append at most `cap - data.len()` bytes; mark truncation instead of growing past the cap.
-fn append_bounded(partial: &mut Partial, payload: &[u8], cap: usize) {
+/// Append at most `cap - data.len()` bytes (found at `payload_at` in the capture when known);
+/// mark truncation instead of growing past the cap.
+fn append_bounded<D: Append>(
+    partial: &mut Partial<D>,
+    payload: &[u8],
+    cap: usize,
+    payload_at: Option<usize>,
+) {
     let room = cap.saturating_sub(partial.data.len());
     if payload.len() > room {
         partial.truncated = true;
     }
     partial
         .data
-        .extend_from_slice(&payload[..payload.len().min(room)]);
+        .append(&payload[..payload.len().min(room)], payload_at);
 }
 
 #[cfg(test)]

@@ -46,7 +46,7 @@ pub fn trace_capture(bytes: &[u8], options: &Options) -> Result<Trace, CaptureEr
 }
 
 /// [`trace_capture`] taking the bytes, freed once the trace is built. They are kept until then
-/// because RDMA READ data stays in them (as ranges, [`crate::reassembly::RdmaData`]) instead of
+/// because RDMA READ and WRITE data stays in them (as ranges, [`crate::reassembly::RdmaData`]) instead of
 /// being copied out: peak memory still holds one copy of the payloads, not two.
 pub fn trace_capture_owned(bytes: Vec<u8>, options: &Options) -> Result<Trace, CaptureError> {
     trace_capture(&bytes, options)
@@ -221,8 +221,7 @@ impl GatherBudget {
         let data: u64 = deliveries
             .iter()
             .map(|d| match d {
-                Delivery::Write { data, .. } => data.len() as u64,
-                Delivery::Read { data, .. } => data.len() as u64,
+                Delivery::Write { data, .. } | Delivery::Read { data, .. } => data.len() as u64,
                 _ => 0,
             })
             .sum();
@@ -311,7 +310,7 @@ impl Filled {
 }
 
 struct Builder<'c> {
-    /// The capture bytes reassembly was fed from: where RDMA READ data is read.
+    /// The capture bytes reassembly was fed from: where RDMA READ and WRITE data is read.
     capture: &'c [u8],
     /// The data of every RDMA READ and WRITE, in delivery order.
     moved: Vec<Moved>,
@@ -347,7 +346,7 @@ pub fn build_owned(deliveries: Vec<Delivery>) -> Trace {
 }
 
 /// [`build_owned`], freeing each Send's payload once its message is decoded when `drop_payloads`.
-/// `capture` is the bytes the deliveries' RDMA READ data ranges refer to.
+/// `capture` is the bytes the deliveries' RDMA READ and WRITE data ranges refer to.
 fn build_deliveries(mut deliveries: Vec<Delivery>, drop_payloads: bool, capture: &[u8]) -> Trace {
     let budget = GatherBudget::for_deliveries(&deliveries);
     let count = deliveries.len();
@@ -383,17 +382,19 @@ fn build_deliveries(mut deliveries: Vec<Delivery>, drop_payloads: bool, capture:
                 let (conn, role) = b.connection_for(*flow, guess_send_role(payload));
                 (Some(conn), role)
             }
-            Delivery::Write { flow, reth, .. } | Delivery::Read { flow, reth, .. } => {
+            Delivery::Write {
+                flow, reth, data, ..
+            }
+            | Delivery::Read {
+                flow, reth, data, ..
+            } => {
                 // Only the server moves data in RPC-over-RDMA (RFC 8166 §3.4.1).
-                let (flow, reth) = (*flow, *reth);
-                let (conn, role) = b.connection_for(flow, Some(Role::Server));
+                let (conn, role) = b.connection_for(*flow, Some(Role::Server));
                 let slot = b.moved.len();
-                let data = match d {
-                    Delivery::Write { data, .. } => RdmaData::from(std::mem::take(data)),
-                    Delivery::Read { data, .. } => std::mem::take(data),
-                    _ => RdmaData::default(),
-                };
-                b.moved.push(Moved { reth, data });
+                b.moved.push(Moved {
+                    reth: *reth,
+                    data: std::mem::take(data),
+                });
                 let rkey = reth.rkey;
                 let index = match d {
                     Delivery::Read { .. } => &mut b.index.reads,
