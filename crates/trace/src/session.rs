@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use wire::rpcrdma::{Body, Header, Proc, Segment};
 
-use crate::capture::{read_capture, CaptureError, Frame, LinkType};
+use crate::capture::{for_each_frame, CaptureError, Frame, LinkType};
 use crate::cm::{service_port, CmMessage};
 use crate::ib;
 use crate::link;
@@ -69,72 +69,71 @@ impl Reassembled {
     }
 }
 
-/// Read the frames and reassemble them; the frame list is dropped on return.
+/// Read the frames and reassemble each as it is read.
 fn reassemble(bytes: &[u8], options: &Options) -> Result<Reassembled, CaptureError> {
-    let capture = read_capture(bytes)?;
-    if let Some(Frame {
-        link: LinkType::Other(linktype),
-        ..
-    }) = capture.frames.first()
-    {
-        if capture
-            .frames
-            .iter()
-            .all(|f| matches!(f.link, LinkType::Other(_)))
-        {
-            return Err(CaptureError::UnsupportedLink {
-                linktype: *linktype,
-            });
-        }
-    }
-    let origin = capture.frames.first().map(|f| f.time).unwrap_or_default();
     let mut reassembler = Reassembler::new(options.limits.clone());
+    let mut origin = None;
     let mut last = (0u32, Duration::ZERO);
-    for frame in &capture.frames {
+    // The link type of the first frame, while every frame so far has one we do not decode.
+    let mut undecodable_link = None;
+    let scanned = for_each_frame(bytes, |frame| {
+        let origin = *origin.get_or_insert(frame.time);
+        undecodable_link = match (frame.link, frame.number) {
+            (LinkType::Other(linktype), 1) => Some(linktype),
+            (LinkType::Other(_), _) => undecodable_link,
+            _ => None,
+        };
         let time = frame.time.saturating_sub(origin);
         last = (frame.number, time);
-        let Some(roce) = link::roce_packet(frame.link, &frame.data) else {
-            continue;
-        };
-        match ib::decode(roce.transport) {
-            Ok(packet) => {
-                if options.check_icrc
-                    && crate::icrc::check(roce.icrc_prefix, roce.transport) == Some(false)
-                {
-                    reassembler.note(
-                        frame.number,
-                        time,
-                        TransportEvent::BadIcrc { psn: packet.psn },
-                    );
-                    continue;
-                }
-                match capture_offset(bytes, packet.payload) {
-                    Some(at) => reassembler.captured_packet(
-                        frame.number,
-                        time,
-                        roce.src,
-                        roce.dst,
-                        &packet,
-                        at,
-                    ),
-                    None => reassembler.packet(frame.number, time, roce.src, roce.dst, &packet),
-                }
-            }
-            Err(e) => reassembler.note(
-                frame.number,
-                time,
-                TransportEvent::Undecodable {
-                    error: e.to_string(),
-                },
-            ),
-        }
+        reassemble_frame(&mut reassembler, bytes, &frame, time, options.check_icrc);
+    })?;
+    if let Some(linktype) = undecodable_link {
+        return Err(CaptureError::UnsupportedLink { linktype });
     }
     reassembler.finish(last.0, last.1);
     Ok(Reassembled {
         deliveries: reassembler.drain(),
-        frames: capture.frames.len() as u32,
-        capture_error: capture.stopped.map(|e| e.to_string()),
+        frames: scanned.frames as u32,
+        capture_error: scanned.stopped.map(|e| e.to_string()),
     })
+}
+
+/// Feed one frame of `capture` (taken `time` after the first) to the reassembler.
+fn reassemble_frame(
+    reassembler: &mut Reassembler,
+    capture: &[u8],
+    frame: &Frame<'_>,
+    time: Duration,
+    check_icrc: bool,
+) {
+    let Some(roce) = link::roce_packet(frame.link, &frame.data) else {
+        return;
+    };
+    match ib::decode(roce.transport) {
+        Ok(packet) => {
+            if check_icrc && crate::icrc::check(roce.icrc_prefix, roce.transport) == Some(false) {
+                reassembler.note(
+                    frame.number,
+                    time,
+                    TransportEvent::BadIcrc { psn: packet.psn },
+                );
+                return;
+            }
+            match capture_offset(capture, packet.payload) {
+                Some(at) => {
+                    reassembler.captured_packet(frame.number, time, roce.src, roce.dst, &packet, at)
+                }
+                None => reassembler.packet(frame.number, time, roce.src, roce.dst, &packet),
+            }
+        }
+        Err(e) => reassembler.note(
+            frame.number,
+            time,
+            TransportEvent::Undecodable {
+                error: e.to_string(),
+            },
+        ),
+    }
 }
 
 /// Where `part` starts in `capture`, if it lies inside it. Compares addresses only (no unsafe):
