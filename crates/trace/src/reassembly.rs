@@ -1443,6 +1443,26 @@ mod tests {
     }
 
     #[test]
+    fn write_data_fed_with_its_place_in_the_capture_stays_there() {
+        let first = packet(0x06, 9, 1, &reth(0x10, 8, 300), &[1; 256]);
+        let last = packet(0x08, 9, 2, &[], &[2; 44]);
+        let capture = [first.clone(), last.clone()].concat();
+        let mut r = Reassembler::default();
+        for (frame, bytes, base) in [(1, &first, 0), (2, &last, first.len())] {
+            let p = ib::decode(bytes).unwrap();
+            let at = base + (p.payload.as_ptr() as usize - bytes.as_ptr() as usize);
+            r.captured_packet(frame, Duration::ZERO, S, C, &p, at);
+        }
+        let out = r.drain();
+        let Delivery::Write { data, .. } = &out[0] else {
+            panic!("{out:?}")
+        };
+        let mut want = vec![1; 256];
+        want.extend([2; 44]);
+        assert_eq!(data.to_vec(&capture).unwrap(), want);
+    }
+
+    #[test]
     fn rdma_write_is_capped_by_its_declared_length() {
         let mut r = Reassembler::default();
         feed(
