@@ -2,9 +2,10 @@
 //! the same capture decoded by `tshark -T fields` in the same run, with the ratio.
 //!
 //! Run with `cargo bench -p rpcrdma-trace --bench decode` (the lead wires it into `just bench`).
-//! `RIG_BENCH_ITERS` overrides the iteration count; `RIG_BENCH_KEEP=DIR` keeps the replicated
-//! captures in DIR. The tshark part is skipped, with a note, when
-//! tshark is not installed.
+//! `RIG_BENCH_ITERS` overrides the iteration count; `RIG_BENCH_E2E_RUNS` the runs of the
+//! end-to-end comparison (default 7: `rig trace show` and tshark interleaved, best of each, so a
+//! busy host slows both alike); `RIG_BENCH_KEEP=DIR` keeps the replicated captures in DIR. The
+//! tshark part is skipped, with a note, when tshark is not installed.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -84,13 +85,22 @@ fn main() {
     }
     // Larger captures, so tshark's start-up no longer dominates: a fixture repeated with every
     // PSN shifted per copy (ICRC recomputed), i.e. the same workload over many reconnections.
-    // Two kinds: small NFSv3 I/O (inline), and NFSv4.1 with 1 MiB WRITEs pulled by RDMA Read
-    // (most bytes are RDMA Read payload), where getting bytes in costs more than decoding.
+    // Two kinds: small NFSv3 messages (inline), and NFSv4.1 writing a 1 MiB file in 32 KiB
+    // WRITEs pulled by RDMA Read (85 % of the bytes are RDMA Read payload), where getting bytes
+    // in costs more than decoding.
+    let e2e_runs: u32 = std::env::var("RIG_BENCH_E2E_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(7);
     for (name, copies, kind) in [
-        ("nfs3-linux-6.1", 40, "small I/O"),
-        ("nfs41-linux-6.12", 20, "1 MiB I/O by RDMA Read"),
+        ("nfs3-linux-6.1", 40, "small messages"),
+        (
+            "nfs41-linux-6.12",
+            20,
+            "large I/O: 32 KiB WRITEs by RDMA Read",
+        ),
     ] {
-        bench_replicated(&root, name, copies, kind, iters, tshark);
+        bench_replicated(&root, name, copies, kind, iters, tshark, e2e_runs);
     }
     if !tshark {
         println!("note: tshark not installed; no comparison");
@@ -98,8 +108,17 @@ fn main() {
 }
 
 /// Decode `copies` copies of fixture `name` in memory and through `rig trace show --format
-/// jsonl` (the release binary, when built: file read and output included), beside tshark.
-fn bench_replicated(root: &Path, name: &str, copies: u32, kind: &str, iters: u32, tshark: bool) {
+/// jsonl` (the release binary, when built: file read and output included), beside tshark (runs
+/// interleaved, best of `e2e_runs` each).
+fn bench_replicated(
+    root: &Path,
+    name: &str,
+    copies: u32,
+    kind: &str,
+    iters: u32,
+    tshark: bool,
+    e2e_runs: u32,
+) {
     let big = replicate(
         &std::fs::read(root.join(format!("fixtures/pcap/{name}.pcap"))).unwrap(),
         copies,
@@ -137,26 +156,41 @@ fn bench_replicated(root: &Path, name: &str, copies: u32, kind: &str, iters: u32
         messages as f64 / ours.as_secs_f64()
     );
     let rig = root.join("target/release/rig");
-    let cli = rig
-        .is_file()
-        .then(|| time_rig_cli(&rig, &big_path))
-        .flatten();
-    match &cli {
-        Some(cli) => println!(
-            "{label}: rig trace show --format jsonl {:.1} ms end to end, {:.1} MB/s",
-            cli.as_secs_f64() * 1e3,
-            big.len() as f64 / cli.as_secs_f64() / 1e6
-        ),
-        None => println!("{label}: target/release/rig not built; no end-to-end time"),
+    let mut commands = Vec::new();
+    if rig.is_file() {
+        commands.push(rig_cli(&rig, &big_path));
     }
     if tshark {
-        match time_tshark(&big_path) {
+        commands.push(tshark_fields(&big_path));
+    }
+    let best = best_interleaved(commands, e2e_runs);
+    let (cli, ts) = match (rig.is_file(), tshark, best.as_deref()) {
+        (true, true, Some(&[cli, ts])) => (Some(cli), Some(ts)),
+        (true, false, Some(&[cli])) => (Some(cli), None),
+        (false, true, Some(&[ts])) => (None, Some(ts)),
+        _ => (None, None),
+    };
+    let mb_s = |t: Duration| big.len() as f64 / t.as_secs_f64() / 1e6;
+    match cli {
+        Some(cli) => println!(
+            "{label}: rig trace show --format jsonl {:.1} ms end to end (best of {e2e_runs}), {:.1} MB/s",
+            cli.as_secs_f64() * 1e3,
+            mb_s(cli)
+        ),
+        None if !rig.is_file() => {
+            println!("{label}: target/release/rig not built; no end-to-end time")
+        }
+        None => println!("{label}: rig trace show failed; no end-to-end time"),
+    }
+    if tshark {
+        match ts {
             Some(ts) => println!(
-                "{label}: tshark -T fields {:.0} ms/capture; rig trace is {:.0}x faster in memory{}",
+                "{label}: tshark -T fields {:.0} ms/capture (best of {e2e_runs}), {:.1} MB/s; rig trace is {:.1}x faster in memory{}",
                 ts.as_secs_f64() * 1e3,
+                mb_s(ts),
                 ts.as_secs_f64() / ours.as_secs_f64(),
                 cli.map(|cli| format!(
-                    ", {:.0}x end to end",
+                    ", {:.1}x end to end",
                     ts.as_secs_f64() / cli.as_secs_f64()
                 ))
                 .unwrap_or_default()
@@ -169,28 +203,37 @@ fn bench_replicated(root: &Path, name: &str, copies: u32, kind: &str, iters: u32
     }
 }
 
-/// Best of three runs of `rig trace show --format jsonl <path>`, output discarded.
-fn time_rig_cli(rig: &Path, path: &Path) -> Option<Duration> {
+/// `rig trace show --format jsonl <path>`.
+fn rig_cli(rig: &Path, path: &Path) -> Command {
     let mut command = Command::new(rig);
     command
         .args(["trace", "show", "--format", "jsonl"])
         .arg(path);
-    best_of_three(command)
+    command
 }
 
 /// The shortest of three runs of `command` (output discarded); `None` if one fails.
-fn best_of_three(mut command: Command) -> Option<Duration> {
-    command.stdout(Stdio::null()).stderr(Stdio::null());
-    let mut best: Option<Duration> = None;
-    for _ in 0..3 {
-        let start = Instant::now();
-        if !command.status().ok()?.success() {
-            return None;
-        }
-        let took = start.elapsed();
-        best = Some(best.map_or(took, |b| b.min(took)));
+fn best_of_three(command: Command) -> Option<Duration> {
+    best_interleaved(vec![command], 3).and_then(|best| best.first().copied())
+}
+
+/// The shortest of `runs` runs of each command (output discarded), the commands taking turns
+/// so that a change in the host's load falls on all of them; `None` if a run fails.
+fn best_interleaved(mut commands: Vec<Command>, runs: u32) -> Option<Vec<Duration>> {
+    let mut best = vec![Duration::MAX; commands.len()];
+    for command in &mut commands {
+        command.stdout(Stdio::null()).stderr(Stdio::null());
     }
-    best
+    for _ in 0..runs.max(1) {
+        for (command, best) in commands.iter_mut().zip(&mut best) {
+            let start = Instant::now();
+            if !command.status().ok()?.success() {
+                return None;
+            }
+            *best = (*best).min(start.elapsed());
+        }
+    }
+    Some(best)
 }
 
 /// `copies` back-to-back copies of a RoCEv2 pcap, PSNs shifted by 0x20000 per copy and the ICRC
@@ -244,6 +287,11 @@ fn one_frame_capture(bytes: &[u8], name: &str) -> Option<std::path::PathBuf> {
 
 /// Best of three runs of tshark extracting the same fields the oracle records.
 fn time_tshark(path: &Path) -> Option<Duration> {
+    best_of_three(tshark_fields(path))
+}
+
+/// tshark extracting the same fields the oracle records.
+fn tshark_fields(path: &Path) -> Command {
     let mut command = Command::new("tshark");
     command
         .arg("-r")
@@ -262,5 +310,5 @@ fn time_tshark(path: &Path) -> Option<Duration> {
     ] {
         command.args(["-e", field]);
     }
-    best_of_three(command)
+    command
 }

@@ -101,22 +101,48 @@ const PCAP_MAGICS: [[u8; 4]; 4] = [
 ];
 const PCAPNG_MAGIC: [u8; 4] = [0x0a, 0x0d, 0x0d, 0x0a];
 
+/// What [`for_each_frame`] read: how many frames, and the reason reading stopped early, if it did.
+#[derive(Debug, Clone)]
+pub struct Scanned {
+    pub frames: usize,
+    pub stopped: Option<CaptureError>,
+}
+
 /// Read every frame of a pcap or pcapng capture held in memory.
 pub fn read_capture(bytes: &[u8]) -> Result<Capture<'_>, CaptureError> {
+    let mut frames = Vec::new();
+    let scanned = for_each_frame(bytes, |f| frames.push(f))?;
+    Ok(Capture {
+        frames,
+        stopped: scanned.stopped,
+    })
+}
+
+/// Hand every frame of a capture to `each` as it is read, without a frame list: the decoder
+/// then reads each record's header and its packet together, once (a list first and the packets
+/// after meant two passes over a capture larger than the caches). Fails as [`read_capture`]
+/// does, before or without calling `each`.
+pub fn for_each_frame<'a>(
+    bytes: &'a [u8],
+    each: impl FnMut(Frame<'a>),
+) -> Result<Scanned, CaptureError> {
     let magic: [u8; 4] = match bytes.get(..4) {
         Some(m) => [m[0], m[1], m[2], m[3]],
         None => return Err(CaptureError::UnknownFormat),
     };
     if PCAP_MAGICS.contains(&magic) {
-        read_pcap(bytes)
+        read_pcap(bytes, each)
     } else if magic == PCAPNG_MAGIC {
-        read_pcapng(bytes)
+        read_pcapng(bytes, each)
     } else {
         Err(CaptureError::UnknownFormat)
     }
 }
 
-fn read_pcap(bytes: &[u8]) -> Result<Capture<'_>, CaptureError> {
+fn read_pcap<'a>(
+    bytes: &'a [u8],
+    mut each: impl FnMut(Frame<'a>),
+) -> Result<Scanned, CaptureError> {
     let (mut rest, parser) = PcapParser::new(bytes).map_err(|e| CaptureError::Malformed {
         after_frames: 0,
         detail: e.to_string(),
@@ -133,10 +159,10 @@ fn read_pcap(bytes: &[u8]) -> Result<Capture<'_>, CaptureError> {
         });
     }
     let link = LinkType::from_datalink(header.datalink);
-    let mut frames = Vec::new();
+    let mut frames = 0usize;
     let mut stopped = None;
     while !rest.is_empty() {
-        if frames.len() >= MAX_FRAMES {
+        if frames >= MAX_FRAMES {
             stopped = Some(CaptureError::TooManyFrames);
             break;
         }
@@ -144,24 +170,25 @@ fn read_pcap(bytes: &[u8]) -> Result<Capture<'_>, CaptureError> {
             Ok((next, _)) if next.len() >= rest.len() => {
                 // A record that consumed nothing would loop forever.
                 stopped = Some(CaptureError::Malformed {
-                    after_frames: frames.len(),
+                    after_frames: frames,
                     detail: "record of zero length".into(),
                 });
                 break;
             }
             Ok((next, packet)) => {
-                frames.push(Frame {
-                    number: frame_number(frames.len()),
+                each(Frame {
+                    number: frame_number(frames),
                     time: packet.timestamp,
                     link,
                     data: packet.data,
                     original_len: packet.orig_len,
                 });
+                frames += 1;
                 rest = next;
             }
             Err(e) => {
                 stopped = Some(CaptureError::Malformed {
-                    after_frames: frames.len(),
+                    after_frames: frames,
                     detail: e.to_string(),
                 });
                 break;
@@ -172,25 +199,25 @@ fn read_pcap(bytes: &[u8]) -> Result<Capture<'_>, CaptureError> {
 }
 
 /// A capture whose very first record is malformed is no capture: an error, not an empty trace.
-fn finish(
-    frames: Vec<Frame<'_>>,
-    stopped: Option<CaptureError>,
-) -> Result<Capture<'_>, CaptureError> {
+fn finish(frames: usize, stopped: Option<CaptureError>) -> Result<Scanned, CaptureError> {
     match stopped {
-        Some(e @ CaptureError::Malformed { .. }) if frames.is_empty() => Err(e),
-        stopped => Ok(Capture { frames, stopped }),
+        Some(e @ CaptureError::Malformed { .. }) if frames == 0 => Err(e),
+        stopped => Ok(Scanned { frames, stopped }),
     }
 }
 
-fn read_pcapng(bytes: &[u8]) -> Result<Capture<'_>, CaptureError> {
+fn read_pcapng<'a>(
+    bytes: &'a [u8],
+    mut each: impl FnMut(Frame<'a>),
+) -> Result<Scanned, CaptureError> {
     let (mut rest, mut parser) = PcapNgParser::new(bytes).map_err(|e| CaptureError::Malformed {
         after_frames: 0,
         detail: e.to_string(),
     })?;
-    let mut frames = Vec::new();
+    let mut frames = 0usize;
     let mut stopped = None;
     while !rest.is_empty() {
-        if frames.len() >= MAX_FRAMES {
+        if frames >= MAX_FRAMES {
             stopped = Some(CaptureError::TooManyFrames);
             break;
         }
@@ -198,7 +225,7 @@ fn read_pcapng(bytes: &[u8]) -> Result<Capture<'_>, CaptureError> {
             Ok(ok) => ok,
             Err(e) => {
                 stopped = Some(CaptureError::Malformed {
-                    after_frames: frames.len(),
+                    after_frames: frames,
                     detail: e.to_string(),
                 });
                 break;
@@ -207,7 +234,7 @@ fn read_pcapng(bytes: &[u8]) -> Result<Capture<'_>, CaptureError> {
         if next.len() >= rest.len() {
             // A block that consumed nothing would loop forever.
             stopped = Some(CaptureError::Malformed {
-                after_frames: frames.len(),
+                after_frames: frames,
                 detail: "block of zero length".into(),
             });
             break;
@@ -220,31 +247,33 @@ fn read_pcapng(bytes: &[u8]) -> Result<Capture<'_>, CaptureError> {
                 .map(|i| LinkType::from_datalink(i.linktype))
                 .unwrap_or(LinkType::Other(u32::MAX))
         };
-        match block {
-            Block::EnhancedPacket(p) => frames.push(Frame {
-                number: frame_number(frames.len()),
+        let frame = match block {
+            Block::EnhancedPacket(p) => Frame {
+                number: frame_number(frames),
                 time: p.timestamp,
                 link: link_of(p.interface_id),
                 data: p.data,
                 original_len: p.original_len,
-            }),
-            Block::SimplePacket(p) => frames.push(Frame {
-                number: frame_number(frames.len()),
+            },
+            Block::SimplePacket(p) => Frame {
+                number: frame_number(frames),
                 time: Duration::ZERO,
                 link: link_of(0),
                 data: p.data,
                 original_len: p.original_len,
-            }),
-            Block::Packet(p) => frames.push(Frame {
-                number: frame_number(frames.len()),
+            },
+            Block::Packet(p) => Frame {
+                number: frame_number(frames),
                 // The obsolete Packet Block carries a raw 64-bit timestamp in microseconds.
                 time: Duration::from_micros(p.timestamp),
                 link: link_of(u32::from(p.interface_id)),
                 data: p.data,
                 original_len: p.original_len,
-            }),
-            _ => {}
-        }
+            },
+            _ => continue,
+        };
+        each(frame);
+        frames += 1;
     }
     finish(frames, stopped)
 }

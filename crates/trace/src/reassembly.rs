@@ -18,13 +18,17 @@
 //! ahead response is ignored, the requester re-reads from the missing PSN.
 //!
 //! Architecture Invariant: every buffer here is bounded by [`Limits`]; a length declared in a RETH
-//! caps an allocation and sizes one only within a trace-wide budget (a READ's first response
-//! reserves its declared length while [`Limits::max_reserved_read_bytes`] allows, the reservation
-//! given back when the READ completes or is dropped); the number of flows, of outstanding READs
-//! and of held packets is bounded, the oldest being dropped (and reported) first.
+//! caps an allocation and sizes one only within a trace-wide budget (a READ whose data is copied
+//! out reserves its declared length at its first response while
+//! [`Limits::max_reserved_read_bytes`] allows, the reservation given back when the READ completes
+//! or is dropped; READ and WRITE data fed with its place in the capture stays there as ranges,
+//! [`RdmaData`], one per run of packets, each holding at least one byte); the number of flows, of
+//! outstanding READs and of held packets is bounded, the oldest being dropped (and reported)
+//! first.
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::net::IpAddr;
+use std::ops::Range;
 use std::time::Duration;
 
 use crate::cm::CmMessage;
@@ -108,7 +112,7 @@ pub enum Delivery {
         at: At,
         flow: FlowKey,
         reth: Reth,
-        data: Vec<u8>,
+        data: RdmaData,
         immediate: Option<u32>,
     },
     /// A complete RDMA READ: the requester (on `flow`) pulled `data` from the peer at `reth`.
@@ -116,7 +120,7 @@ pub enum Delivery {
         at: At,
         flow: FlowKey,
         reth: Reth,
-        data: Vec<u8>,
+        data: RdmaData,
     },
     /// A Communication Management MAD.
     Cm {
@@ -184,14 +188,165 @@ pub enum TransportEvent {
     Unfilled { ranges: u32, psns: u64 },
 }
 
+/// A multi-packet SEND (`D` = the bytes) or RDMA WRITE (`D` = [`RdmaData`]) under way.
 #[derive(Debug)]
-struct Partial {
+struct Partial<D> {
     first_frame: u32,
     /// Next PSN expected for this operation.
     next_psn: u32,
     reth: Option<Reth>,
-    data: Vec<u8>,
+    data: D,
     truncated: bool,
+}
+
+/// Where a [`Partial`]'s packets go.
+trait Append {
+    fn len(&self) -> usize;
+    /// Append `bytes`, found at `capture_at` in the capture when known.
+    fn append(&mut self, bytes: &[u8], capture_at: Option<usize>);
+}
+
+impl Append for Vec<u8> {
+    fn len(&self) -> usize {
+        Vec::len(self)
+    }
+
+    fn append(&mut self, bytes: &[u8], _: Option<usize>) {
+        self.extend_from_slice(bytes);
+    }
+}
+
+impl Append for RdmaData {
+    fn len(&self) -> usize {
+        RdmaData::len(self)
+    }
+
+    fn append(&mut self, bytes: &[u8], capture_at: Option<usize>) {
+        self.push(bytes, capture_at);
+    }
+}
+
+/// The data of an RDMA READ or WRITE, in order: ranges of the capture its packets' payloads
+/// occupy (not copied: on a large-I/O capture nearly every byte is READ response or WRITE
+/// payload, and copying it into a buffer per operation was a fifth of `rig trace show`'s time,
+/// most of it first-touch page faults), or bytes copied out for packets fed without their place
+/// in the capture (and for packets held ahead of a PSN gap, which were copied to be held).
+/// The capture ranges are resolved against the capture bytes by [`RdmaData::copy_to`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RdmaData {
+    /// The pieces, each with the data offset where it ends (ascending, for a binary search).
+    pieces: Vec<(usize, Piece)>,
+    len: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Piece {
+    /// Bytes of the capture.
+    Captured(Range<usize>),
+    Copied(Vec<u8>),
+}
+
+impl Piece {
+    fn len(&self) -> usize {
+        match self {
+            Piece::Captured(r) => r.len(),
+            Piece::Copied(v) => v.len(),
+        }
+    }
+}
+
+impl From<Vec<u8>> for RdmaData {
+    fn from(bytes: Vec<u8>) -> Self {
+        let len = bytes.len();
+        RdmaData {
+            pieces: vec![(len, Piece::Copied(bytes))],
+            len,
+        }
+    }
+}
+
+impl RdmaData {
+    /// Bytes of data.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Append `bytes`, found at `capture_at` in the capture when given (kept as that range,
+    /// merged with the previous piece when they touch), else copied.
+    fn push(&mut self, bytes: &[u8], capture_at: Option<usize>) {
+        let n = bytes.len();
+        if n == 0 {
+            return;
+        }
+        let end = self.len + n;
+        match (capture_at, self.pieces.last_mut()) {
+            (Some(start), Some((last_end, Piece::Captured(r)))) if r.end == start => {
+                r.end += n;
+                *last_end = end;
+            }
+            (Some(start), _) => self.pieces.push((end, Piece::Captured(start..start + n))),
+            (None, Some((last_end, Piece::Copied(v)))) => {
+                v.extend_from_slice(bytes);
+                *last_end = end;
+            }
+            (None, _) => self.pieces.push((end, Piece::Copied(bytes.to_vec()))),
+        }
+        self.len = end;
+    }
+
+    /// Room for `bytes` copied bytes, taken before the first copied piece is written.
+    fn reserve_copied(&mut self, bytes: usize) {
+        if self.pieces.is_empty() {
+            self.pieces
+                .push((0, Piece::Copied(Vec::with_capacity(bytes))));
+        }
+    }
+
+    /// Give back what a reservation left unused.
+    fn shrink_to_fit(&mut self) {
+        for (_, piece) in &mut self.pieces {
+            if let Piece::Copied(v) = piece {
+                v.shrink_to_fit();
+            }
+        }
+        self.pieces.shrink_to_fit();
+    }
+
+    /// Copy bytes `[from, from + out.len())` of the data into `out`, capture ranges read from
+    /// `capture` (the bytes the packets were fed from); false when they are not all there.
+    /// Finds the first piece by binary search, so copying a part of a READ of many packets
+    /// costs the pieces it touches, not the pieces before it.
+    pub fn copy_to(&self, capture: &[u8], from: usize, out: &mut [u8]) -> bool {
+        let mut i = self.pieces.partition_point(|(end, _)| *end <= from);
+        let (mut pos, mut written) = (from, 0);
+        while written < out.len() {
+            let Some((end, piece)) = self.pieces.get(i) else {
+                return false;
+            };
+            let within = pos - (end - piece.len());
+            let n = (end - pos).min(out.len() - written);
+            let src = match piece {
+                Piece::Captured(r) => capture.get(r.start + within..r.start + within + n),
+                Piece::Copied(v) => v.get(within..within + n),
+            };
+            let Some(src) = src else {
+                return false;
+            };
+            out[written..written + n].copy_from_slice(src);
+            (written, pos, i) = (written + n, pos + n, i + 1);
+        }
+        true
+    }
+
+    /// All the data as bytes (see [`RdmaData::copy_to`]).
+    pub fn to_vec(&self, capture: &[u8]) -> Option<Vec<u8>> {
+        let mut out = vec![0; self.len];
+        self.copy_to(capture, 0, &mut out).then_some(out)
+    }
 }
 
 #[derive(Debug)]
@@ -204,7 +359,7 @@ struct OutstandingRead {
     /// Next response PSN expected; responses at other PSNs are duplicates or out of sequence.
     next_psn: u32,
     first_response_frame: Option<u32>,
-    data: Vec<u8>,
+    data: RdmaData,
     /// Bytes of `data`'s capacity charged to [`Reassembler::reserved_read_bytes`].
     reserved: usize,
     truncated: bool,
@@ -270,8 +425,8 @@ struct FlowState {
     forgotten: (u32, u64),
     /// PSN of the next new request; `None` until the first request or after an unsized READ.
     expected_psn: Option<u32>,
-    send: Option<Partial>,
-    write: Option<Partial>,
+    send: Option<Partial<Vec<u8>>>,
+    write: Option<Partial<RdmaData>>,
     reads: VecDeque<OutstandingRead>,
     /// Requests ahead of `expected_psn`, in arrival order (bounded).
     held: Vec<Held>,
@@ -445,6 +600,32 @@ impl Reassembler {
 
     /// Feed one decoded packet.
     pub fn packet(&mut self, frame: u32, time: Duration, src: IpAddr, dst: IpAddr, p: &IbPacket) {
+        self.packet_from(frame, time, src, dst, p, None);
+    }
+
+    /// [`Reassembler::packet`] for a packet whose payload is at `payload_at` in the capture
+    /// bytes: RDMA READ and WRITE data is then kept as ranges of those bytes, not copied.
+    pub fn captured_packet(
+        &mut self,
+        frame: u32,
+        time: Duration,
+        src: IpAddr,
+        dst: IpAddr,
+        p: &IbPacket,
+        payload_at: usize,
+    ) {
+        self.packet_from(frame, time, src, dst, p, Some(payload_at));
+    }
+
+    fn packet_from(
+        &mut self,
+        frame: u32,
+        time: Duration,
+        src: IpAddr,
+        dst: IpAddr,
+        p: &IbPacket,
+        payload_at: Option<usize>,
+    ) {
         let at = At {
             frame,
             first_frame: frame,
@@ -488,9 +669,9 @@ impl Reassembler {
             dest_qp: p.dest_qp,
         };
         if p.opcode.is_request() {
-            self.request(at, key, p);
+            self.request(at, key, p, payload_at);
         } else {
-            self.response(at, key, p);
+            self.response(at, key, p, payload_at);
         }
     }
 
@@ -570,12 +751,12 @@ impl Reassembler {
             .flat_map(|set| set.iter().copied())
     }
 
-    fn request(&mut self, at: At, key: FlowKey, p: &IbPacket) {
+    fn request(&mut self, at: At, key: FlowKey, p: &IbPacket, payload_at: Option<usize>) {
         if self.flow(key, at).is_none() {
             return;
         }
         if let Sequence::Execute { resume } = self.sequence(at, key, p) {
-            self.execute(at, key, p, resume);
+            self.execute(at, key, p, resume, payload_at);
             self.release_ready(key);
         }
     }
@@ -725,7 +906,7 @@ impl Reassembler {
             let held = state.held.remove(i);
             self.held_bytes = self.held_bytes.saturating_sub(held.cost());
             self.held_packets = self.held_packets.saturating_sub(1);
-            self.execute(held.at, key, &held.packet(key.dest_qp), None);
+            self.execute(held.at, key, &held.packet(key.dest_qp), None, None);
         }
     }
 
@@ -753,12 +934,20 @@ impl Reassembler {
                     self.final_gap(held.at, key, expected, held.psn);
                 }
             }
-            self.execute(held.at, key, &held.packet(key.dest_qp), None);
+            self.execute(held.at, key, &held.packet(key.dest_qp), None, None);
         }
     }
 
-    /// Execute a request packet in sequence: advance the expected PSN, reassemble.
-    fn execute(&mut self, at: At, key: FlowKey, p: &IbPacket, resume: Option<u32>) {
+    /// Execute a request packet in sequence: advance the expected PSN, reassemble. `payload_at`
+    /// is where its payload is in the capture, if known (a held packet's was copied).
+    fn execute(
+        &mut self,
+        at: At,
+        key: FlowKey,
+        p: &IbPacket,
+        resume: Option<u32>,
+        payload_at: Option<usize>,
+    ) {
         let mtu = self.path_mtu.get(&pair(key.src, key.dst)).copied();
         let limits = self.limits.clone();
         let mut events = Vec::new();
@@ -798,7 +987,7 @@ impl Reassembler {
                     });
                     return self.flush(at, key, events, deliveries);
                 };
-                append_bounded(partial, p.payload, limits.max_send_bytes);
+                append_bounded(partial, p.payload, limits.max_send_bytes, None);
                 partial.next_psn = ib::psn_add(p.psn, 1);
                 if ends {
                     if let Some(done) = state.send.take() {
@@ -833,7 +1022,7 @@ impl Reassembler {
                         first_frame: at.frame,
                         next_psn: p.psn,
                         reth: Some(reth),
-                        data: Vec::new(),
+                        data: RdmaData::default(),
                         truncated: false,
                     });
                 }
@@ -849,7 +1038,7 @@ impl Reassembler {
                     .map(|r| r.dma_length as usize)
                     .unwrap_or(0)
                     .min(limits.max_rdma_bytes);
-                append_bounded(partial, p.payload, cap);
+                append_bounded(partial, p.payload, cap, payload_at);
                 partial.next_psn = ib::psn_add(p.psn, 1);
                 if matches!(
                     p.opcode,
@@ -904,7 +1093,7 @@ impl Reassembler {
                         reth,
                         next_psn: p.psn,
                         first_response_frame: None,
-                        data: Vec::new(),
+                        data: RdmaData::default(),
                         reserved: 0,
                         truncated: false,
                     });
@@ -965,7 +1154,7 @@ impl Reassembler {
         }
     }
 
-    fn response(&mut self, at: At, key: FlowKey, p: &IbPacket) {
+    fn response(&mut self, at: At, key: FlowKey, p: &IbPacket, payload_at: Option<usize>) {
         if let Some(aeth) = p.aeth {
             if matches!(aeth.syndrome, AckSyndrome::Ack { .. }) {
                 self.acknowledged(key, p.psn);
@@ -1045,13 +1234,12 @@ impl Reassembler {
                     let cap = (read.reth.dma_length as usize).min(max_rdma);
                     if read.first_response_frame.is_none() {
                         read.first_response_frame = Some(at.frame);
-                        // Reserve the declared length once, within the budget; past it the data
-                        // grows as it arrives. Charged here, given back when the READ completes
-                        // or is dropped.
-                        if read.data.capacity() < cap
-                            && self.read_reservations.try_take(cap, budget)
-                        {
-                            read.data.reserve_exact(cap);
+                        // Data copied out reserves the declared length once, within the
+                        // budget; past it the data grows as it arrives. Charged here, given back
+                        // when the READ completes or is dropped. Data left in the capture
+                        // reserves nothing.
+                        if payload_at.is_none() && self.read_reservations.try_take(cap, budget) {
+                            read.data.reserve_copied(cap);
                             read.reserved = cap;
                         }
                     }
@@ -1060,7 +1248,7 @@ impl Reassembler {
                         read.truncated = true;
                     }
                     read.data
-                        .extend_from_slice(&p.payload[..p.payload.len().min(room)]);
+                        .push(&p.payload[..p.payload.len().min(room)], payload_at);
                     read.next_psn = ib::psn_add(p.psn, 1);
                     if matches!(p.opcode, ReadResponseLast | ReadResponseOnly) {
                         if let Some(mut done) = state.reads.remove(index) {
@@ -1105,15 +1293,21 @@ fn duplicate(p: &IbPacket) -> TransportEvent {
     }
 }
 
-/// Append at most `cap - data.len()` bytes; mark truncation instead of growing past the cap.
-fn append_bounded(partial: &mut Partial, payload: &[u8], cap: usize) {
+/// Append at most `cap - data.len()` bytes (found at `payload_at` in the capture when known);
+/// mark truncation instead of growing past the cap.
+fn append_bounded<D: Append>(
+    partial: &mut Partial<D>,
+    payload: &[u8],
+    cap: usize,
+    payload_at: Option<usize>,
+) {
     let room = cap.saturating_sub(partial.data.len());
     if payload.len() > room {
         partial.truncated = true;
     }
     partial
         .data
-        .extend_from_slice(&payload[..payload.len().min(room)]);
+        .append(&payload[..payload.len().min(room)], payload_at);
 }
 
 #[cfg(test)]
@@ -1202,9 +1396,70 @@ mod tests {
         assert_eq!((at.first_frame, at.frame), (1, 3));
         assert_eq!(reth.rkey, 7);
         assert_eq!(data.len(), 300);
-        assert_eq!(data[299], 5);
+        assert_eq!(data.to_vec(&[]).unwrap()[299], 5);
         assert!(matches!(out[1], Delivery::Send { .. }), "{out:?}");
         assert_eq!(out.len(), 2);
+    }
+
+    #[test]
+    fn read_data_fed_with_its_place_in_the_capture_stays_there() {
+        // A "capture" holding the two response packets back to back.
+        let first = packet(0x0d, 3, 50, &[0, 0, 0, 1], &[4; 256]);
+        let last = packet(0x0f, 3, 51, &[0, 0, 0, 2], &[5; 44]);
+        let capture = [first.clone(), last.clone()].concat();
+        let mut r = Reassembler::default();
+        r.set_path_mtu(C, S, 256);
+        feed(
+            &mut r,
+            1,
+            S,
+            C,
+            &packet(0x0c, 9, 50, &reth(0x2000, 7, 300), &[]),
+        );
+        for (frame, bytes, base) in [(2, &first, 0), (3, &last, first.len())] {
+            let p = ib::decode(bytes).unwrap();
+            let at = base + (p.payload.as_ptr() as usize - bytes.as_ptr() as usize);
+            r.captured_packet(frame, Duration::ZERO, C, S, &p, at);
+        }
+        assert_eq!(
+            r.reserved_read_bytes(),
+            0,
+            "nothing copied, nothing reserved"
+        );
+        let out = r.drain();
+        let Delivery::Read { data, .. } = &out[0] else {
+            panic!("{out:?}")
+        };
+        let mut want = vec![4; 256];
+        want.extend([5; 44]);
+        assert_eq!(data.to_vec(&capture).unwrap(), want);
+        // A part across both packets, found without the bytes before it.
+        let mut part = [0; 4];
+        assert!(data.copy_to(&capture, 254, &mut part));
+        assert_eq!(part, [4, 4, 5, 5]);
+        // Past the data, or against other bytes than the capture: not there, no panic.
+        assert!(!data.copy_to(&capture, 298, &mut part));
+        assert_eq!(data.to_vec(&capture[..10]), None);
+    }
+
+    #[test]
+    fn write_data_fed_with_its_place_in_the_capture_stays_there() {
+        let first = packet(0x06, 9, 1, &reth(0x10, 8, 300), &[1; 256]);
+        let last = packet(0x08, 9, 2, &[], &[2; 44]);
+        let capture = [first.clone(), last.clone()].concat();
+        let mut r = Reassembler::default();
+        for (frame, bytes, base) in [(1, &first, 0), (2, &last, first.len())] {
+            let p = ib::decode(bytes).unwrap();
+            let at = base + (p.payload.as_ptr() as usize - bytes.as_ptr() as usize);
+            r.captured_packet(frame, Duration::ZERO, S, C, &p, at);
+        }
+        let out = r.drain();
+        let Delivery::Write { data, .. } = &out[0] else {
+            panic!("{out:?}")
+        };
+        let mut want = vec![1; 256];
+        want.extend([2; 44]);
+        assert_eq!(data.to_vec(&capture).unwrap(), want);
     }
 
     #[test]
@@ -1531,6 +1786,7 @@ mod tests {
         let Delivery::Read { data, .. } = &out[2] else {
             panic!("{out:?}")
         };
+        let data = data.to_vec(&[]).unwrap();
         assert_eq!((data[0], data[256], data[512]), (1, 2, 3));
     }
 

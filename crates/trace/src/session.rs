@@ -14,12 +14,12 @@ use std::time::Duration;
 
 use wire::rpcrdma::{Body, Header, Proc, Segment};
 
-use crate::capture::{read_capture, CaptureError, Frame, LinkType};
+use crate::capture::{for_each_frame, CaptureError, Frame, LinkType};
 use crate::cm::{service_port, CmMessage};
 use crate::ib;
 use crate::link;
 use crate::model::{Connection, Event, EventBody, Message, Role, Trace};
-use crate::reassembly::{At, Delivery, FlowKey, Limits, Reassembler, TransportEvent};
+use crate::reassembly::{At, Delivery, FlowKey, Limits, RdmaData, Reassembler, TransportEvent};
 use crate::upper::{self, CallKey};
 
 /// NFS/RDMA's registered port (RFC 5666 §10 / RFC 8166).
@@ -42,16 +42,14 @@ pub struct Options {
 /// Build a trace from pcap or pcapng bytes.
 pub fn trace_capture(bytes: &[u8], options: &Options) -> Result<Trace, CaptureError> {
     let reassembled = reassemble(bytes, options)?;
-    Ok(reassembled.build(options.drop_payloads))
+    Ok(reassembled.build(options.drop_payloads, bytes))
 }
 
-/// [`trace_capture`] taking the bytes: they (and the frame list) are freed once reassembly has
-/// copied out what it keeps, before the trace is built, so peak memory holds one copy of the
-/// payloads, not two.
+/// [`trace_capture`] taking the bytes, freed once the trace is built. They are kept until then
+/// because RDMA READ and WRITE data stays in them (as ranges, [`crate::reassembly::RdmaData`]) instead of
+/// being copied out: peak memory still holds one copy of the payloads, not two.
 pub fn trace_capture_owned(bytes: Vec<u8>, options: &Options) -> Result<Trace, CaptureError> {
-    let reassembled = reassemble(&bytes, options)?;
-    drop(bytes);
-    Ok(reassembled.build(options.drop_payloads))
+    trace_capture(&bytes, options)
 }
 
 /// What reassembly left of a capture: the deliveries, and what the trace says of the file.
@@ -62,70 +60,88 @@ struct Reassembled {
 }
 
 impl Reassembled {
-    fn build(self, drop_payloads: bool) -> Trace {
-        let mut trace = build_deliveries(self.deliveries, drop_payloads);
+    /// The trace; `capture` is the bytes reassembly was fed from.
+    fn build(self, drop_payloads: bool, capture: &[u8]) -> Trace {
+        let mut trace = build_deliveries(self.deliveries, drop_payloads, capture);
         trace.frames = self.frames;
         trace.capture_error = self.capture_error;
         trace
     }
 }
 
-/// Read the frames and reassemble them; the frame list is dropped on return.
+/// Read the frames and reassemble each as it is read.
 fn reassemble(bytes: &[u8], options: &Options) -> Result<Reassembled, CaptureError> {
-    let capture = read_capture(bytes)?;
-    if let Some(Frame {
-        link: LinkType::Other(linktype),
-        ..
-    }) = capture.frames.first()
-    {
-        if capture
-            .frames
-            .iter()
-            .all(|f| matches!(f.link, LinkType::Other(_)))
-        {
-            return Err(CaptureError::UnsupportedLink {
-                linktype: *linktype,
-            });
-        }
-    }
-    let origin = capture.frames.first().map(|f| f.time).unwrap_or_default();
     let mut reassembler = Reassembler::new(options.limits.clone());
+    let mut origin = None;
     let mut last = (0u32, Duration::ZERO);
-    for frame in &capture.frames {
+    // The link type of the first frame, while every frame so far has one we do not decode.
+    let mut undecodable_link = None;
+    let scanned = for_each_frame(bytes, |frame| {
+        let origin = *origin.get_or_insert(frame.time);
+        undecodable_link = match (frame.link, frame.number) {
+            (LinkType::Other(linktype), 1) => Some(linktype),
+            (LinkType::Other(_), _) => undecodable_link,
+            _ => None,
+        };
         let time = frame.time.saturating_sub(origin);
         last = (frame.number, time);
-        let Some(roce) = link::roce_packet(frame.link, &frame.data) else {
-            continue;
-        };
-        match ib::decode(roce.transport) {
-            Ok(packet) => {
-                if options.check_icrc
-                    && crate::icrc::check(roce.icrc_prefix, roce.transport) == Some(false)
-                {
-                    reassembler.note(
-                        frame.number,
-                        time,
-                        TransportEvent::BadIcrc { psn: packet.psn },
-                    );
-                    continue;
-                }
-                reassembler.packet(frame.number, time, roce.src, roce.dst, &packet);
-            }
-            Err(e) => reassembler.note(
-                frame.number,
-                time,
-                TransportEvent::Undecodable {
-                    error: e.to_string(),
-                },
-            ),
-        }
+        reassemble_frame(&mut reassembler, bytes, &frame, time, options.check_icrc);
+    })?;
+    if let Some(linktype) = undecodable_link {
+        return Err(CaptureError::UnsupportedLink { linktype });
     }
     reassembler.finish(last.0, last.1);
     Ok(Reassembled {
         deliveries: reassembler.drain(),
-        frames: capture.frames.len() as u32,
-        capture_error: capture.stopped.map(|e| e.to_string()),
+        frames: scanned.frames as u32,
+        capture_error: scanned.stopped.map(|e| e.to_string()),
     })
+}
+
+/// Feed one frame of `capture` (taken `time` after the first) to the reassembler.
+fn reassemble_frame(
+    reassembler: &mut Reassembler,
+    capture: &[u8],
+    frame: &Frame<'_>,
+    time: Duration,
+    check_icrc: bool,
+) {
+    let Some(roce) = link::roce_packet(frame.link, &frame.data) else {
+        return;
+    };
+    match ib::decode(roce.transport) {
+        Ok(packet) => {
+            if check_icrc && crate::icrc::check(roce.icrc_prefix, roce.transport) == Some(false) {
+                reassembler.note(
+                    frame.number,
+                    time,
+                    TransportEvent::BadIcrc { psn: packet.psn },
+                );
+                return;
+            }
+            match capture_offset(capture, packet.payload) {
+                Some(at) => {
+                    reassembler.captured_packet(frame.number, time, roce.src, roce.dst, &packet, at)
+                }
+                None => reassembler.packet(frame.number, time, roce.src, roce.dst, &packet),
+            }
+        }
+        Err(e) => reassembler.note(
+            frame.number,
+            time,
+            TransportEvent::Undecodable {
+                error: e.to_string(),
+            },
+        ),
+    }
+}
+
+/// Where `part` starts in `capture`, if it lies inside it. Compares addresses only (no unsafe):
+/// a frame read from the capture borrows its bytes, so its payload lies inside them; a frame the
+/// parser had to copy lies in another allocation and is fed as bytes.
+fn capture_offset(capture: &[u8], part: &[u8]) -> Option<usize> {
+    let start = (part.as_ptr() as usize).checked_sub(capture.as_ptr() as usize)?;
+    (start.checked_add(part.len())? <= capture.len()).then_some(start)
 }
 
 #[derive(Debug, Default)]
@@ -174,7 +190,7 @@ struct DataIndex {
 #[derive(Debug)]
 struct Moved {
     reth: crate::ib::Reth,
-    data: Vec<u8>,
+    data: RdmaData,
 }
 
 /// Chunk data gathered over the whole trace may reach this many bytes per byte of RDMA data in
@@ -292,7 +308,9 @@ impl Filled {
     }
 }
 
-struct Builder {
+struct Builder<'c> {
+    /// The capture bytes reassembly was fed from: where RDMA READ and WRITE data is read.
+    capture: &'c [u8],
     /// The data of every RDMA READ and WRITE, in delivery order.
     moved: Vec<Moved>,
     /// Pass 2's next slot in `moved` (deliveries are visited in the order they were moved).
@@ -323,14 +341,16 @@ pub fn build(deliveries: &[Delivery]) -> Trace {
 
 /// [`build`] taking the deliveries: each Send's payload moves into its message, not copied.
 pub fn build_owned(deliveries: Vec<Delivery>) -> Trace {
-    build_deliveries(deliveries, false)
+    build_deliveries(deliveries, false, &[])
 }
 
 /// [`build_owned`], freeing each Send's payload once its message is decoded when `drop_payloads`.
-fn build_deliveries(mut deliveries: Vec<Delivery>, drop_payloads: bool) -> Trace {
+/// `capture` is the bytes the deliveries' RDMA READ and WRITE data ranges refer to.
+fn build_deliveries(mut deliveries: Vec<Delivery>, drop_payloads: bool, capture: &[u8]) -> Trace {
     let budget = GatherBudget::for_deliveries(&deliveries);
     let count = deliveries.len();
     let mut b = Builder {
+        capture,
         moved: Vec::new(),
         next_moved: 0,
         conns: Vec::new(),
@@ -441,7 +461,7 @@ fn guess_send_role(payload: &[u8]) -> Option<Role> {
     }
 }
 
-impl Builder {
+impl Builder<'_> {
     fn cm(&mut self, src: IpAddr, dst: IpAddr, message: &CmMessage) {
         match message {
             CmMessage::Request {
@@ -1117,12 +1137,21 @@ impl Builder {
                 let (dst_start, dst_end) =
                     ((start - seg.offset) as usize, (end - seg.offset) as usize);
                 let src_base = (start - reth.va) as usize;
+                let mut resolved = true;
                 filled.fill(dst_start, dst_end, |a, b| {
                     if let Some(out) = out.as_deref_mut() {
-                        let src = src_base + (a - dst_start)..src_base + (b - dst_start);
-                        out[start_at + a..start_at + b].copy_from_slice(&data[src]);
+                        let from = src_base + (a - dst_start);
+                        resolved &=
+                            data.copy_to(self.capture, from, &mut out[start_at + a..start_at + b]);
                     }
                 });
+                if !resolved {
+                    // Only when the trace is built from other bytes than it was reassembled from.
+                    return Err(format!(
+                        "chunk segment handle {:#x} offset {:#x}: data not in the capture bytes",
+                        seg.handle, seg.offset
+                    ));
+                }
             }
             if filled.total != want {
                 return Err(format!(
