@@ -85,9 +85,6 @@ pub struct DrcStats {
     pub payload_misses: u64,
     pub evicted_lru: u64,
     pub evicted_acked: u64,
-    /// acked-mark: acknowledged entries released with their lost connection, whose mark the
-    /// Receives of that connection can no longer reach.
-    pub evicted_lost: u64,
     pub not_cached_too_big: u64,
     pub entries_high_water: u64,
 }
@@ -107,9 +104,6 @@ pub trait DrcPolicy {
     fn reply_posted(&mut self, _entry: EntryId, _connection: u64, _position: u64) {}
     /// A Send completion published `position` as acknowledged on `connection`.
     fn acked(&mut self, _connection: u64, _position: u64) {}
-    /// `connection` was lost: no Receive, Send completion or reply will come on it again
-    /// (connections are never reused; a reconnecting client gets a new one).
-    fn disconnected(&mut self, _connection: u64) {}
     /// Number of entries held.
     fn len(&self) -> usize;
     fn is_empty(&self) -> bool {
@@ -646,10 +640,8 @@ impl DrcPolicy for Acked {
 }
 
 /// Receive states acked-mark keeps at most: the connections with entries or with Receives not
-/// yet looked up. A lost connection's state goes when the policy is told of the loss
-/// ([`DrcPolicy::disconnected`]); this cap bounds the states of connections it is never told
-/// about: beyond it the oldest goes first, and its entries then wait for the size cap instead of
-/// their mark.
+/// yet looked up. A connection lost with Receives pending keeps its state until it is the oldest
+/// beyond this many; its entries then wait for the size cap instead of their mark.
 pub const MAX_RECEIVE_STATES: usize = 4096;
 
 /// Acked eviction gated by a receive mark and the pending-request set; duplicates of an
@@ -807,28 +799,6 @@ impl DrcPolicy for AckedMark {
     fn reply_posted(&mut self, entry: EntryId, connection: u64, position: u64) {
         // A replay is another reply the client may still be waiting for: re-arm.
         self.store.posted_at(entry, connection, position, true);
-    }
-    fn disconnected(&mut self, connection: u64) {
-        // The mark counts Receives polled on this connection, and a lost connection polls no
-        // more: its acknowledged entries would wait for a mark nothing can reach, holding room
-        // in the cache until the size cap pushed them out (one per connection a fuzz case
-        // drops). Their replies reached the client's HCA, which is where `acked` lets go of
-        // every entry; entries not acknowledged stay, for a retransmission on the next
-        // connection to find (docs/drc.md, "Lost connections").
-        self.forget_receives(connection);
-        self.dirty.remove(&connection);
-        let waiting: Vec<EntryId> = self
-            .store
-            .marked
-            .range((connection, 0, 0)..=(connection, u64::MAX, EntryId::MAX))
-            .map(|&(_, _, id)| id)
-            .collect();
-        for id in waiting {
-            self.store.remove(id);
-            self.store.stats.evicted_lost += 1;
-        }
-        // Removing them may have emptied other bookkeeping (the connection's entry count).
-        self.forget_idle_connections();
     }
     fn acked(&mut self, connection: u64, position: u64) {
         let polled = self.receives.get(&connection).copied().unwrap_or(0);
@@ -993,24 +963,18 @@ mod tests {
         }
     }
 
-    /// Drive `new` and `old` with the same random operations over three connection slots and
-    /// compare every decision, size and counter. A slot's connection is sometimes lost and
-    /// replaced by a new one (a new id, as the responder numbers them); Receives of the lost one
-    /// still pending are looked up or discarded later, as the server's queue does. A reply goes
-    /// out on the connection its call came in on, as the server's do, and only while that
-    /// connection lives.
+    /// Drive `new` and `old` with the same random operations over three connections and
+    /// compare every decision, size and counter.
     fn same_as_reference(mut new: Box<dyn DrcPolicy>, mut old: Box<dyn DrcPolicy>, seed: u64) {
         let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
-        let mut generation = [0u64; 3];
         let mut recv_seq = [0u64; 3];
         let mut pending: Vec<(u64, u64)> = Vec::new();
-        // Entries being executed and executed, with the connection their call came in on.
-        let mut executing: Vec<(EntryId, u64)> = Vec::new();
-        let mut done: Vec<(EntryId, u64)> = Vec::new();
+        let mut executing: Vec<EntryId> = Vec::new();
+        let mut done: Vec<EntryId> = Vec::new();
         let mut position = [0u64; 3];
         for step in 0..3000 {
-            let c = rng.below(3) as usize;
-            let conn = c as u64 + 3 * generation[c];
+            let conn = rng.below(3);
+            let c = conn as usize;
             match rng.below(7) {
                 0 | 1 => {
                     recv_seq[c] += 1;
@@ -1039,40 +1003,28 @@ mod tests {
                         let (a, b) = (new.lookup(&request), old.lookup(&request));
                         assert_eq!(a, b, "step {step}: lookup {request:?}");
                         if let Decision::Execute { entry: Some(id) } = a {
-                            executing.push((id, conn));
+                            executing.push(id);
                         }
-                        let slot = (conn % 3) as usize;
-                        let live = conn == slot as u64 + 3 * generation[slot];
-                        if let (Decision::Replay { entry, .. }, true) = (a, live) {
-                            position[slot] += 1;
-                            new.reply_posted(entry, conn, position[slot]);
-                            old.reply_posted(entry, conn, position[slot]);
+                        if let Decision::Replay { entry, .. } = a {
+                            position[c] += 1;
+                            new.reply_posted(entry, conn, position[c]);
+                            old.reply_posted(entry, conn, position[c]);
                         }
                     }
                 }
                 4 if !executing.is_empty() => {
-                    let (id, at) = executing.remove(rng.below(executing.len() as u64) as usize);
+                    let id = executing.remove(rng.below(executing.len() as u64) as usize);
                     let size = if rng.below(10) == 0 { 300 } else { 8 };
                     let results = vec![step as u8; size];
                     new.complete(id, &results);
                     old.complete(id, &results);
-                    done.push((id, at));
+                    done.push(id);
                 }
                 5 if !done.is_empty() => {
-                    let (id, at) = done.remove(rng.below(done.len() as u64) as usize);
-                    let slot = (at % 3) as usize;
-                    if at == slot as u64 + 3 * generation[slot] {
-                        position[slot] += 1;
-                        new.reply_posted(id, at, position[slot]);
-                        old.reply_posted(id, at, position[slot]);
-                    }
-                }
-                _ if rng.below(16) == 0 => {
-                    new.disconnected(conn);
-                    old.disconnected(conn);
-                    generation[c] += 1;
-                    recv_seq[c] = 0;
-                    position[c] = 0;
+                    let id = done.remove(rng.below(done.len() as u64) as usize);
+                    position[c] += 1;
+                    new.reply_posted(id, conn, position[c]);
+                    old.reply_posted(id, conn, position[c]);
                 }
                 _ => {
                     let acked = position[c].saturating_sub(rng.below(3));
@@ -1235,74 +1187,15 @@ mod tests {
     }
 
     #[test]
-    fn a_lost_connection_releases_its_receive_state_and_the_entries_waiting_on_its_mark() {
-        let mut drc = AckedMark::new(4);
-        // Connection 1: xid 1 answered and acknowledged (waits for mark 1 + 4), xid 2 answered
-        // but not acknowledged, xid 3 still executing, Receive 4 still pulling its Read chunk.
-        let mut entries = Vec::new();
-        for xid in 1..=3u32 {
-            drc.received(1, u64::from(xid));
-            let Decision::Execute { entry: Some(e) } = drc.lookup(&req_on(1, xid, xid.into()))
-            else {
-                panic!("executes");
-            };
-            entries.push(e);
-        }
-        for (position, &e) in entries[..2].iter().enumerate() {
-            drc.complete(e, b"r");
-            drc.reply_posted(e, 1, position as u64 + 1);
-        }
-        drc.received(1, 4);
-        drc.acked(1, 1);
-        assert_eq!(drc.len(), 3, "mark 5 not reached: nothing evicted yet");
-        assert_eq!(drc.store.marked.len(), 1);
-
-        drc.disconnected(1);
-        assert!(!drc.receives.contains_key(&1), "receive state released");
-        assert_eq!(drc.first_pending(1), None, "pending Receive released");
-        assert!(
-            drc.store.marked.is_empty(),
-            "the entry waiting on the mark went"
-        );
-        assert_eq!(
-            drc.len(),
-            2,
-            "the unacknowledged and the executing entries stay"
-        );
-        assert_eq!(drc.stats().evicted_lost, 1);
-        assert_eq!(drc.stats().evicted_lru, 0);
-
-        // The client reconnects (connection 2) and retransmits: the reply that never reached
-        // it is still answered from the cache; the acknowledged one executes again, as under
-        // `acked` (the boundary docs/drc.md states).
-        drc.received(2, 1);
-        assert!(matches!(
-            drc.lookup(&req_on(2, 2, 1)),
-            Decision::Replay { .. }
-        ));
-        drc.received(2, 2);
-        assert!(matches!(
-            drc.lookup(&req_on(2, 3, 2)),
-            Decision::Park { .. }
-        ));
-        drc.received(2, 3);
-        assert!(matches!(
-            drc.lookup(&req_on(2, 1, 3)),
-            Decision::Execute { entry: Some(_) }
-        ));
-    }
-
-    #[test]
     fn a_hit_on_another_connections_entry_keeps_the_receive_count_for_its_mark() {
         let mut drc = AckedMark::new(2);
-        // Connection 1 executes xid 1; its reply is posted, then the connection is lost.
+        // Connection 1 executes xid 1 and posts its reply, which is never acknowledged there.
         drc.received(1, 1);
         let Decision::Execute { entry: Some(e) } = drc.lookup(&req_on(1, 1, 1)) else {
             panic!("executes");
         };
         drc.complete(e, b"r");
         drc.reply_posted(e, 1, 1);
-        drc.disconnected(1);
         // Connection 2 polls three uncached calls, then the retransmission of xid 1.
         for seq in 1..=3 {
             drc.received(2, seq);
@@ -1326,39 +1219,6 @@ mod tests {
         drc.received(2, 6);
         drc.discarded(2, 6);
         assert_eq!(drc.len(), 0, "mark 6 reached");
-    }
-
-    #[test]
-    fn dropped_connections_leave_nothing_behind_however_many() {
-        let mut drc = AckedMark::new(32);
-        let connections = 20_000u64;
-        for connection in 1..=connections {
-            // One call answered and acknowledged, one Receive never looked up: what a fuzz case
-            // that breaks its connection leaves.
-            drc.received(connection, 1);
-            let xid = connection as u32;
-            let Decision::Execute { entry: Some(e) } = drc.lookup(&req_on(connection, xid, 1))
-            else {
-                panic!("executes");
-            };
-            drc.complete(e, b"results");
-            drc.reply_posted(e, connection, 1);
-            drc.acked(connection, 1);
-            drc.received(connection, 2);
-            assert_eq!(drc.len(), 1, "connection {connection}: waits for its mark");
-            drc.disconnected(connection);
-            assert_eq!(drc.len(), 0, "connection {connection}");
-            assert!(drc.receives.is_empty() && drc.pending.is_empty() && drc.dirty.is_empty());
-            assert!(drc.store.marked.is_empty() && drc.store.posted.is_empty());
-            assert!(drc.store.per_connection.is_empty() && drc.store.lru.is_empty());
-        }
-        let stats = drc.stats();
-        assert_eq!(
-            stats.entries_high_water, 1,
-            "never more than one entry at a time"
-        );
-        assert_eq!(stats.evicted_lost, connections);
-        assert_eq!(stats.evicted_lru, 0, "the size cap was never needed");
     }
 
     #[test]

@@ -327,22 +327,6 @@ impl DrcPolicy for AckedMark {
             e.mark = None;
         }
     }
-    fn disconnected(&mut self, connection: u64) {
-        // No Receive comes on a lost connection: its state goes, and so do the entries waiting
-        // for a mark on it.
-        self.receives.remove(&connection);
-        let gone: Vec<EntryId> = self
-            .store
-            .entries
-            .iter()
-            .filter(|(_, e)| e.connection == connection && e.mark.is_some())
-            .map(|(id, _)| *id)
-            .collect();
-        for id in gone {
-            self.store.remove(id);
-            self.store.stats.evicted_lost += 1;
-        }
-    }
     fn acked(&mut self, connection: u64, position: u64) {
         let polled = self.receives.get(&connection).map_or(0, |s| s.polled);
         let window = self.credit_window;

@@ -249,11 +249,7 @@ impl Server {
                         ));
                     }
                 }
-                // The DRC frees what only the lost connection's Receives could have released
-                // (acked-mark: its receive state and the acknowledged entries waiting on it); it
-                // learns of a new connection from its first Receive.
-                ResponderOutput::Disconnected { connection } => self.drc.disconnected(connection),
-                ResponderOutput::Connected { .. } => {}
+                ResponderOutput::Connected { .. } | ResponderOutput::Disconnected { .. } => {}
             }
         }
     }
