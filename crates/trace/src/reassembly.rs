@@ -1324,6 +1324,24 @@ mod tests {
         r.packet(frame, Duration::ZERO, src, dst, &p);
     }
 
+    /// Feed `packets`, laid back to back as `capture` holds them, with their place in it (the
+    /// path that keeps RDMA data as ranges of the capture); frames are numbered from `first_frame`.
+    fn feed_in_place(
+        r: &mut Reassembler,
+        first_frame: u32,
+        src: IpAddr,
+        dst: IpAddr,
+        packets: [&[u8]; 2],
+    ) {
+        let mut base = 0;
+        for (frame, bytes) in (first_frame..).zip(packets) {
+            let p = ib::decode(bytes).unwrap();
+            let at = base + (p.payload.as_ptr() as usize - bytes.as_ptr() as usize);
+            r.captured_packet(frame, Duration::ZERO, src, dst, &p, at);
+            base += bytes.len();
+        }
+    }
+
     #[test]
     fn multi_packet_send_is_reassembled_and_duplicate_reported() {
         let mut r = Reassembler::default();
@@ -1416,11 +1434,7 @@ mod tests {
             C,
             &packet(0x0c, 9, 50, &reth(0x2000, 7, 300), &[]),
         );
-        for (frame, bytes, base) in [(2, &first, 0), (3, &last, first.len())] {
-            let p = ib::decode(bytes).unwrap();
-            let at = base + (p.payload.as_ptr() as usize - bytes.as_ptr() as usize);
-            r.captured_packet(frame, Duration::ZERO, C, S, &p, at);
-        }
+        feed_in_place(&mut r, 2, C, S, [&first, &last]);
         assert_eq!(
             r.reserved_read_bytes(),
             0,
@@ -1448,11 +1462,7 @@ mod tests {
         let last = packet(0x08, 9, 2, &[], &[2; 44]);
         let capture = [first.clone(), last.clone()].concat();
         let mut r = Reassembler::default();
-        for (frame, bytes, base) in [(1, &first, 0), (2, &last, first.len())] {
-            let p = ib::decode(bytes).unwrap();
-            let at = base + (p.payload.as_ptr() as usize - bytes.as_ptr() as usize);
-            r.captured_packet(frame, Duration::ZERO, S, C, &p, at);
-        }
+        feed_in_place(&mut r, 1, S, C, [&first, &last]);
         let out = r.drain();
         let Delivery::Write { data, .. } = &out[0] else {
             panic!("{out:?}")
