@@ -14,7 +14,7 @@
 //! Architecture Invariant: a policy never sees a clock. Everything it decides is a function of the
 //! sequence of calls, replies, Receives and Send completions it was told about.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::hash::{BuildHasher, Hash, RandomState};
 
 use hashbrown::HashTable;
@@ -85,6 +85,9 @@ pub struct DrcStats {
     pub payload_misses: u64,
     pub evicted_lru: u64,
     pub evicted_acked: u64,
+    /// acked-mark: acknowledged entries of a lost connection, released once
+    /// [`MAX_LOST_CONNECTIONS`] later connections were lost.
+    pub evicted_lost: u64,
     pub not_cached_too_big: u64,
     pub entries_high_water: u64,
 }
@@ -104,6 +107,9 @@ pub trait DrcPolicy {
     fn reply_posted(&mut self, _entry: EntryId, _connection: u64, _position: u64) {}
     /// A Send completion published `position` as acknowledged on `connection`.
     fn acked(&mut self, _connection: u64, _position: u64) {}
+    /// `connection` was lost: no Receive, Send completion or reply will come on it again
+    /// (connections are never reused; a reconnecting client gets a new one).
+    fn disconnected(&mut self, _connection: u64) {}
     /// Number of entries held.
     fn len(&self) -> usize;
     fn is_empty(&self) -> bool {
@@ -644,6 +650,13 @@ impl DrcPolicy for Acked {
 /// beyond this many; its entries then wait for the size cap instead of their mark.
 pub const MAX_RECEIVE_STATES: usize = 4096;
 
+/// Lost connections whose acknowledged entries acked-mark keeps for a retransmission on the
+/// client's next connection (`after-reconnect`): the mark counts Receives on the lost
+/// connection, which will never come, so only this bound releases them. A client reconnects
+/// and retransmits at once; 64 connections lost after its own is long past that, and without
+/// the bound every connection a fuzzer drops left one entry until the size cap (docs/drc.md).
+pub const MAX_LOST_CONNECTIONS: usize = 64;
+
 /// Acked eviction gated by a receive mark and the pending-request set; duplicates of an
 /// in-progress call are parked and answered.
 #[derive(Debug)]
@@ -662,6 +675,9 @@ pub struct AckedMark {
     /// Connections whose receive state or marks changed since the last eviction pass: only
     /// their marked entries can have become evictable.
     dirty: BTreeSet<u64>,
+    /// The last [`MAX_LOST_CONNECTIONS`] connections lost, oldest first: their acknowledged
+    /// entries wait here for a retransmission on a new connection.
+    lost: VecDeque<u64>,
 }
 
 impl AckedMark {
@@ -679,6 +695,7 @@ impl AckedMark {
             receives: BTreeMap::new(),
             pending: BTreeSet::new(),
             dirty: BTreeSet::new(),
+            lost: VecDeque::new(),
         }
     }
 
@@ -800,6 +817,32 @@ impl DrcPolicy for AckedMark {
         // A replay is another reply the client may still be waiting for: re-arm.
         self.store.posted_at(entry, connection, position, true);
     }
+    fn disconnected(&mut self, connection: u64) {
+        // No Receive comes on a lost connection: its receive state can only hold memory. Its
+        // acknowledged entries stay for the client's next connection to find (their marks are
+        // out of reach now), until MAX_LOST_CONNECTIONS later losses release them.
+        self.forget_receives(connection);
+        self.dirty.remove(&connection);
+        self.lost.push_back(connection);
+        while self.lost.len() > MAX_LOST_CONNECTIONS {
+            let Some(oldest) = self.lost.pop_front() else {
+                break;
+            };
+            // An entry a retransmission answered since is re-armed on its new connection and
+            // is no longer under the lost one's key.
+            let waiting: Vec<EntryId> = self
+                .store
+                .marked
+                .range((oldest, 0, 0)..=(oldest, u64::MAX, EntryId::MAX))
+                .map(|&(_, _, id)| id)
+                .collect();
+            for id in waiting {
+                self.store.remove(id);
+                self.store.stats.evicted_lost += 1;
+            }
+        }
+        self.forget_idle_connections();
+    }
     fn acked(&mut self, connection: u64, position: u64) {
         let polled = self.receives.get(&connection).copied().unwrap_or(0);
         let window = self.credit_window;
@@ -844,6 +887,63 @@ pub fn policy_by_name(name: &str, credits: u32) -> Option<Box<dyn DrcPolicy>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// One call on `connection`, executed, answered at position 1 and acknowledged: the entry
+    /// then waits for its receive mark.
+    fn answered_and_acked(drc: &mut AckedMark, connection: u64, xid: u32) {
+        drc.received(connection, 1);
+        let Decision::Execute { entry: Some(entry) } = drc.lookup(&req_on(connection, xid, 1))
+        else {
+            panic!("a new call executes");
+        };
+        drc.complete(entry, b"reply");
+        drc.reply_posted(entry, connection, 1);
+        drc.acked(connection, 1);
+    }
+
+    #[test]
+    fn a_retransmission_on_the_next_connection_finds_the_lost_connections_entry() {
+        let mut drc = AckedMark::new(4);
+        answered_and_acked(&mut drc, 1, 77);
+        drc.disconnected(1);
+        assert!(
+            !drc.receives.contains_key(&1),
+            "the lost connection's state went"
+        );
+        assert_eq!(drc.len(), 1, "its acknowledged entry stays");
+        drc.received(2, 1);
+        assert!(
+            matches!(drc.lookup(&req_on(2, 77, 1)), Decision::Replay { .. }),
+            "after-reconnect is answered from the cache"
+        );
+    }
+
+    #[test]
+    fn lost_connections_keep_acknowledged_entries_only_up_to_the_bound() {
+        let mut drc = AckedMark::new(4);
+        let lost = MAX_LOST_CONNECTIONS as u64 + 10;
+        for connection in 1..=lost {
+            answered_and_acked(&mut drc, connection, connection as u32);
+            drc.disconnected(connection);
+        }
+        assert_eq!(drc.len(), MAX_LOST_CONNECTIONS);
+        assert_eq!(drc.stats().evicted_lost, 10);
+        assert!(drc.receives.is_empty() && drc.pending.is_empty());
+        assert!(drc.lost.len() <= MAX_LOST_CONNECTIONS);
+        // The newest lost connection's call is still answered from the cache on a new
+        // connection; the oldest one's was released and executes again.
+        let next = lost + 1;
+        drc.received(next, 1);
+        assert!(matches!(
+            drc.lookup(&req_on(next, lost as u32, 1)),
+            Decision::Replay { .. }
+        ));
+        drc.received(next, 2);
+        assert!(matches!(
+            drc.lookup(&req_on(next, 1, 2)),
+            Decision::Execute { .. }
+        ));
+    }
 
     fn req(xid: u32, checksum: u32, recv_seq: u64) -> DrcRequest {
         DrcRequest {

@@ -249,7 +249,11 @@ impl Server {
                         ));
                     }
                 }
-                ResponderOutput::Connected { .. } | ResponderOutput::Disconnected { .. } => {}
+                // acked-mark drops the lost connection's receive state and bounds how many lost
+                // connections keep acknowledged entries; a new connection makes itself known by
+                // its first Receive.
+                ResponderOutput::Disconnected { connection } => self.drc.disconnected(connection),
+                ResponderOutput::Connected { .. } => {}
             }
         }
     }
