@@ -442,6 +442,20 @@ impl Store {
         }
     }
 
+    /// acked-mark: remove the entries of `connection` whose receive mark is at most `up_to`;
+    /// returns how many went.
+    fn remove_marked(&mut self, connection: u64, up_to: u64) -> u64 {
+        let gone: Vec<EntryId> = self
+            .marked
+            .range((connection, 0, 0)..=(connection, up_to, EntryId::MAX))
+            .map(|&(_, _, id)| id)
+            .collect();
+        for &id in &gone {
+            self.remove(id);
+        }
+        gone.len() as u64
+    }
+
     fn remove(&mut self, id: EntryId) {
         let Some(entry) = self.entries.remove(&id) else {
             return;
@@ -706,16 +720,7 @@ impl AckedMark {
             let Some(up_to) = self.evictable_up_to(connection) else {
                 continue;
             };
-            let gone: Vec<EntryId> = self
-                .store
-                .marked
-                .range((connection, 0, 0)..=(connection, up_to, EntryId::MAX))
-                .map(|&(_, _, id)| id)
-                .collect();
-            for id in gone {
-                self.store.remove(id);
-                self.store.stats.evicted_acked += 1;
-            }
+            self.store.stats.evicted_acked += self.store.remove_marked(connection, up_to);
         }
         self.forget_idle_connections();
     }
@@ -830,16 +835,7 @@ impl DrcPolicy for AckedMark {
             };
             // An entry a retransmission answered since is re-armed on its new connection and
             // is no longer under the lost one's key.
-            let waiting: Vec<EntryId> = self
-                .store
-                .marked
-                .range((oldest, 0, 0)..=(oldest, u64::MAX, EntryId::MAX))
-                .map(|&(_, _, id)| id)
-                .collect();
-            for id in waiting {
-                self.store.remove(id);
-                self.store.stats.evicted_lost += 1;
-            }
+            self.store.stats.evicted_lost += self.store.remove_marked(oldest, u64::MAX);
         }
         self.forget_idle_connections();
     }
@@ -889,8 +885,8 @@ mod tests {
     use super::*;
 
     /// One call on `connection`, executed, answered at position 1 and acknowledged: the entry
-    /// then waits for its receive mark.
-    fn answered_and_acked(drc: &mut AckedMark, connection: u64, xid: u32) {
+    /// (returned) then waits for its receive mark.
+    fn answered_and_acked(drc: &mut AckedMark, connection: u64, xid: u32) -> EntryId {
         drc.received(connection, 1);
         let Decision::Execute { entry: Some(entry) } = drc.lookup(&req_on(connection, xid, 1))
         else {
@@ -899,6 +895,7 @@ mod tests {
         drc.complete(entry, b"reply");
         drc.reply_posted(entry, connection, 1);
         drc.acked(connection, 1);
+        entry
     }
 
     #[test]
@@ -1028,13 +1025,7 @@ mod tests {
     #[test]
     fn acked_mark_waits_for_the_credit_window_and_pending_lookups() {
         let mut drc = AckedMark::new(2);
-        drc.received(1, 1);
-        let Decision::Execute { entry: Some(e) } = drc.lookup(&req(1, 0, 1)) else {
-            panic!("executes");
-        };
-        drc.complete(e, b"r");
-        drc.reply_posted(e, 1, 1);
-        drc.acked(1, 1);
+        let e = answered_and_acked(&mut drc, 1, 1);
         // mark = 1 polled + window 2 = 3: two more Receives must be polled and looked up.
         assert_eq!(drc.len(), 1);
         drc.received(1, 2);
