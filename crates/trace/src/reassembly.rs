@@ -1324,6 +1324,21 @@ mod tests {
         r.packet(frame, Duration::ZERO, src, dst, &p);
     }
 
+    /// A reassembler (path MTU 256) that has seen frame 1: the server's RDMA READ request for
+    /// 300 bytes at rkey 7, PSN 50; its responses come from the client.
+    fn awaiting_a_300_byte_read() -> Reassembler {
+        let mut r = Reassembler::default();
+        r.set_path_mtu(C, S, 256);
+        feed(
+            &mut r,
+            1,
+            S,
+            C,
+            &packet(0x0c, 9, 50, &reth(0x2000, 7, 300), &[]),
+        );
+        r
+    }
+
     /// Feed `packets`, laid back to back as `capture` holds them, with their place in it (the
     /// path that keeps RDMA data as ranges of the capture); frames are numbered from `first_frame`.
     fn feed_in_place(
@@ -1381,16 +1396,8 @@ mod tests {
 
     #[test]
     fn rdma_read_response_matched_by_psn_on_reverse_flow() {
-        let mut r = Reassembler::default();
-        r.set_path_mtu(C, S, 256);
         // server (S) reads 300 bytes from the client at rkey 7: two response packets
-        feed(
-            &mut r,
-            1,
-            S,
-            C,
-            &packet(0x0c, 9, 50, &reth(0x2000, 7, 300), &[]),
-        );
+        let mut r = awaiting_a_300_byte_read();
         feed(
             &mut r,
             2,
@@ -1425,15 +1432,7 @@ mod tests {
         let first = packet(0x0d, 3, 50, &[0, 0, 0, 1], &[4; 256]);
         let last = packet(0x0f, 3, 51, &[0, 0, 0, 2], &[5; 44]);
         let capture = [first.clone(), last.clone()].concat();
-        let mut r = Reassembler::default();
-        r.set_path_mtu(C, S, 256);
-        feed(
-            &mut r,
-            1,
-            S,
-            C,
-            &packet(0x0c, 9, 50, &reth(0x2000, 7, 300), &[]),
-        );
+        let mut r = awaiting_a_300_byte_read();
         feed_in_place(&mut r, 2, C, S, [&first, &last]);
         assert_eq!(
             r.reserved_read_bytes(),
@@ -1559,15 +1558,7 @@ mod tests {
 
     #[test]
     fn a_completed_read_gives_its_reservation_back() {
-        let mut r = Reassembler::default();
-        r.set_path_mtu(C, S, 256);
-        feed(
-            &mut r,
-            1,
-            S,
-            C,
-            &packet(0x0c, 9, 50, &reth(0x2000, 7, 300), &[]),
-        );
+        let mut r = awaiting_a_300_byte_read();
         feed(
             &mut r,
             2,
