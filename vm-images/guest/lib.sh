@@ -9,9 +9,8 @@ RIG_CLIENT_IP=10.99.0.2
 # `set -x` traces carry the guest uptime, so slow steps show up in the case logs. PS4 is expanded
 # for every traced line: reading the uptime with builtins costs a fork, where `cut` cost a fork and
 # an exec (0.03-0.1 s a line under TCG, a third of a short case's time).
-PS4='+[$(read -r up _ < /proc/uptime; echo "$up")] '
-
 rig_uptime() { read -r up _ < /proc/uptime; echo "$up"; }
+PS4='+[$(rig_uptime)] '
 
 rig_log() { echo "[$RIG_name $(rig_uptime)] $*"; }
 
