@@ -976,4 +976,38 @@ mod tests {
             Err(ProfileError::HangExpected(CATALOGUE_RULES[6].name()))
         );
     }
+
+    /// The guest's `kernel_profile` (wire-fuzz-lib.sh) picks, for each measured kernel's
+    /// `uname -r`, that kernel's profile, and the reference for a kernel the matrix lacks.
+    #[test]
+    fn the_guest_picks_the_measured_profile_of_its_kernel() {
+        let lib = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../vm-images/suites/wire-fuzz/wire-fuzz-lib.sh"
+        );
+        let pick = |release: &str| {
+            // The library's function body alone, with uname answering `release`.
+            let text = std::fs::read_to_string(lib).unwrap();
+            let start = text.find("kernel_profile() {").unwrap();
+            let end = start + text[start..].find("\n}\n").unwrap() + 3;
+            let script = format!(
+                "uname() {{ echo {release}; }}\n{}kernel_profile\n",
+                &text[start..end]
+            );
+            let out = std::process::Command::new("sh")
+                .arg("-c")
+                .arg(script)
+                .output()
+                .unwrap();
+            String::from_utf8(out.stdout).unwrap().trim().to_string()
+        };
+        for (name, text) in MEASURED_PROFILES {
+            let release = KernelProfile::parse(text).unwrap().release;
+            if !release.is_empty() {
+                assert_eq!(pick(&release), name, "uname -r {release}");
+                assert!(kernel_model(name).is_ok());
+            }
+        }
+        assert_eq!(pick("6.19.0-rc1"), "mainline-2026");
+    }
 }
