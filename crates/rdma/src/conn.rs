@@ -72,6 +72,7 @@ pub struct Connection {
 pub struct CloseGate {
     established: bool,
     deferred: bool,
+    closing: bool,
 }
 
 impl CloseGate {
@@ -80,13 +81,22 @@ impl CloseGate {
         CloseGate {
             established: true,
             deferred: false,
+            closing: false,
         }
     }
 
     /// The engine asked to close: whether to disconnect now (else at [`CloseGate::on_established`]).
     pub fn request(&mut self) -> bool {
         self.deferred = !self.established;
+        self.closing = true;
         self.established
+    }
+
+    /// A close was asked for: nothing more is posted on this connection (as svcrdma stops
+    /// sending once the transport is marked for close), so a close deferred to ESTABLISHED
+    /// does not let the calls behind it be answered first.
+    pub fn closing(&self) -> bool {
+        self.closing
     }
 
     /// ESTABLISHED arrived: whether a close requested before it is due now.
@@ -198,6 +208,18 @@ impl Connection {
     /// Post one of the engine's work requests. Failures that the engine must see (no buffer,
     /// post refused) come back as events; the caller feeds them in.
     pub fn post(&mut self, work: WorkRequest, table: &MemoryTable) -> Vec<Event> {
+        if self.close.closing() {
+            // Closing: the QP is (or is about to be) in error; nothing more leaves.
+            return match work {
+                WorkRequest::PostRecv { wr_id, .. }
+                | WorkRequest::PostSend { wr_id, .. }
+                | WorkRequest::RdmaRead { wr_id, .. }
+                | WorkRequest::RdmaWrite { wr_id, .. } => {
+                    vec![failed(wr_id, CompletionError::Flushed)]
+                }
+                WorkRequest::Disconnect => Vec::new(),
+            };
+        }
         match work {
             WorkRequest::PostRecv { wr_id, capacity } => {
                 let posted = self.buffer(capacity).and_then(|(slot, mr)| {
@@ -442,7 +464,9 @@ mod tests {
         // The responder's case: the engine answers ERR_CHUNK-then-close to a Receive that
         // arrived before the server's ESTABLISHED event.
         let mut gate = CloseGate::default();
+        assert!(!gate.closing());
         assert!(!gate.request(), "no rdma_disconnect before ESTABLISHED");
+        assert!(gate.closing(), "but nothing more is posted meanwhile");
         assert!(gate.on_established(), "the close happens at ESTABLISHED");
         assert!(!gate.on_established(), "and only once");
         assert!(gate.request(), "after ESTABLISHED a close is immediate");
