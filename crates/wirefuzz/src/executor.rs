@@ -16,7 +16,7 @@ use wire::nfs3::Nfs3Call;
 use wire::nfs_client::nfs3_call;
 use wire::raw::RawBuilder;
 use wire::rpcrdma::{ERR_CHUNK, ERR_VERS};
-use wire::svcrdma::{self, Profile};
+use wire::svcrdma::{self, KernelModel};
 
 use crate::case::{Case, Observed};
 use crate::target::{Deadline, Target, TargetError, TargetEvent};
@@ -64,16 +64,17 @@ pub trait CaseRunner {
 /// The svcrdma rule model's prediction, as a runner (for `--against model:PROFILE`).
 #[derive(Debug, Clone, Copy)]
 pub struct ModelRunner {
-    pub profile: Profile,
+    /// A modelled or measured kernel (`crate::rules::kernel_model`).
+    pub model: KernelModel,
 }
 
 impl CaseRunner for ModelRunner {
     fn name(&self) -> String {
-        format!("model:{}", self.profile)
+        format!("model:{}", self.model.name)
     }
 
     fn run_case(&mut self, case: &Case) -> Result<CaseResult, TargetError> {
-        let verdict = svcrdma::classify(&case.bytes, self.profile);
+        let verdict = svcrdma::classify_with(&case.bytes, &self.model);
         let outcome = Observed::from(verdict.outcome);
         Ok(CaseResult {
             index: case.index,
@@ -88,7 +89,7 @@ impl CaseRunner for ModelRunner {
             late_answer: false,
             notes: vec![format!(
                 "model {}: {} ({}; {})",
-                self.profile,
+                self.model.name,
                 verdict,
                 verdict.rule.kernel_check(),
                 verdict.rule.rfc()
@@ -352,7 +353,7 @@ pub fn open_runner(
             ),
             log,
         ),
-        TargetSpec::Model(profile) => Box::new(ModelRunner { profile: *profile }),
+        TargetSpec::Model(model) => Box::new(ModelRunner { model: *model }),
         TargetSpec::Rdma(addr) => live(
             Executor::new(crate::target::open_rdma(addr)?, deadline),
             log,

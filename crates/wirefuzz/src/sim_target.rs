@@ -199,15 +199,15 @@ impl Endpoint for SimResponder {
 /// Build the responder for `kind` with `config`; `None` for an unknown DRC policy.
 fn build_responder(kind: &SimServerKind, config: ConnectionConfig) -> Option<SimResponder> {
     match kind {
-        SimServerKind::Responder(profile) => {
+        SimServerKind::Responder(model) => {
             let mut responder = Responder::new(config);
-            responder.set_profile(*profile);
+            responder.set_model(*model);
             Some(SimResponder::Bare(Box::new(BareResponder { responder })))
         }
         SimServerKind::Server { policy, profile } => {
             let drc = server::drc::policy_by_name(policy, config.credits)?;
             let mut server = Server::new(config, drc, CLIENT_ADDR);
-            server.set_profile(*profile);
+            server.set_model(*profile);
             provision_fuzz_file(&mut server);
             Some(SimResponder::Server(Box::new(server)))
         }
