@@ -272,6 +272,12 @@ fn summary(report: &Report) -> String {
                 .map_or("NEW".to_string(), |reason| format!("known: {reason}"))
         ));
     }
+    for u in &report.unconfirmed {
+        line(format!(
+            "unconfirmed {:<27} {}/{} in the stream, both {} on fresh connections x{} (first: seed {} index {})",
+            u.rule, u.a, u.b, u.rerun, u.count, u.first_seed, u.first_index
+        ));
+    }
     out
 }
 
@@ -327,10 +333,16 @@ mod tests {
         assert_eq!(json["targets"][1]["outcomes"]["reply"], 1);
         assert_eq!(json["divergences"][0]["rule"], "write-segcount-zero");
         assert!(json["divergences"][0]["known"].is_string());
-        // The case log holds the replayed case.
+        // The case log holds the replayed case twice: sent in the stream, then again on a fresh
+        // connection to confirm the divergence.
         let logged = std::fs::read_to_string(&log).unwrap();
         let replayed = Case::from_json(&std::fs::read_to_string(&case).unwrap()).unwrap();
-        assert_eq!(Case::from_json(logged.trim_end()).unwrap(), replayed);
+        let lines: Vec<&str> = logged.lines().collect();
+        assert_eq!(lines.len(), 2, "{logged}");
+        for line in lines {
+            assert_eq!(Case::from_json(line).unwrap(), replayed);
+        }
+        assert_eq!(json["unconfirmed"].as_array().map(Vec::len), Some(0));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

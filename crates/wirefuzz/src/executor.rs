@@ -55,6 +55,13 @@ pub struct CaseResult {
 pub trait CaseRunner {
     fn name(&self) -> String;
     fn run_case(&mut self, case: &Case) -> Result<CaseResult, TargetError>;
+    /// Run `case` again on a connection that carries nothing before it (a runner without
+    /// connections: as [`CaseRunner::run_case`]). A divergence is confirmed this way before it
+    /// is reported: what a case saw on a live connection can belong to the case before it (a
+    /// close the kernel deferred past the previous case's answer and its probe).
+    fn rerun_on_fresh_connection(&mut self, case: &Case) -> Result<CaseResult, TargetError> {
+        self.run_case(case)
+    }
     /// Connections re-established after a close so far (a runner without a transport: 0).
     fn reconnects(&self) -> u64 {
         0
@@ -277,6 +284,14 @@ impl<T: Target> CaseRunner for Executor<T> {
 
     fn reconnects(&self) -> u64 {
         Executor::reconnects(self)
+    }
+
+    fn rerun_on_fresh_connection(&mut self, case: &Case) -> Result<CaseResult, TargetError> {
+        // Torn down from our side: `run_case` connects anew, and a late answer or a deferred
+        // close of the old connection cannot reach the rerun.
+        self.target.disconnect();
+        self.previous_drop = None;
+        self.run_case(case)
     }
 
     fn run_case(&mut self, case: &Case) -> Result<CaseResult, TargetError> {
