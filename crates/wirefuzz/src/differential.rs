@@ -152,38 +152,32 @@ mod tests {
         })
     }
 
-    fn options() -> RunOptions {
-        RunOptions {
+    fn scripted(name: &'static str, stream: Observed, rerun: Observed) -> Scripted {
+        Scripted {
+            name,
+            stream,
+            rerun,
+            reruns: 0,
+        }
+    }
+
+    /// One case through `a` and `b`, no known divergences.
+    fn run_one(a: &mut Scripted, b: &mut Scripted) -> Report {
+        let options = RunOptions {
             seed: 7,
             cases: 10,
             ..RunOptions::default()
-        }
+        };
+        run(&options, one_case, a, Some(b), &KnownDivergences::default()).unwrap()
     }
 
     #[test]
     fn a_divergence_the_fresh_connections_do_not_reproduce_is_unconfirmed() {
         // nfsd's deferred close landing on the next case: a disconnect in the stream, a reply
         // when the case is sent alone.
-        let mut nfsd = Scripted {
-            name: "nfsd",
-            stream: Observed::Disconnect,
-            rerun: Observed::Reply,
-            reruns: 0,
-        };
-        let mut ours = Scripted {
-            name: "rig-serve",
-            stream: Observed::Reply,
-            rerun: Observed::Reply,
-            reruns: 0,
-        };
-        let report = run(
-            &options(),
-            one_case,
-            &mut nfsd,
-            Some(&mut ours),
-            &KnownDivergences::default(),
-        )
-        .unwrap();
+        let mut nfsd = scripted("nfsd", Observed::Disconnect, Observed::Reply);
+        let mut ours = scripted("rig-serve", Observed::Reply, Observed::Reply);
+        let report = run_one(&mut nfsd, &mut ours);
         assert_eq!((nfsd.reruns, ours.reruns), (1, 1));
         assert!(report.divergences.is_empty(), "{:?}", report.divergences);
         assert_eq!(report.unknown_divergences, 0);
@@ -199,26 +193,9 @@ mod tests {
 
     #[test]
     fn a_confirmed_divergence_is_keyed_by_what_the_reruns_saw() {
-        let mut nfsd = Scripted {
-            name: "nfsd",
-            stream: Observed::Disconnect,
-            rerun: Observed::ErrChunkThenClose,
-            reruns: 0,
-        };
-        let mut ours = Scripted {
-            name: "rig-serve",
-            stream: Observed::ErrChunk,
-            rerun: Observed::ErrChunk,
-            reruns: 0,
-        };
-        let report = run(
-            &options(),
-            one_case,
-            &mut nfsd,
-            Some(&mut ours),
-            &KnownDivergences::default(),
-        )
-        .unwrap();
+        let mut nfsd = scripted("nfsd", Observed::Disconnect, Observed::ErrChunkThenClose);
+        let mut ours = scripted("rig-serve", Observed::ErrChunk, Observed::ErrChunk);
+        let report = run_one(&mut nfsd, &mut ours);
         assert!(report.unconfirmed.is_empty());
         assert_eq!(report.unknown_divergences, 1);
         let d = &report.divergences[0];
@@ -230,26 +207,9 @@ mod tests {
 
     #[test]
     fn agreeing_runners_are_not_rerun() {
-        let mut a = Scripted {
-            name: "a",
-            stream: Observed::Reply,
-            rerun: Observed::Drop,
-            reruns: 0,
-        };
-        let mut b = Scripted {
-            name: "b",
-            stream: Observed::Reply,
-            rerun: Observed::Reply,
-            reruns: 0,
-        };
-        let report = run(
-            &options(),
-            one_case,
-            &mut a,
-            Some(&mut b),
-            &KnownDivergences::default(),
-        )
-        .unwrap();
+        let mut a = scripted("a", Observed::Reply, Observed::Drop);
+        let mut b = scripted("b", Observed::Reply, Observed::Reply);
+        let report = run_one(&mut a, &mut b);
         assert_eq!((a.reruns, b.reruns), (0, 0));
         assert!(report.divergences.is_empty() && report.unconfirmed.is_empty());
     }
