@@ -300,4 +300,44 @@ mod tests {
         assert_eq!(read_bounded(&path, 100, "capture").unwrap().len(), 100);
         std::fs::remove_dir_all(&dir).unwrap();
     }
+
+    #[test]
+    fn a_limited_reader_fails_past_its_limit_and_read_back_gives_the_bytes_at_each_offset() {
+        let mut ok = Limited::new(&b"hello"[..], 5, "capture");
+        let mut all = Vec::new();
+        ok.read_to_end(&mut all).unwrap();
+        assert_eq!(all, b"hello");
+        let mut over = Limited::new(std::io::repeat(0), 1000, "capture");
+        let err = over.read_to_end(&mut Vec::new()).unwrap_err();
+        assert_eq!(err.to_string(), "capture larger than the 1000-byte limit");
+
+        use trace::CaptureBytes;
+        let dir = std::env::temp_dir().join(format!("rig-readback-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("bytes");
+        let bytes: Vec<u8> = (0..READ_BACK * 3 + 17)
+            .map(|i| (i * 7 % 251) as u8)
+            .collect();
+        std::fs::write(&path, &bytes).unwrap();
+        let file = File::open(&path).unwrap();
+        let back = ReadBack::new(&file);
+        // Within the buffer, across its end, from before it, larger than it, at the very end.
+        for (offset, len) in [
+            (10, 100),
+            (200, 5000),
+            (READ_BACK - 3, 10),
+            (5, 7),
+            (READ_BACK * 2, READ_BACK + 1),
+            (bytes.len() - 17, 17),
+        ] {
+            let mut out = vec![0; len];
+            assert!(back.read_at(offset, &mut out), "{offset}+{len}");
+            assert_eq!(out, bytes[offset..offset + len], "{offset}+{len}");
+        }
+        // Past the end of the file, or by an offset that overflows: not there, no panic.
+        let mut out = [0; 18];
+        assert!(!back.read_at(bytes.len() - 17, &mut out));
+        assert!(!back.read_at(usize::MAX, &mut out));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
