@@ -1467,7 +1467,7 @@ mod tests {
         assert_eq!((at.first_frame, at.frame), (1, 3));
         assert_eq!(reth.rkey, 7);
         assert_eq!(data.len(), 300);
-        assert_eq!(data.to_vec(&[]).unwrap()[299], 5);
+        assert_eq!(data.to_vec::<[u8]>(&[]).unwrap()[299], 5);
         assert!(matches!(out[1], Delivery::Send { .. }), "{out:?}");
         assert_eq!(out.len(), 2);
     }
@@ -1833,7 +1833,7 @@ mod tests {
         let Delivery::Read { data, .. } = &out[2] else {
             panic!("{out:?}")
         };
-        let data = data.to_vec(&[]).unwrap();
+        let data = data.to_vec::<[u8]>(&[]).unwrap();
         assert_eq!((data[0], data[256], data[512]), (1, 2, 3));
     }
 
