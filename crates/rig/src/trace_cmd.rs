@@ -14,7 +14,7 @@
 //! not decoded, included); 141 when standard output was closed by its reader.
 //!
 //! A capture is read through `crate::input` (at most [`MAX_CAPTURE`] bytes, `-` for standard
-//! input, devices refused). `diff` gives its line matching [`DIFF_TIME_FLOOR`] plus
+//! input, devices refused; a regular file streamed and read back by offset, not held whole). `diff` gives its line matching [`DIFF_TIME_FLOOR`] plus
 //! `trace::render::DIFF_TIME_PER_LINE` per line (`--diff-seconds` overrides the floor); past
 //! that the diff is coarser and says so.
 
@@ -136,15 +136,23 @@ fn load(path: &Path, check_icrc: bool) -> anyhow::Result<Trace> {
 }
 
 /// The capture at `path` as a trace; `drop_payloads` unless the caller writes the payloads out.
+/// A regular file is streamed (never held whole) and its RDMA data read back by offset;
+/// standard input and FIFOs are read whole, as before.
 fn load_with(path: &Path, check_icrc: bool, drop_payloads: bool) -> anyhow::Result<Trace> {
-    let bytes = crate::input::read_bounded(path, MAX_CAPTURE, "capture")?;
     let options = Options {
         check_icrc,
         drop_payloads,
         ..Default::default()
     };
+    let name = || format!("{}", path.display());
+    if let Some(file) = crate::input::open_regular(path, MAX_CAPTURE, "capture")? {
+        let mut reader = crate::input::Limited::new(&file, MAX_CAPTURE, "capture");
+        let back = crate::input::ReadBack::new(&file);
+        return trace::trace_capture_read(&mut reader, &back, &options).with_context(name);
+    }
+    let bytes = crate::input::read_bounded(path, MAX_CAPTURE, "capture")?;
     // Owned: the capture bytes are freed before the trace is built.
-    trace::trace_capture_owned(bytes, &options).with_context(|| format!("{}", path.display()))
+    trace::trace_capture_owned(bytes, &options).with_context(name)
 }
 
 fn rendered(path: &Path, style: Style, level: Level) -> anyhow::Result<Rendered> {

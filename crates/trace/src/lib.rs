@@ -44,4 +44,5 @@ pub mod upper;
 
 pub use level::{capture_status, CaptureStatus, Incompleteness, Level, TransportCounts};
 pub use model::{Event, EventBody, Message, Role, Trace};
-pub use session::{trace_capture, trace_capture_owned, Options};
+pub use reassembly::CaptureBytes;
+pub use session::{trace_capture, trace_capture_owned, trace_capture_read, Options};
