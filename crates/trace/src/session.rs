@@ -9,7 +9,9 @@
 
 use std::cell::Cell;
 use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::convert::Infallible;
 use std::net::IpAddr;
+use std::ops::ControlFlow;
 use std::time::Duration;
 
 use wire::rpcrdma::{Body, Header, Proc, Segment};
@@ -45,10 +47,35 @@ pub struct Options {
 
 /// Build a trace from pcap or pcapng bytes.
 pub fn trace_capture(bytes: &[u8], options: &Options) -> Result<Trace, CaptureError> {
+    collected(|sink| stream_capture(bytes, options, sink))
+}
+
+/// [`trace_capture`] handing each event to `on_event` as it is built instead of keeping it
+/// (events come in trace order; `on_event` returning `Break` stops the build). Returns the rest
+/// of the trace: frames, connections and capture error, with `events` empty. Memory then stays
+/// with the capture's live state, not with every event of a long capture.
+pub fn stream_capture(
+    bytes: &[u8],
+    options: &Options,
+    on_event: &mut dyn FnMut(Event) -> ControlFlow<()>,
+) -> Result<Trace, CaptureError> {
     let reassembled = reassemble(options, |each| {
         for_each_frame(bytes, |frame| each(&frame, Window { bytes, offset: 0 }))
     })?;
-    Ok(reassembled.build(options.drop_payloads, &bytes))
+    Ok(reassembled.build(options.drop_payloads, &bytes, on_event))
+}
+
+/// A whole trace from a streaming build: its events collected in order.
+fn collected<E>(
+    build: impl FnOnce(&mut dyn FnMut(Event) -> ControlFlow<()>) -> Result<Trace, E>,
+) -> Result<Trace, E> {
+    let mut events = Vec::new();
+    let mut trace = build(&mut |event| {
+        events.push(event);
+        ControlFlow::Continue(())
+    })?;
+    trace.events = events;
+    Ok(trace)
 }
 
 /// [`trace_capture`] taking the bytes, freed once the trace is built. They are kept until then
@@ -68,10 +95,20 @@ pub fn trace_capture_read(
     capture: &dyn CaptureBytes,
     options: &Options,
 ) -> Result<Trace, CaptureError> {
+    collected(|sink| stream_capture_read(reader, capture, options, sink))
+}
+
+/// [`trace_capture_read`] handing each event to `on_event` as [`stream_capture`] does.
+pub fn stream_capture_read(
+    reader: &mut dyn std::io::Read,
+    capture: &dyn CaptureBytes,
+    options: &Options,
+    on_event: &mut dyn FnMut(Event) -> ControlFlow<()>,
+) -> Result<Trace, CaptureError> {
     let reassembled = reassemble(options, |each| {
         for_each_frame_read(reader, |frame, window| each(&frame, window))
     })?;
-    Ok(reassembled.build(options.drop_payloads, capture))
+    Ok(reassembled.build(options.drop_payloads, capture, on_event))
 }
 
 /// What reassembly left of a capture: the deliveries, and what the trace says of the file.
@@ -82,9 +119,15 @@ struct Reassembled {
 }
 
 impl Reassembled {
-    /// The trace; `capture` is the bytes reassembly was fed from.
-    fn build(self, drop_payloads: bool, capture: &dyn CaptureBytes) -> Trace {
-        let mut trace = build_deliveries(self.deliveries, drop_payloads, capture);
+    /// The trace, its events handed to `on_event`; `capture` is the bytes reassembly was fed
+    /// from.
+    fn build(
+        self,
+        drop_payloads: bool,
+        capture: &dyn CaptureBytes,
+        on_event: &mut dyn FnMut(Event) -> ControlFlow<()>,
+    ) -> Trace {
+        let mut trace = build_deliveries(self.deliveries, drop_payloads, capture, on_event);
         trace.frames = self.frames;
         trace.capture_error = self.capture_error;
         trace
@@ -370,7 +413,10 @@ pub fn build(deliveries: &[Delivery]) -> Trace {
 /// [`build`] taking the deliveries: each Send's payload moves into its message, not copied.
 pub fn build_owned(deliveries: Vec<Delivery>) -> Trace {
     let none: &[u8] = &[];
-    build_deliveries(deliveries, false, &none)
+    match collected(|sink| Ok::<_, Infallible>(build_deliveries(deliveries, false, &none, sink))) {
+        Ok(trace) => trace,
+        Err(never) => match never {},
+    }
 }
 
 /// [`build_owned`], freeing each Send's payload once its message is decoded when `drop_payloads`.
@@ -379,6 +425,7 @@ fn build_deliveries(
     mut deliveries: Vec<Delivery>,
     drop_payloads: bool,
     capture: &dyn CaptureBytes,
+    on_event: &mut dyn FnMut(Event) -> ControlFlow<()>,
 ) -> Trace {
     let budget = GatherBudget::for_deliveries(&deliveries);
     let count = deliveries.len();
@@ -395,8 +442,8 @@ fn build_deliveries(
         half_open: HashMap::new(),
         budget,
         drop_payloads,
-        // At most one event per delivery.
-        events: Vec::with_capacity(count),
+        // The events of the delivery being built, handed on at once.
+        events: Vec::new(),
     };
     // Connection and role of each delivery, fixed in pass 1 when the flow was current: QP
     // numbers are reused by later connections, so a flow's final mapping is not enough.
@@ -452,6 +499,10 @@ fn build_deliveries(
             break;
         };
         b.event(i, d, conn, dir);
+        // Stopped: what is left of the delivery's events is dropped with the drain.
+        if b.events.drain(..).any(|event| on_event(event).is_break()) {
+            break;
+        }
         if deliveries.len() < deliveries.capacity() / 2 {
             deliveries.shrink_to_fit();
             assigned.shrink_to_fit();
@@ -460,7 +511,7 @@ fn build_deliveries(
     Trace {
         frames: 0,
         connections: b.conns.into_iter().map(|c| c.info).collect(),
-        events: b.events,
+        events: Vec::new(),
         capture_error: None,
     }
 }

@@ -1,8 +1,13 @@
 //! Untrusted captures: mutated and truncated packets never panic and never make the trace lose
-//! track of frames; pcapng holding the same packets gives the same trace as pcap.
+//! track of frames; pcapng holding the same packets gives the same trace as pcap; a capture
+//! streamed (read through a window, events written as they are built) gives what the capture
+//! in memory gives.
 
 use std::borrow::Cow;
+use std::ops::ControlFlow;
 use std::path::Path;
+
+use trace::render::{EventWriter, Style};
 
 use pcap_file::pcap::{PcapHeader, PcapPacket, PcapWriter};
 use pcap_file::pcapng::blocks::enhanced_packet::EnhancedPacketBlock;
@@ -402,4 +407,79 @@ fn a_streamed_capture_gives_the_trace_of_the_capture_in_memory() {
     }
     let err = trace::trace_capture_read(&mut Failing, &Vec::new(), &options).unwrap_err();
     assert_eq!(err.to_string(), "reading the capture: disk on fire");
+}
+
+/// What `EventWriter` writes for events streamed one by one (`stream_capture`, none kept).
+fn streamed_output(
+    bytes: &[u8],
+    jsonl: bool,
+    style: Style,
+    level: trace::Level,
+) -> (Vec<u8>, String) {
+    let mut out = Vec::new();
+    let status = {
+        let mut writer = if jsonl {
+            EventWriter::jsonl(&mut out)
+        } else {
+            EventWriter::text(style, level, &mut out)
+        };
+        let rest = trace::stream_capture(bytes, &trace::Options::default(), &mut |event| {
+            writer.event(&event).unwrap();
+            ControlFlow::Continue(())
+        })
+        .unwrap();
+        assert!(rest.events.is_empty(), "a streamed trace keeps no events");
+        writer.finish(&rest).unwrap()
+    };
+    (out, status.to_string())
+}
+
+#[test]
+fn events_written_as_they_are_built_are_the_whole_traces_lines() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/pcap");
+    let mut checked = 0;
+    for entry in std::fs::read_dir(&root).unwrap() {
+        let path = entry.unwrap().path();
+        let bytes = std::fs::read(&path).unwrap();
+        let whole = trace::trace_capture(&bytes, &trace::Options::default()).unwrap();
+        for (style, level) in [
+            (Style::Normalised, trace::Level::Exchange),
+            (Style::Raw, trace::Level::Transport),
+        ] {
+            let mut expected = Vec::new();
+            let status = trace::render::write_text(&whole, style, level, &mut expected).unwrap();
+            let (streamed, streamed_status) = streamed_output(&bytes, false, style, level);
+            assert_eq!(
+                String::from_utf8_lossy(&streamed),
+                String::from_utf8_lossy(&expected),
+                "{}",
+                path.display()
+            );
+            assert_eq!(streamed_status, status.to_string());
+        }
+        let mut expected = Vec::new();
+        trace::render::write_jsonl(&whole, &mut expected).unwrap();
+        let (streamed, status) =
+            streamed_output(&bytes, true, Style::Normalised, trace::Level::Exchange);
+        assert_eq!(streamed, expected, "{}", path.display());
+        assert_eq!(status, trace::capture_status(&whole).to_string());
+        checked += 1;
+    }
+    assert!(checked >= 5, "{checked} fixture captures");
+}
+
+#[test]
+fn a_stopped_stream_builds_no_further_events() {
+    let bytes = fixture();
+    let mut seen = 0;
+    trace::stream_capture(&bytes, &trace::Options::default(), &mut |_| {
+        seen += 1;
+        if seen == 3 {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    })
+    .unwrap();
+    assert_eq!(seen, 3);
 }
