@@ -352,6 +352,20 @@ impl Nfs4Op {
     /// `NAME` or `NAME(key arguments)`; volatile values (stateids, file handles, verifiers,
     /// client and session ids) are left out so the line is stable across runs.
     pub fn summary(&self) -> String {
+        self.summary_placed(true)
+    }
+
+    /// [`Nfs4Op::summary`] of the operation as it reads once its Read chunk is reinserted
+    /// (RFC 8166 §3.4.5.2): a moved argument is shown as inline, its bytes being back in the
+    /// stream. What a decoder that kept the chunk data aside (and only checked that the chunk
+    /// sits exactly on the argument) reports in place of decoding the rebuilt message.
+    pub fn summary_reinserted(&self) -> String {
+        self.summary_placed(false)
+    }
+
+    /// The summary, a moved argument marked ` chunk` when `show_moved`.
+    fn summary_placed(&self, show_moved: bool) -> String {
+        let placement = |data: &DdpData| if show_moved { placement(data) } else { "" };
         let name = op_name(self.opnum());
         let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
         let args = match self {
@@ -789,6 +803,12 @@ impl Compound4Args {
     /// "SEQUENCE(slot=0 seq=5) PUTFH WRITE(off=0 len=32768 UNSTABLE4)".
     pub fn summary(&self) -> String {
         join(self.ops.iter().map(Nfs4Op::summary))
+    }
+
+    /// [`Compound4Args::summary`] with every moved argument shown as reinserted
+    /// ([`Nfs4Op::summary_reinserted`]).
+    pub fn summary_reinserted(&self) -> String {
+        join(self.ops.iter().map(Nfs4Op::summary_reinserted))
     }
 }
 
