@@ -553,6 +553,43 @@ mod tests {
     }
 
     #[test]
+    fn a_call_decoded_without_its_chunk_data_is_the_rebuilt_calls_decode() {
+        use wire::rpcrdma::Segment;
+        use wire::Xdr;
+        // NFSv3 WRITE of 5 bytes moved to a Read chunk: the reduced call ends with the length.
+        let mut inline = wire::rpc::CallHeader::new(9, wire::rpc::NFS_PROGRAM, 3, 7).to_bytes();
+        let mut args = wire::Writer::new();
+        args.opaque_var(&[1; 8]).u64(4096).u32(5).u32(2).u32(5);
+        inline.extend(args.as_bytes());
+        let chunk = |position: usize, length: u32| ReadChunk {
+            position: position as u32,
+            segments: vec![Segment {
+                handle: 1,
+                length,
+                offset: 0,
+            }],
+        };
+        let at = inline.len();
+        let moved = decode_call_moved(&inline, &[chunk(at, 5)], &[at]).expect("decoded");
+        let rebuilt = reinsert_read_chunks(&inline, &[(at as u32, b"hello".to_vec())]).unwrap();
+        let decoded = decode_rpc(&rebuilt, None, false, &[]);
+        assert_eq!(format!("{moved:?}"), format!("{decoded:?}"));
+        assert_eq!(
+            moved.nfs.and_then(|n| n.detail).as_deref(),
+            Some("count=5 FILE_SYNC")
+        );
+        // A chunk not exactly on the data (other length, other place), or not on a
+        // DDP-eligible argument at all: left to the rebuild.
+        assert!(decode_call_moved(&inline, &[chunk(at, 4)], &[at]).is_none());
+        assert!(decode_call_moved(&inline, &[chunk(at - 4, 5)], &[at - 4]).is_none());
+        let mut getattr = wire::rpc::CallHeader::new(9, wire::rpc::NFS_PROGRAM, 3, 1).to_bytes();
+        getattr.extend(wire::Writer::new().opaque_var(&[1; 8]).as_bytes());
+        let end = getattr.len();
+        assert!(decode_call_moved(&getattr, &[chunk(end, 4)], &[end]).is_none());
+        assert!(decode_call_moved(&inline, &[], &[]).is_none());
+    }
+
+    #[test]
     fn bad_positions_are_errors_not_panics() {
         assert!(reinsert_read_chunks(b"AAAA", &[(8, b"x".to_vec())]).is_err());
         assert!(
