@@ -403,7 +403,7 @@ impl Nfs4Op {
             .is_ok(),
             Nfs4Op::Commit(a) => write!(out, "off={} len={}", a.offset, a.count).is_ok(),
             Nfs4Op::Create(a) => {
-                out.push_str(&a.objtype.name());
+                out.push_str(a.objtype.name());
                 out.push_str(" name=");
                 text(out, &a.objname.0);
                 true
@@ -411,16 +411,16 @@ impl Nfs4Op {
             Nfs4Op::Open(a) => {
                 match &a.claim {
                     OpenClaim4::Null(f) | OpenClaim4::DelegatePrev(f) => {
-                        out.push_str(&a.claim.name());
+                        out.push_str(a.claim.name());
                         out.push_str(" name=");
                         text(out, &f.0);
                     }
                     OpenClaim4::DelegateCur { file, .. } => {
-                        out.push_str(&a.claim.name());
+                        out.push_str(a.claim.name());
                         out.push_str(" name=");
                         text(out, &file.0);
                     }
-                    other => out.push_str(&other.name()),
+                    other => out.push_str(other.name()),
                 }
                 if let OpenFlag4::Create(_) = a.openhow {
                     out.push_str(" CREATE");
