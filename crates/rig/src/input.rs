@@ -123,11 +123,16 @@ const READ_BACK: usize = 256 << 10;
 
 /// A file read by offset through one reused buffer of [`READ_BACK`] bytes: the pieces of one
 /// RDMA READ or WRITE (one per packet, a few dozen bytes of headers apart) cost one `pread`
-/// between them, not one each. Reads larger than the buffer go straight to their destination.
+/// between them, not one each. A `pread` reads up to the end of the span the caller said it
+/// will read ([`trace::CaptureBytes::will_read`]), else a whole buffer: a chunk of a few dozen
+/// bytes costs those bytes, not 256 KiB. Reads larger than the buffer go straight to their
+/// destination.
 pub struct ReadBack<'f> {
     file: &'f File,
     /// The buffer and the file offset of its first byte.
     cache: RefCell<(u64, Vec<u8>)>,
+    /// Where the next reads fall, when the caller said.
+    span: std::cell::Cell<Option<(u64, u64)>>,
 }
 
 impl<'f> ReadBack<'f> {
@@ -135,6 +140,7 @@ impl<'f> ReadBack<'f> {
         ReadBack {
             file,
             cache: RefCell::new((0, Vec::new())),
+            span: std::cell::Cell::new(None),
         }
     }
 }
@@ -154,7 +160,12 @@ impl trace::CaptureBytes for ReadBack<'_> {
         let (start, bytes) = &mut *cache;
         let held = *start <= offset && end <= *start + bytes.len() as u64;
         if !held {
-            bytes.resize(READ_BACK, 0);
+            // Up to the end of the announced span when this read starts inside it.
+            let want = match self.span.get() {
+                Some((from, to)) if from <= offset && end <= to => (to - offset) as usize,
+                _ => READ_BACK,
+            };
+            bytes.resize(want.clamp(out.len(), READ_BACK), 0);
             let mut got = 0;
             while got < bytes.len() {
                 match self.file.read_at(&mut bytes[got..], offset + got as u64) {
@@ -173,6 +184,14 @@ impl trace::CaptureBytes for ReadBack<'_> {
         let from = (offset - *start) as usize;
         out.copy_from_slice(&bytes[from..from + out.len()]);
         true
+    }
+
+    fn will_read(&self, span: std::ops::Range<usize>) {
+        self.span.set(
+            u64::try_from(span.start)
+                .ok()
+                .zip(u64::try_from(span.end).ok()),
+        );
     }
 }
 

@@ -327,6 +327,9 @@ impl RdmaData {
         out: &mut [u8],
     ) -> bool {
         let mut i = self.pieces.partition_point(|(end, _)| *end <= from);
+        if let Some(span) = self.captured_span(i, from, out.len()) {
+            capture.will_read(span);
+        }
         let (mut pos, mut written) = (from, 0);
         while written < out.len() {
             let Some((end, piece)) = self.pieces.get(i) else {
@@ -353,6 +356,22 @@ impl RdmaData {
         true
     }
 
+    /// The range of the capture that bytes `[from, from + len)` of the data, starting in piece
+    /// `first`, are read from, when those bytes all lie in captured pieces (`None` otherwise).
+    fn captured_span(&self, first: usize, from: usize, len: usize) -> Option<Range<usize>> {
+        let last_byte = from.checked_add(len)?.checked_sub(1)?;
+        let last = self.pieces.partition_point(|(end, _)| *end <= last_byte);
+        let start = match self.pieces.get(first)? {
+            (end, Piece::Captured(r)) => r.start + (from - (end - r.len())),
+            _ => return None,
+        };
+        let end = match self.pieces.get(last)? {
+            (end, Piece::Captured(r)) => r.end - (end - 1 - last_byte),
+            _ => return None,
+        };
+        (start < end).then_some(start..end)
+    }
+
     /// All the data as bytes (see [`RdmaData::copy_to`]).
     pub fn to_vec<C: CaptureBytes + ?Sized>(&self, capture: &C) -> Option<Vec<u8>> {
         let mut out = vec![0; self.len];
@@ -366,6 +385,12 @@ pub trait CaptureBytes {
     /// Fill `out` with the bytes at `offset`; false when they are not all there (or reading
     /// failed).
     fn read_at(&self, offset: usize, out: &mut [u8]) -> bool;
+
+    /// A hint: the next reads fall within `span` of the capture (the pieces of one RDMA READ or
+    /// WRITE, a few header bytes apart), so a reader that reads ahead need read no further.
+    fn will_read(&self, span: Range<usize>) {
+        let _ = span;
+    }
 }
 
 impl CaptureBytes for [u8] {
@@ -392,6 +417,10 @@ impl CaptureBytes for Vec<u8> {
 impl<T: CaptureBytes + ?Sized> CaptureBytes for &T {
     fn read_at(&self, offset: usize, out: &mut [u8]) -> bool {
         (**self).read_at(offset, out)
+    }
+
+    fn will_read(&self, span: Range<usize>) {
+        (**self).will_read(span)
     }
 }
 

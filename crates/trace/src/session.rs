@@ -322,6 +322,17 @@ impl GatherBudget {
         Ok(())
     }
 
+    /// What is left of both budgets, for [`GatherBudget::restore`].
+    fn snapshot(&self) -> (u64, u64) {
+        (self.bytes.get(), self.visits.get())
+    }
+
+    /// Give back what was spent since `snapshot` (work redone another way spends it again).
+    fn restore(&self, (bytes, visits): (u64, u64)) {
+        self.bytes.set(bytes);
+        self.visits.set(visits);
+    }
+
     /// Take one comparison of a data movement with a segment.
     fn visit(&self) -> Result<(), String> {
         let left = self.visits.get();
@@ -865,9 +876,9 @@ impl Builder<'_> {
         let shared = wire::message::decode_message_with(payload, hint).err();
         if let Some(stream) = result {
             match stream {
-                Ok(stream) => {
+                Ok(mut stream) => {
                     m.chunk_bytes = stream.chunk_bytes;
-                    self.decode_upper(&mut m, at, conn, header.xid, is_call, &stream);
+                    self.decode_upper(&mut m, at, conn, header.xid, is_call, &mut stream);
                 }
                 Err(e) => m.error = Some(e),
             }
@@ -886,7 +897,7 @@ impl Builder<'_> {
         conn: usize,
         xid: u32,
         is_call: bool,
-        stream: &RpcStream,
+        stream: &mut RpcStream,
     ) {
         let state = &mut self.conns[conn];
         let calls = &mut self.calls;
@@ -897,12 +908,15 @@ impl Builder<'_> {
         } else {
             calls.get(&(conn, xid)).cloned()
         };
-        let decoded = upper::decode_rpc(
-            &stream.bytes,
-            call.as_ref().and_then(|c| c.key),
-            stream.reduced,
-            &stream.writes,
-        );
+        let decoded = match stream.decoded.take() {
+            Some(decoded) => decoded,
+            None => upper::decode_rpc(
+                &stream.bytes,
+                call.as_ref().and_then(|c| c.key),
+                stream.reduced,
+                &stream.writes,
+            ),
+        };
         if let Some(rpc) = &decoded.rpc {
             if rpc.xid != xid {
                 m.error = Some(format!(
@@ -1034,6 +1048,7 @@ impl Builder<'_> {
                 writes: Vec::new(),
                 chunk_bytes,
                 note: None,
+                decoded: None,
             }),
         )
     }
@@ -1056,6 +1071,9 @@ impl Builder<'_> {
             .map(|c| (c.position, c.length() as usize))
             .collect();
         let layout = upper::Reinsertion::plan(inline.len(), &lengths).ok()?;
+        if let Some(stream) = self.call_stream_moved(index, conn, inline, chunks, &layout) {
+            return Some(stream);
+        }
         let mut bytes = layout.with_inline(inline);
         let mut chunk_bytes = 0u64;
         for ((chunk, &(_, len)), &at) in chunks.iter().zip(&lengths).zip(&layout.chunk_at) {
@@ -1081,7 +1099,53 @@ impl Builder<'_> {
             writes: Vec::new(),
             chunk_bytes,
             note: None,
+            decoded: None,
         }))
+    }
+
+    /// [`Builder::call_stream_in_place`] without reading the chunk data, when the Read chunks
+    /// carry DDP-eligible arguments (NFS WRITE data, say) that the decoder only counts: their
+    /// coverage is checked and their budget spent as a gather would, and the Call decoded from
+    /// its inline stream by [`upper::decode_call_moved`] (the same result as the rebuilt
+    /// message's). `None`, with the budget as it was, when that decoder cannot tell: the caller
+    /// then gathers the bytes. On a large-I/O capture nearly every byte is such data, and
+    /// reading it back from the capture and copying it twice was a third of `rig trace`'s time.
+    fn call_stream_moved(
+        &self,
+        index: usize,
+        conn: usize,
+        inline: &[u8],
+        chunks: &[wire::rpcrdma::ReadChunk],
+        layout: &upper::Reinsertion,
+    ) -> Option<Result<RpcStream, String>> {
+        let before = self.budget.snapshot();
+        let mut chunk_bytes = 0u64;
+        for chunk in chunks {
+            let covered = self.admit(&chunk.segments, true).and_then(|total| {
+                self.fill(conn, &chunk.segments, index, Look::After, None)
+                    .map(|()| total)
+            });
+            match covered {
+                Ok(total) => chunk_bytes += total,
+                // What the gather would have found, with the same budget spent.
+                Err(e) => return Some(Ok(RpcStream::reduced(inline, chunk_bytes, e))),
+            }
+        }
+        let inline_at: Vec<usize> = layout.inline_at().collect();
+        match upper::decode_call_moved(inline, chunks, &inline_at) {
+            Some(decoded) => Some(Ok(RpcStream {
+                bytes: Vec::new(),
+                reduced: false,
+                writes: Vec::new(),
+                chunk_bytes,
+                note: None,
+                decoded: Some(decoded),
+            })),
+            None => {
+                self.budget.restore(before);
+                None
+            }
+        }
     }
 
     /// The Reply's RPC message: the Reply chunk for RDMA_NOMSG, else the inline stream whose
@@ -1115,6 +1179,7 @@ impl Builder<'_> {
                         writes: writes_written,
                         chunk_bytes: chunk_bytes + len,
                         note: None,
+                        decoded: None,
                     }),
             );
         }
@@ -1124,6 +1189,7 @@ impl Builder<'_> {
             writes: writes_written,
             chunk_bytes,
             note: None,
+            decoded: None,
         }))
     }
 
@@ -1281,6 +1347,8 @@ struct RpcStream {
     chunk_bytes: u64,
     /// Why the stream is not complete (chunk data not captured).
     note: Option<String>,
+    /// The upper layers already decoded (`bytes` then empty): [`Builder::call_stream_moved`].
+    decoded: Option<upper::Decoded>,
 }
 
 impl RpcStream {
@@ -1293,6 +1361,7 @@ impl RpcStream {
             writes: Vec::new(),
             chunk_bytes,
             note: Some(note),
+            decoded: None,
         }
     }
 
@@ -1303,6 +1372,7 @@ impl RpcStream {
             writes: Vec::new(),
             chunk_bytes: 0,
             note: None,
+            decoded: None,
         }
     }
 }

@@ -14,6 +14,7 @@ use wire::nfs3::{Ddp, Nfs3Call, Nfs3Proc, Nfs3Reply};
 use wire::nfs4::{Compound4Args, Compound4Res, NFSPROC4_COMPOUND};
 use wire::nfsacl::{NfsaclCall, NfsaclProc, NfsaclReply};
 use wire::rpc::{RejectedReply, ReplyBody, RpcMessage};
+use wire::rpcrdma::ReadChunk;
 use wire::Reader;
 
 use crate::model::{NfsSummary, RpcSummary};
@@ -85,6 +86,16 @@ impl Reinsertion {
         }
         layout.inline_pieces.push((taken..inline_len, out_len));
         Ok(layout)
+    }
+
+    /// Where each chunk goes in the inline stream: the offset, in the inline stream, of the
+    /// byte its data is inserted before (in chunk order).
+    pub fn inline_at(&self) -> impl Iterator<Item = usize> + '_ {
+        // One piece of the inline stream before each chunk, then the rest.
+        self.inline_pieces
+            .iter()
+            .take(self.chunk_at.len())
+            .map(|(range, _)| range.end)
     }
 
     /// The rebuilt message with the inline stream in place and zeros where the chunks go.
@@ -184,6 +195,111 @@ pub fn decode_rpc(bytes: &[u8], call: Option<CallKey>, reduced: bool, writes: &[
         }
     }
     out
+}
+
+/// Decode a Call from its inline stream alone, when its Read chunks (`chunks`, none at position
+/// zero, `inline_at` where each is reinserted in `inline`: [`Reinsertion::inline_at`]) carry
+/// DDP-eligible arguments and nothing else: the [`Decoded`] that [`decode_rpc`] gives for the
+/// rebuilt message, without the chunk data ever being read. `None` when that cannot be told from
+/// the inline stream: the caller then rebuilds the message and decodes it.
+///
+/// Why it is the same: each chunk sits exactly on the bytes of a DDP-eligible argument (the
+/// chunk is inserted right after the argument's length word, RFC 8166 §3.4.5 / RFC 8267 §4/§6,
+/// and is as long as that word says), so the rebuilt message is the inline stream with each such
+/// argument's bytes (and their zero round-up, §3.4.5.2) put back, and the decoder reads an
+/// argument's bytes as opaque without looking at them. Reading the inline stream with those
+/// arguments moved meets the same fields at the same places; every check on the rest is the
+/// same or stricter (a count checked against the bytes left sees fewer bytes), so a message this
+/// accepts the rebuilt decode accepts too. Anything else (an error, a chunk not taken by an
+/// argument, another offset or length, a program without DDP-eligible arguments) is `None`.
+pub fn decode_call_moved(
+    inline: &[u8],
+    chunks: &[ReadChunk],
+    inline_at: &[usize],
+) -> Option<Decoded> {
+    let (RpcMessage::Call(c), used) = RpcMessage::decode_prefix(inline).ok()? else {
+        return None;
+    };
+    if chunks.is_empty() || chunks.len() != inline_at.len() {
+        return None;
+    }
+    let body = &inline[used..];
+    // Each chunk's place in the body, where the argument decoder's offsets are counted.
+    let at: Vec<usize> = inline_at
+        .iter()
+        .map(|&a| a.checked_sub(used))
+        .collect::<Option<_>>()?;
+    let key = CallKey {
+        prog: c.prog,
+        vers: c.vers,
+        proc_: c.proc_,
+    };
+    let program = family(key)?;
+    let mut r = Reader::new(body);
+    let detail = match (key.prog, key.vers) {
+        (wire::rpc::NFS_PROGRAM, 3) => {
+            let proc_ = Nfs3Proc::from_u32(key.proc_)?;
+            if !matches!(proc_, Nfs3Proc::Write | Nfs3Proc::Symlink) {
+                return None;
+            }
+            let call = Nfs3Call::decode_reduced(proc_, &mut r, Ddp::Moved).ok()?;
+            let data = match &call {
+                Nfs3Call::Write(a) => &a.data,
+                Nfs3Call::Symlink(a) => &a.symlink_data,
+                _ => return None,
+            };
+            // The argument is the last of the call: its bytes go where the reduced call ends.
+            let length = u64::from(data.len());
+            if r.remaining() != 0
+                || !data.is_moved()
+                || at != [body.len()]
+                || chunks[0].length() != length
+            {
+                return None;
+            }
+            nfs3_call_detail(&call)
+        }
+        (wire::rpc::NFS_PROGRAM, 4) if key.proc_ == NFSPROC4_COMPOUND => {
+            let mut reduction = Reduction::for_call(chunks);
+            let args = Compound4Args::decode_with(&mut r, &mut reduction).ok()?;
+            if r.remaining() != 0 || !reduction.unused_chunks().is_empty() {
+                return None;
+            }
+            let mut moved = reduction.items().iter().filter(|i| i.moved);
+            for (chunk, &at) in chunks.iter().zip(&at) {
+                let item = moved.next()?;
+                if item.chunk != Some(chunk.position as usize)
+                    || item.offset != at
+                    || u64::from(item.length) != chunk.length()
+                {
+                    return None;
+                }
+            }
+            if moved.next().is_some() {
+                return None;
+            }
+            Some(args.summary_reinserted())
+        }
+        _ => return None,
+    };
+    Some(Decoded {
+        rpc: Some(RpcSummary {
+            kind: "call",
+            xid: c.xid,
+            prog: Some(c.prog),
+            vers: Some(c.vers),
+            proc_: Some(c.proc_),
+            status: None,
+        }),
+        nfs: Some(NfsSummary {
+            program,
+            proc_: proc_name(key),
+            status: None,
+            detail,
+        }),
+        error: None,
+        note: None,
+    })
 }
 
 fn family(key: CallKey) -> Option<&'static str> {
@@ -434,6 +550,43 @@ mod tests {
         assert_eq!(rebuilt.unwrap(), out);
         assert!(Reinsertion::plan(4, &[(8, 1)]).is_err());
         assert!(Reinsertion::plan(4, &[(0, MAX_REBUILT_MESSAGE)]).is_err());
+    }
+
+    #[test]
+    fn a_call_decoded_without_its_chunk_data_is_the_rebuilt_calls_decode() {
+        use wire::rpcrdma::Segment;
+        use wire::Xdr;
+        // NFSv3 WRITE of 5 bytes moved to a Read chunk: the reduced call ends with the length.
+        let mut inline = wire::rpc::CallHeader::new(9, wire::rpc::NFS_PROGRAM, 3, 7).to_bytes();
+        let mut args = wire::Writer::new();
+        args.opaque_var(&[1; 8]).u64(4096).u32(5).u32(2).u32(5);
+        inline.extend(args.as_bytes());
+        let chunk = |position: usize, length: u32| ReadChunk {
+            position: position as u32,
+            segments: vec![Segment {
+                handle: 1,
+                length,
+                offset: 0,
+            }],
+        };
+        let at = inline.len();
+        let moved = decode_call_moved(&inline, &[chunk(at, 5)], &[at]).expect("decoded");
+        let rebuilt = reinsert_read_chunks(&inline, &[(at as u32, b"hello".to_vec())]).unwrap();
+        let decoded = decode_rpc(&rebuilt, None, false, &[]);
+        assert_eq!(format!("{moved:?}"), format!("{decoded:?}"));
+        assert_eq!(
+            moved.nfs.and_then(|n| n.detail).as_deref(),
+            Some("count=5 FILE_SYNC")
+        );
+        // A chunk not exactly on the data (other length, other place), or not on a
+        // DDP-eligible argument at all: left to the rebuild.
+        assert!(decode_call_moved(&inline, &[chunk(at, 4)], &[at]).is_none());
+        assert!(decode_call_moved(&inline, &[chunk(at - 4, 5)], &[at - 4]).is_none());
+        let mut getattr = wire::rpc::CallHeader::new(9, wire::rpc::NFS_PROGRAM, 3, 1).to_bytes();
+        getattr.extend(wire::Writer::new().opaque_var(&[1; 8]).as_bytes());
+        let end = getattr.len();
+        assert!(decode_call_moved(&getattr, &[chunk(end, 4)], &[end]).is_none());
+        assert!(decode_call_moved(&inline, &[], &[]).is_none());
     }
 
     #[test]

@@ -395,7 +395,8 @@ fn a_streamed_capture_gives_the_trace_of_the_capture_in_memory() {
         back.reads.into_inner()
     };
     let reads = reads_with(1 << 20);
-    assert!(reads.len() > 100, "chunk data gathered: {}", reads.len());
+    // Reply chunks and the like: WRITE data, which the decoder only counts, is not read back.
+    assert!(reads.len() >= 10, "chunk data gathered: {}", reads.len());
     assert_eq!(reads_with(1), reads);
     assert_eq!(reads_with(4093), reads);
     // A reader that fails is an error naming the read, not a short trace.

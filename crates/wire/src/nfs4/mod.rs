@@ -352,59 +352,97 @@ impl Nfs4Op {
     /// `NAME` or `NAME(key arguments)`; volatile values (stateids, file handles, verifiers,
     /// client and session ids) are left out so the line is stable across runs.
     pub fn summary(&self) -> String {
-        let name = op_name(self.opnum());
-        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        let mut out = String::new();
+        self.write_summary(&mut out, true);
+        out
+    }
+
+    /// [`Nfs4Op::summary`] of the operation as it reads once its Read chunk is reinserted
+    /// (RFC 8166 §3.4.5.2): a moved argument is shown as inline, its bytes being back in the
+    /// stream. What a decoder that kept the chunk data aside (and only checked that the chunk
+    /// sits exactly on the argument) reports in place of decoding the rebuilt message.
+    pub fn summary_reinserted(&self) -> String {
+        let mut out = String::new();
+        self.write_summary(&mut out, false);
+        out
+    }
+
+    /// Append the summary to `out` (one buffer for a whole COMPOUND, not a string per part),
+    /// a moved argument marked ` chunk` when `show_moved`.
+    fn write_summary(&self, out: &mut String, show_moved: bool) {
+        let placement = |data: &DdpData| if show_moved { placement(data) } else { "" };
+        out.push_str(&op_name(self.opnum()));
+        let bare = out.len();
+        out.push('(');
+        let text = |out: &mut String, b: &[u8]| out.push_str(&String::from_utf8_lossy(b));
+        // Writing to a String cannot fail.
         let args = match self {
-            Nfs4Op::Sequence(a) => Some(format!("slot={} seq={}", a.slotid, a.sequenceid)),
-            Nfs4Op::Access(a) => Some(format!("{a:#x}")),
+            Nfs4Op::Sequence(a) => write!(out, "slot={} seq={}", a.slotid, a.sequenceid).is_ok(),
+            Nfs4Op::Access(a) => write!(out, "{a:#x}").is_ok(),
             Nfs4Op::Lookup(n) | Nfs4Op::Link(n) | Nfs4Op::Remove(n) => {
-                Some(format!("name={}", text(&n.0)))
+                out.push_str("name=");
+                text(out, &n.0);
+                true
             }
-            Nfs4Op::Rename(a) => Some(format!(
-                "from={} to={}",
-                text(&a.oldname.0),
-                text(&a.newname.0)
-            )),
-            Nfs4Op::Read(a) => Some(format!("off={} len={}", a.offset, a.count)),
-            Nfs4Op::Write(a) => Some(format!(
+            Nfs4Op::Rename(a) => {
+                out.push_str("from=");
+                text(out, &a.oldname.0);
+                out.push_str(" to=");
+                text(out, &a.newname.0);
+                true
+            }
+            Nfs4Op::Read(a) => write!(out, "off={} len={}", a.offset, a.count).is_ok(),
+            Nfs4Op::Write(a) => write!(
+                out,
                 "off={} len={} {}{}",
                 a.offset,
                 a.data.len(),
                 a.stable.name(),
                 placement(&a.data)
-            )),
-            Nfs4Op::Commit(a) => Some(format!("off={} len={}", a.offset, a.count)),
-            Nfs4Op::Create(a) => Some(format!("{} name={}", a.objtype.name(), text(&a.objname.0))),
+            )
+            .is_ok(),
+            Nfs4Op::Commit(a) => write!(out, "off={} len={}", a.offset, a.count).is_ok(),
+            Nfs4Op::Create(a) => {
+                out.push_str(a.objtype.name());
+                out.push_str(" name=");
+                text(out, &a.objname.0);
+                true
+            }
             Nfs4Op::Open(a) => {
-                let mut s = match &a.claim {
+                match &a.claim {
                     OpenClaim4::Null(f) | OpenClaim4::DelegatePrev(f) => {
-                        format!("{} name={}", a.claim.name(), text(&f.0))
+                        out.push_str(a.claim.name());
+                        out.push_str(" name=");
+                        text(out, &f.0);
                     }
                     OpenClaim4::DelegateCur { file, .. } => {
-                        format!("{} name={}", a.claim.name(), text(&file.0))
+                        out.push_str(a.claim.name());
+                        out.push_str(" name=");
+                        text(out, &file.0);
                     }
-                    other => other.name().to_string(),
-                };
-                if let OpenFlag4::Create(_) = a.openhow {
-                    s.push_str(" CREATE");
+                    other => out.push_str(other.name()),
                 }
-                Some(s)
+                if let OpenFlag4::Create(_) = a.openhow {
+                    out.push_str(" CREATE");
+                }
+                true
             }
-            Nfs4Op::SecinfoNoName(style) => Some(
-                match style {
+            Nfs4Op::SecinfoNoName(style) => {
+                out.push_str(match style {
                     0 => "CURRENT_FH",
                     1 => "PARENT",
                     _ => "?",
-                }
-                .to_string(),
-            ),
-            Nfs4Op::TestStateid(ids) => Some(format!("n={}", ids.0.len())),
-            Nfs4Op::ReclaimComplete(one_fs) => Some(format!("one_fs={one_fs}")),
-            _ => None,
+                });
+                true
+            }
+            Nfs4Op::TestStateid(ids) => write!(out, "n={}", ids.0.len()).is_ok(),
+            Nfs4Op::ReclaimComplete(one_fs) => write!(out, "one_fs={one_fs}").is_ok(),
+            _ => false,
         };
-        match args {
-            Some(args) => format!("{name}({args})"),
-            None => name.into_owned(),
+        if args {
+            out.push(')');
+        } else {
+            out.truncate(bare);
         }
     }
 }
@@ -705,39 +743,62 @@ impl Nfs4OpReply {
     /// `NAME`, `NAME(key results)` or `NAME:STATUS` for a failed operation; volatile values
     /// (stateids, handles, verifiers, ids) are left out.
     pub fn summary(&self) -> String {
-        let name = op_name(self.opnum);
+        let mut out = String::new();
+        self.write_summary(&mut out);
+        out
+    }
+
+    /// Append the summary to `out` (one buffer for a whole COMPOUND).
+    fn write_summary(&self, out: &mut String) {
+        out.push_str(&op_name(self.opnum));
         if !self.status.is_ok() {
-            return format!("{name}:{}", self.status.name());
+            out.push(':');
+            out.push_str(&self.status.name());
+            return;
         }
+        let bare = out.len();
+        out.push('(');
+        // Writing to a String cannot fail.
         let results = match &self.result {
-            OpResult::Sequence(s) => Some(format!("slot={} seq={}", s.slotid, s.sequenceid)),
-            OpResult::Access { access, .. } => Some(format!("{access:#x}")),
-            OpResult::Read(res) => Some(format!(
+            OpResult::Sequence(s) => write!(out, "slot={} seq={}", s.slotid, s.sequenceid).is_ok(),
+            OpResult::Access { access, .. } => write!(out, "{access:#x}").is_ok(),
+            OpResult::Read(res) => write!(
+                out,
                 "len={}{}{}",
                 res.data.len(),
                 if res.eof { " eof" } else { "" },
                 placement(&res.data)
-            )),
-            OpResult::Readlink(data) => Some(format!("len={}{}", data.len(), placement(data))),
-            OpResult::Write(res) => Some(format!("len={} {}", res.count, res.committed.name())),
-            OpResult::Readdir(res) => Some(format!(
+            )
+            .is_ok(),
+            OpResult::Readlink(data) => {
+                write!(out, "len={}{}", data.len(), placement(data)).is_ok()
+            }
+            OpResult::Write(res) => {
+                write!(out, "len={} {}", res.count, res.committed.name()).is_ok()
+            }
+            OpResult::Readdir(res) => write!(
+                out,
                 "entries={}{}",
                 res.entries.len(),
                 if res.eof { " eof" } else { "" }
-            )),
-            OpResult::Open(res) => Some(format!("deleg={}", res.delegation.name())),
-            OpResult::TestStateid(res) => Some(
-                res.0
-                    .iter()
-                    .map(|s| s.name().into_owned())
-                    .collect::<Vec<_>>()
-                    .join(","),
-            ),
-            _ => None,
+            )
+            .is_ok(),
+            OpResult::Open(res) => write!(out, "deleg={}", res.delegation.name()).is_ok(),
+            OpResult::TestStateid(res) => {
+                for (i, s) in res.0.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    out.push_str(&s.name());
+                }
+                true
+            }
+            _ => false,
         };
-        match results {
-            Some(results) => format!("{name}({results})"),
-            None => name.into_owned(),
+        if results {
+            out.push(')');
+        } else {
+            out.truncate(bare);
         }
     }
 }
@@ -788,7 +849,25 @@ impl Compound4Args {
 
     /// "SEQUENCE(slot=0 seq=5) PUTFH WRITE(off=0 len=32768 UNSTABLE4)".
     pub fn summary(&self) -> String {
-        join(self.ops.iter().map(Nfs4Op::summary))
+        self.summary_placed(true)
+    }
+
+    /// [`Compound4Args::summary`] with every moved argument shown as reinserted
+    /// ([`Nfs4Op::summary_reinserted`]).
+    pub fn summary_reinserted(&self) -> String {
+        self.summary_placed(false)
+    }
+
+    /// The operations' summaries, space separated, written into one buffer.
+    fn summary_placed(&self, show_moved: bool) -> String {
+        let mut out = String::new();
+        for (i, op) in self.ops.iter().enumerate() {
+            if i > 0 {
+                out.push(' ');
+            }
+            op.write_summary(&mut out, show_moved);
+        }
+        out
     }
 }
 
@@ -839,7 +918,14 @@ impl Compound4Res {
     /// "SEQUENCE(slot=0 seq=5) PUTFH WRITE(len=32768 UNSTABLE4)"; a failed operation as
     /// "LOOKUP:NFS4ERR_NOENT". The COMPOUND's own status is [`Compound4Res::status`].
     pub fn summary(&self) -> String {
-        join(self.results.iter().map(Nfs4OpReply::summary))
+        let mut out = String::new();
+        for (i, result) in self.results.iter().enumerate() {
+            if i > 0 {
+                out.push(' ');
+            }
+            result.write_summary(&mut out);
+        }
+        out
     }
 }
 
@@ -850,17 +936,6 @@ impl Xdr for Compound4Res {
     fn encode(&self, w: &mut Writer) {
         Compound4Res::encode(self, w)
     }
-}
-
-fn join(parts: impl Iterator<Item = String>) -> String {
-    let mut out = String::new();
-    for (i, part) in parts.enumerate() {
-        if i > 0 {
-            out.push(' ');
-        }
-        let _ = write!(out, "{part}");
-    }
-    out
 }
 
 #[cfg(test)]
