@@ -3,11 +3,14 @@
 # ) in order on both guests, in lock step through marker files in /rig/out/sync:
 #   server: runs its script (which may call rig_ready early), then marks <name>.srv.ready,
 #           then waits for <name>.cli.done before the next step;
-#   client: waits for <name>.srv.ready (unless the step is concurrent or the server has no
-#           script in it), runs its script, marks <name>.cli.done.
+#   client: waits for <name>.srv.ready (unless the step is concurrent, or the server has no
+#           script in it and the step before was not concurrent), runs its script, marks
+#           <name>.cli.done.
 # A client-only step does not wait for the server: the server has nothing to do in it, and its
 # next step with a script still waits for every earlier <name>.cli.done, so it cannot run ahead
 # of the client; the client just no longer waits one poll interval per step for the server.
+# Except after a concurrent step (setup): nothing there told the client that the server's
+# script finished (nfsd listening), so the client waits as before.
 # Writes STEP lines to /rig/out/steps.<role> and dmesg to /rig/out/<role>.dmesg at the end.
 . /rig/lib.sh
 ROLE=$RIG_name
@@ -30,6 +33,7 @@ run_script() { # <name> <timeout> <script>
   dmesg 2>/dev/null | tail -n +"$((k0 + 1))" > /tmp/step.dmesg
   [ -s /tmp/step.dmesg ] && cp /tmp/step.dmesg "$RIG_OUT/$1.$ROLE.dmesg"
 }
+previous_mode=
 while IFS="$TAB" read -r name tmo srv cli mode; do
   [ -n "$name" ] || continue
   export RIG_CASE=$name
@@ -39,7 +43,8 @@ while IFS="$TAB" read -r name tmo srv cli mode; do
     : > "$RIG_SYNC/$name.srv.ready"
     rig_wait_file "$RIG_SYNC/$name.cli.done" "$tmo" || rig_log "client did not finish $name"
   else
-    if [ "$mode" = concurrent ] || [ "$srv" = - ] || rig_wait_file "$RIG_SYNC/$name.srv.ready" "$tmo"; then
+    if [ "$mode" = concurrent ] || { [ "$srv" = - ] && [ "$previous_mode" != concurrent ]; } ||
+      rig_wait_file "$RIG_SYNC/$name.srv.ready" "$tmo"; then
       [ "$cli" != - ] && run_script "$name" "$tmo" "$cli"
     else
       rig_log "server not ready for $name"
@@ -47,6 +52,7 @@ while IFS="$TAB" read -r name tmo srv cli mode; do
     fi
     : > "$RIG_SYNC/$name.cli.done"
   fi
+  previous_mode=$mode
 done < /rig/plan
 # A suite-wide capture (rig-suite.sh capture_start): let tcpdump drain what it has not written
 # yet (the file stops growing), stop it, and hand the file to the host, which cuts it per case.
