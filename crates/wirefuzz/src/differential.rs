@@ -183,6 +183,9 @@ pub struct Report {
     pub targets: Vec<TargetStats>,
     pub divergences: Vec<Divergence>,
     pub unknown_divergences: usize,
+    /// Kernel-event signatures over the run (`--signatures`, `--guided`); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signatures: Option<crate::guided::FeedbackReport>,
 }
 
 /// Run options.
@@ -304,6 +307,7 @@ pub fn run_observed(
         targets: std::iter::once(stats_a).chain(stats_b).collect(),
         unknown_divergences: divergences.iter().filter(|d| d.known.is_none()).count(),
         divergences,
+        signatures: None,
     })
 }
 

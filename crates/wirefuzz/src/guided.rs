@@ -45,8 +45,10 @@ pub struct FeedbackReport {
     pub distinct_signatures: u64,
     /// More distinct signatures than the tracker remembers were seen (the count stops).
     pub saturated: bool,
-    /// Distinct signatures at each interval (and at the end).
+    /// Distinct signatures at each interval.
     pub timeline: Vec<TimelinePoint>,
+    /// ... and at the end of the run (`secs` rounded down).
+    pub end: TimelinePoint,
     pub family_cases: u64,
     pub mutant_cases: u64,
     pub new_from_families: u64,
@@ -161,7 +163,7 @@ impl Feedback {
         self.tracker.distinct()
     }
 
-    /// The report at the end of a run `elapsed` long (a last timeline point at `elapsed`).
+    /// The report at the end of a run `elapsed` long (with the points due up to `elapsed`).
     pub fn report(&self, elapsed: Duration) -> FeedbackReport {
         let mut timeline = self.tracker.timeline().to_vec();
         // Points due before the end that no case has passed yet, then the end itself.
@@ -176,14 +178,13 @@ impl Feedback {
             });
             tracker_tail += self.interval;
         }
-        if timeline.last().is_none_or(|p| p.secs != elapsed.as_secs()) {
-            timeline.push(TimelinePoint {
-                secs: elapsed.as_secs(),
-                cases: self.tracker.cases(),
-                signatures: self.tracker.distinct(),
-            });
-        }
+        let end = TimelinePoint {
+            secs: elapsed.as_secs(),
+            cases: self.tracker.cases(),
+            signatures: self.tracker.distinct(),
+        };
         FeedbackReport {
+            end,
             guided: self.guided,
             interval_secs: self.interval.as_secs(),
             cases_with_events: self.tracker.cases(),
@@ -298,7 +299,8 @@ mod tests {
             .iter()
             .map(|p| (p.secs, p.signatures))
             .collect();
-        assert_eq!(points, [(10, 0), (20, 1), (30, 1), (35, 1)]);
+        assert_eq!(points, [(10, 0), (20, 1), (30, 1)]);
+        assert_eq!((report.end.secs, report.end.cases), (35, 2));
         assert_eq!(report.corpus_entries, 1);
     }
 }

@@ -12,8 +12,11 @@ stream="--seed $WIRE_FUZZ_SEED --cases 1000000000 --time $WIRE_FUZZ_SECONDS"
 [ -n "${WIRE_FUZZ_REPLAY:-}" ] && stream="--replay $WIRE_FUZZ_REPLAY"
 # Families left out (e.g. one that crashes this kernel), to fuzz past a known finding.
 for family in ${WIRE_FUZZ_SKIP_FAMILIES:-}; do stream="$stream --skip-family $family"; done
+# Kernel-event feedback: signatures always (the stream is unchanged), mutants only when guided.
+feedback="--trace-relay $RIG_SERVER_IP:$TRACE_RELAY_PORT --signatures --corpus $RIG_OUT/corpus"
+[ "$WIRE_FUZZ_GUIDED" = 1 ] && feedback="$feedback --guided"
 "$RIG" fuzz-wire --target "$RIG_SERVER_IP:$NFS_RDMA_PORT" --against "$RIG_SERVER_IP:$RIG_SERVE_PORT" \
-  $stream \
+  $stream $feedback \
   --timeout-ms "$WIRE_FUZZ_TIMEOUT_MS" --report "$report" \
   --log "$RIG_OUT/wire-fuzz.case-log.jsonl" --save-divergences "$RIG_OUT/divergences" \
   --known /rig/etc/known-divergences.json --stop-file "$WIRE_FUZZ_STOP" \
@@ -35,5 +38,6 @@ rig_result $verdict seed=$WIRE_FUZZ_SEED replay=${WIRE_FUZZ_REPLAY:+yes} \
   skipped=$(echo ${WIRE_FUZZ_SKIP_FAMILIES:-} | tr ' ' ,) seconds=$WIRE_FUZZ_SECONDS \
   cases=$(json_field cases_sent "$report") cases_per_sec=$(json_field cases_per_sec "$report") \
   new_divergences=$(json_field unknown_divergences "$report") \
+  guided=$WIRE_FUZZ_GUIDED signatures=$(json_field distinct_signatures "$report") \
   divergence_keys=$(grep -c '"rule":' "$report") stopped_by_kernel_watch=$stopped
 [ $verdict = pass ]

@@ -13,6 +13,8 @@
 #        WIRE_FUZZ_REPLAY_FILE=case.json host-run.sh 0 0 KERNEL...   (replay one case per kernel
 #        on a fresh boot: does the finding reproduce from that case alone?)
 #        WIRE_FUZZ_SKIP_FAMILIES="read-overlap" host-run.sh ...   (fuzz past a known crash)
+#        WIRE_FUZZ_GUIDED=1 host-run.sh ...   (guided: corpus mutants besides the families; every
+#        run reports distinct kernel-event signatures over time and keeps <kernel>/corpus/)
 set -u
 seconds=$1; seed=$2; shift 2
 kernels=""
@@ -22,8 +24,9 @@ root=$(pwd)
 base=$root/target/interop/wire-fuzz
 mkdir -p "$base" "$root/target/interop/findings"
 env_file=$base/wire-fuzz.env
-printf 'WIRE_FUZZ_SECONDS=%s\nWIRE_FUZZ_SEED=%s\nWIRE_FUZZ_TIMEOUT_MS=%s\nWIRE_FUZZ_SKIP_FAMILIES="%s"\n' \
-  "$seconds" "$seed" "${WIRE_FUZZ_TIMEOUT_MS:-1000}" "${WIRE_FUZZ_SKIP_FAMILIES:-}" > "$env_file"
+printf 'WIRE_FUZZ_SECONDS=%s\nWIRE_FUZZ_SEED=%s\nWIRE_FUZZ_TIMEOUT_MS=%s\nWIRE_FUZZ_SKIP_FAMILIES="%s"\nWIRE_FUZZ_GUIDED=%s\n' \
+  "$seconds" "$seed" "${WIRE_FUZZ_TIMEOUT_MS:-1000}" "${WIRE_FUZZ_SKIP_FAMILIES:-}" \
+  "${WIRE_FUZZ_GUIDED:-0}" > "$env_file"
 replay_args=""
 if [ -n "${WIRE_FUZZ_REPLAY_FILE:-}" ]; then
   echo "WIRE_FUZZ_REPLAY=/rig/etc/replay.json" >> "$env_file"
@@ -41,6 +44,9 @@ for kernel in $kernels; do
   run=$out/last/runs/$kernel/wire-fuzz
   share=$run/share/out
   [ -s "$share/wire-fuzz.report.json" ] && cp "$share/wire-fuzz.report.json" "$out/report.json"
+  # Kernel-event feedback: the cases that found a new signature, and the events enabled.
+  [ -d "$share/corpus" ] && cp -r "$share/corpus" "$out/corpus"
+  [ -s "$share/trace-events.txt" ] && cp "$share/trace-events.txt" "$out/"
   # The per-kernel report also carries the kernel watch's hits (first 100 lines).
   if [ -s "$out/report.json" ]; then
     python3 - "$out/report.json" "$share/kernel-watch.hits" "$kernel" <<'PY'
