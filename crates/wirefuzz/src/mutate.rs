@@ -534,7 +534,7 @@ fn mutate_skeleton(
                     Mutation::SegLength => {
                         seg.length = match u.int_in_range(0u8..=2)? {
                             0 => region_len.wrapping_add(*u.choose(&[4, 1, 0xffff_fffc])?),
-                            1 => region_len / 2 & !3,
+                            1 => (region_len / 2) & !3,
                             _ => interesting_u32(u)?,
                         }
                     }
