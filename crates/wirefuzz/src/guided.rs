@@ -248,14 +248,15 @@ mod tests {
         assert_eq!(report.corpus_entries, 0);
         assert!(report.distinct_signatures > 20, "{report:?}");
         assert_eq!(report.new_from_families, report.distinct_signatures);
-        // No interval passed: the timeline is the end point alone.
+        // No interval passed: no timeline points, only the end.
+        assert!(report.timeline.is_empty());
         assert_eq!(
-            report.timeline,
-            [TimelinePoint {
+            report.end,
+            TimelinePoint {
                 secs: 300,
                 cases: 300,
                 signatures: report.distinct_signatures
-            }]
+            }
         );
     }
 
