@@ -20,7 +20,7 @@ use crate::case::{
     Case, Region, RegionAccess, RelocField, Relocation, MAX_CASE_BYTES, MAX_REGIONS,
     MAX_REGION_BYTES, MAX_RELOCATIONS,
 };
-use crate::generate::{PLACEHOLDER_HANDLE, UNREGISTERED_HANDLE, XID_BASE};
+use crate::generate::{PLACEHOLDER_HANDLE, UNREGISTERED_HANDLE};
 
 /// The family name mutants carry in reports and case files.
 pub const MUTANT_FAMILY: &str = "mutant";
@@ -30,6 +30,10 @@ const MAX_WRITE_CHUNKS: usize = 4;
 const MAX_CHUNK_SEGS: usize = 16;
 /// Largest inline body a mutant carries (past Linux's 4 KiB Receive, well inside a case).
 const MAX_INLINE: usize = 9000;
+/// Transport XIDs of mutants: `MUTANT_XID_BASE | (index & 0xff_ffff)`, apart from the family
+/// cases' (`generate::XID_BASE`), whose indices count family draws only and so overlap the
+/// guided stream's indices a mutant carries.
+pub const MUTANT_XID_BASE: u32 = 0x5800_0000;
 /// Mutations stacked on one mutant.
 const MAX_STACKED: u32 = 4;
 
@@ -320,7 +324,7 @@ pub fn mutate(
     seed: u64,
     index: u64,
 ) -> (Case, Vec<Mutation>) {
-    let xid = XID_BASE | (index as u32 & 0x00ff_ffff);
+    let xid = MUTANT_XID_BASE | (index as u32 & 0x00ff_ffff);
     let mut regions = parent.regions.clone();
     let mut private_data = parent.private_data.clone();
     let mut applied = Vec::new();
@@ -805,7 +809,7 @@ mod tests {
             assert_eq!(mutant, again, "a mutant is a function of its inputs");
             mutant.validate().unwrap();
             assert_eq!(mutant.family, MUTANT_FAMILY);
-            assert_eq!(mutant.xid, XID_BASE | index as u32);
+            assert_eq!(mutant.xid, MUTANT_XID_BASE | index as u32);
             if mutant.bytes.len() >= 4 {
                 assert_eq!(mutant.bytes[..4], mutant.xid.to_be_bytes());
             }
