@@ -241,23 +241,36 @@ pub fn run(args: Args) -> Result<u8> {
             let Some(feedback) = feedback.as_mut() else {
                 return;
             };
-            // The kernel's events come through the relay; the simulator has its own.
-            let events = match &mut relay {
-                Some(relay) => relay.case_events(),
-                None => a.events.clone(),
-            };
-            let new = feedback.observe(case, events.as_ref(), started.elapsed());
-            if let (true, Some(signature)) = (new, &events) {
-                if let Err(e) = corpus.save(case, signature) {
-                    write_error.get_or_insert(e);
+            // The kernel's events come through the relay (one case later); the simulator has
+            // its own.
+            match &mut relay {
+                Some(relay) => {
+                    if let Some((marked, events)) = relay.after_case(case) {
+                        let saved = corpus.observe(feedback, &marked, events, started.elapsed());
+                        if let Err(e) = saved {
+                            write_error.get_or_insert(e);
+                        }
+                    }
+                }
+                None => {
+                    let saved = corpus.observe(feedback, case, a.events.clone(), started.elapsed());
+                    if let Err(e) = saved {
+                        write_error.get_or_insert(e);
+                    }
                 }
             }
         },
     )?;
-    if let Some(feedback) = feedback.borrow().as_ref() {
+    if let Some(feedback) = feedback.borrow_mut().as_mut() {
+        if let Some((last, events)) = relay.as_mut().and_then(RelayState::finish) {
+            if let Err(e) = corpus.observe(feedback, &last, events, started.elapsed()) {
+                write_error.get_or_insert(e);
+            }
+        }
         let mut section = feedback.report(started.elapsed());
         if let Some(relay) = &relay {
             section.cases_without_events = relay.missed;
+            section.event_wait_ms = relay.waited.as_millis() as u64;
         }
         report.signatures = Some(section);
     }
@@ -273,13 +286,18 @@ pub fn run(args: Args) -> Result<u8> {
     Ok(u8::from(report.unknown_divergences > 0))
 }
 
-/// The trace relay as the run sees it: a lost relay is retried now and then, and the cases
-/// meanwhile are counted as having no events.
+/// The trace relay as the run sees it: each case is marked right after it ran, and its events
+/// come back with the next case's mark (or at the end); a lost relay is retried now and then,
+/// and the cases meanwhile are counted as having no events.
 struct RelayState {
     addr: String,
     client: Option<RelayClient>,
+    /// The case marked last, whose events are still to come.
+    marked: Option<Case>,
     missed: u64,
     since_failure: u64,
+    /// Time spent in relay calls (on every case's path).
+    waited: Duration,
 }
 
 impl RelayState {
@@ -287,12 +305,16 @@ impl RelayState {
         Ok(RelayState {
             addr: addr.to_string(),
             client: Some(RelayClient::connect(addr, Duration::from_secs(2))?),
+            marked: None,
             missed: 0,
             since_failure: 0,
+            waited: Duration::ZERO,
         })
     }
 
-    fn case_events(&mut self) -> Option<Signature> {
+    /// Mark `case` (just run); returns the case marked before it with its events, if any.
+    fn after_case(&mut self, case: &Case) -> Option<(Case, Option<Signature>)> {
+        let started = Instant::now();
         if self.client.is_none() {
             self.since_failure += 1;
             if self.since_failure >= RELAY_RETRY_CASES {
@@ -302,17 +324,45 @@ impl RelayState {
                     .ok();
             }
         }
-        let events = match self.client.as_mut().map(RelayClient::case_events) {
-            Some(Ok(events)) => events,
-            Some(Err(e)) => {
-                eprintln!("fuzz-wire: trace relay: {e:#}");
-                self.client = None;
-                None
+        let previous = self.marked.take();
+        let events = match self.client.as_mut().map(RelayClient::mark) {
+            Some(Ok(events)) => {
+                self.marked = Some(case.clone());
+                events.flatten()
             }
+            Some(Err(e)) => self.fail(e),
             None => None,
         };
+        if self.client.is_none() {
+            // Not marked: this case's events are lost with the relay.
+            self.missed += 1;
+        }
+        self.waited += started.elapsed();
+        previous.map(|previous| self.count(previous, events))
+    }
+
+    /// The last marked case with its events (at the end of the run).
+    fn finish(&mut self) -> Option<(Case, Option<Signature>)> {
+        let started = Instant::now();
+        let last = self.marked.take()?;
+        let events = match self.client.as_mut().map(RelayClient::take_pending) {
+            Some(Ok(events)) => events.flatten(),
+            Some(Err(e)) => self.fail(e),
+            None => None,
+        };
+        self.waited += started.elapsed();
+        Some(self.count(last, events))
+    }
+
+    fn fail(&mut self, e: anyhow::Error) -> Option<Signature> {
+        eprintln!("fuzz-wire: trace relay: {e:#}");
+        self.client = None;
+        None
+    }
+
+    fn count(&mut self, case: Case, events: Option<Signature>) -> (Case, Option<Signature>) {
         self.missed += u64::from(events.is_none());
-        events
+        (case, events)
     }
 }
 
@@ -329,6 +379,21 @@ impl CorpusWriter {
             dir,
             enabled,
             saved: 0,
+        }
+    }
+
+    /// Record `case`'s events in `feedback`; save the case when its signature is new.
+    fn observe(
+        &mut self,
+        feedback: &mut Feedback,
+        case: &Case,
+        events: Option<Signature>,
+        elapsed: Duration,
+    ) -> Result<()> {
+        let new = feedback.observe(case, events.as_ref(), elapsed);
+        match (new, &events) {
+            (true, Some(signature)) => self.save(case, signature),
+            _ => Ok(()),
         }
     }
 
@@ -436,6 +501,14 @@ fn summary(report: &Report) -> String {
             s.new_from_mutants,
             s.new_from_families
         ));
+        if s.event_wait_ms > 0 {
+            line(format!(
+                "event collection: {} ms waiting for the trace relay ({:.1} ms per case)",
+                s.event_wait_ms,
+                s.event_wait_ms as f64
+                    / (s.cases_with_events + s.cases_without_events).max(1) as f64
+            ));
+        }
         let points: Vec<String> = s
             .timeline
             .iter()
@@ -711,6 +784,56 @@ mod tests {
         let cli = Cli::parse_from(["rig", "--target", "model:linux-6.1", "--guided"]);
         let err = run(cli.args).unwrap_err().to_string();
         assert!(err.contains("need --trace-relay"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn relay_events_are_attributed_to_the_case_they_follow() {
+        let dir = scratch("relay");
+        // Mark N fires one event naming N; mark 0 is taken when connecting.
+        let (addr, relay) =
+            crate::trace_relay::spawn_fake_relay(|mark| vec![format!("ev: tag=m{mark}")]);
+        let report = dir.join("report.json");
+        let corpus = dir.join("corpus");
+        let cli = Cli::parse_from([
+            "rig",
+            "--target",
+            "sim:linux-2026",
+            "--cases",
+            "25",
+            "--trace-relay",
+            &addr,
+            "--log",
+            dir.join("log.jsonl").to_str().unwrap(),
+            "--report",
+            report.to_str().unwrap(),
+            "--corpus",
+            corpus.to_str().unwrap(),
+            "--known",
+            "/nonexistent/known.json",
+        ]);
+        run(cli.args).unwrap();
+        relay.join().unwrap();
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+        let section = &json["signatures"];
+        assert_eq!(section["cases_with_events"], 25);
+        assert_eq!(section["cases_without_events"], 0);
+        assert_eq!(section["distinct_signatures"], 25);
+        // Case i (stream order, family case i here) carries mark i + 1's events: the relay's,
+        // not the simulator's, and not its neighbours'.
+        for i in 0..25u64 {
+            let case = generate(1, i);
+            let stem = std::fs::read_dir(&corpus)
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .find(|name| name.starts_with(&format!("{i:08}-{}-", case.family)))
+                .unwrap()
+                .replace(".json", "")
+                .replace(".events", "");
+            let events = std::fs::read_to_string(corpus.join(format!("{stem}.events"))).unwrap();
+            assert_eq!(events, format!("ev tag=m{}\n", i + 1));
+        }
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

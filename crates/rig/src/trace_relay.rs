@@ -2,12 +2,15 @@
 //!
 //! It enables the rpcrdma, sunrpc and nfsd trace events in tracefs (minus a few that fire on
 //! every request whatever it holds, or for the file cache), follows `trace_pipe`, and serves
-//! one TCP client at a time on the link the fuzzer already uses. The protocol is one line each
-//! way: the fuzzer sends `mark N` after case N; the relay writes `rigmark N` into
-//! `trace_marker`, reads `trace_pipe` until that mark comes by (or `--mark-timeout-ms`), and
-//! answers with the normalised events that came before it ([`RelayReply`]): events between
-//! marks N-1 and N belong to case N. Normalisation and attribution are
-//! `wirefuzz::signature`'s (sans-IO); this module only moves the lines.
+//! one TCP client at a time on the link the fuzzer already uses. The protocol is line based:
+//! the fuzzer sends `mark N` after case N; the relay writes `rigmark N` into `trace_marker` and
+//! acknowledges at once (`marked N`), so the fuzzer's next case starts only after the mark is
+//! in the trace; then it reads `trace_pipe` until that mark comes by (or `--mark-timeout-ms`)
+//! and sends the normalised events that came before it ([`RelayReply`]): events between marks
+//! N-1 and N belong to case N. The events line travels while the fuzzer runs case N+1, and the
+//! fuzzer reads it before the ack of mark N+1 (one case of delay, no wait for `trace_pipe` on
+//! the case's path). Normalisation and attribution are `wirefuzz::signature`'s (sans-IO); this
+//! module only moves the lines.
 //!
 //! Bounds: lines are cut at [`MAX_LINE_BYTES`] as they are read, the line queue holds
 //! [`LINE_QUEUE`] lines (the reader waits when it is full; the kernel's ring buffer drops the
@@ -212,6 +215,7 @@ fn serve_connection(
             .write_all(format!("{MARK_PREFIX}{mark}\n").as_bytes())
             .and_then(|()| marker.flush())
             .context("writing trace_marker")?;
+        writer.write_all(format!("marked {mark}\n").as_bytes())?;
         let timed_out = wait_for_mark(&mut collector, lines, mark, timeout);
         let reply = RelayReply {
             mark,
@@ -246,12 +250,14 @@ fn wait_for_mark(
     }
 }
 
-/// The fuzzer's side: asks for each case's events.
+/// The fuzzer's side: marks each case and reads the events of the case marked before it.
 pub struct RelayClient {
     addr: String,
     reader: BufReader<TcpStream>,
     writer: TcpStream,
     next_mark: u64,
+    /// The mark whose events line has not been read yet.
+    pending: Option<u64>,
 }
 
 impl RelayClient {
@@ -273,19 +279,47 @@ impl RelayClient {
             reader: BufReader::new(stream),
             writer,
             next_mark: 0,
+            pending: None,
         };
-        client.case_events()?;
+        client.mark()?;
+        client.take_pending()?;
         Ok(client)
     }
 
-    /// Mark the end of the case just run and return its events (`None` if the mark did not
-    /// come through in time: the events are not attributable).
-    pub fn case_events(&mut self) -> Result<Option<Signature>> {
+    /// Mark the end of the case just run (returns once the mark is in the trace) and return
+    /// the events of the case marked before it: `None` when there was none, `Some(None)` when
+    /// its mark did not come through in time (its events are not attributable).
+    pub fn mark(&mut self) -> Result<Option<Option<Signature>>> {
         let mark = self.next_mark;
         self.next_mark += 1;
         self.writer
             .write_all(format!("mark {mark}\n").as_bytes())
             .with_context(|| format!("trace relay {}", self.addr))?;
+        let previous = self.take_pending()?;
+        let line = self.read_line()?;
+        if line.trim_end() != format!("marked {mark}") {
+            bail!("trace relay answered {:?} to mark {mark}", line.trim_end());
+        }
+        self.pending = Some(mark);
+        Ok(previous)
+    }
+
+    /// The events of the last marked case, if not read yet.
+    pub fn take_pending(&mut self) -> Result<Option<Option<Signature>>> {
+        let Some(mark) = self.pending.take() else {
+            return Ok(None);
+        };
+        let reply = RelayReply::decode(&self.read_line()?)?;
+        if reply.mark != mark {
+            bail!(
+                "trace relay sent the events of mark {} for mark {mark}",
+                reply.mark
+            );
+        }
+        Ok(Some((!reply.timed_out).then_some(reply.events.signature)))
+    }
+
+    fn read_line(&mut self) -> Result<String> {
         let mut line = Vec::new();
         (&mut self.reader)
             .take(MAX_REPLY_BYTES as u64 + 1)
@@ -294,18 +328,59 @@ impl RelayClient {
         if line.is_empty() {
             bail!("trace relay {} closed the connection", self.addr);
         }
-        let reply = RelayReply::decode(&String::from_utf8_lossy(&line))?;
-        if reply.mark != mark {
-            bail!("trace relay answered mark {} to mark {mark}", reply.mark);
-        }
-        Ok((!reply.timed_out).then_some(reply.events.signature))
+        Ok(String::from_utf8_lossy(&line).into_owned())
     }
+}
+
+/// A relay over a fake `trace_marker` for other modules' tests: mark N "fires" the events
+/// `events(N)` returns, then comes through; serves one connection.
+#[cfg(test)]
+pub(crate) fn spawn_fake_relay(
+    events: impl Fn(u64) -> Vec<String> + Send + 'static,
+) -> (String, std::thread::JoinHandle<()>) {
+    struct Marker<F> {
+        tx: SyncSender<String>,
+        events: F,
+    }
+    impl<F: Fn(u64) -> Vec<String>> Write for Marker<F> {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            let text = String::from_utf8_lossy(buf);
+            let mark = text
+                .trim()
+                .strip_prefix(MARK_PREFIX)
+                .unwrap()
+                .parse()
+                .unwrap();
+            for event in (self.events)(mark) {
+                self.tx
+                    .send(format!("  nfsd-7  [000] ..... 1.0: {event}"))
+                    .unwrap();
+            }
+            let line = format!(
+                "  rig-9  [001] ..... 1.1: tracing_mark_write: {}",
+                text.trim()
+            );
+            self.tx.send(line).unwrap();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let handle = std::thread::spawn(move || {
+        let (tx, rx) = sync_channel(LINE_QUEUE);
+        let mut marker = Marker { tx, events };
+        let (stream, _) = listener.accept().unwrap();
+        serve_connection(stream, &mut marker, &rx, Duration::from_secs(5)).unwrap();
+    });
+    (addr, handle)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::mpsc::SyncSender;
 
     /// A `trace_marker` that feeds the relay's line queue as the kernel would: the events the
     /// "case" fired, then the mark line; marks listed in `swallow` never come through.
@@ -373,7 +448,13 @@ mod tests {
         });
         // Connecting takes mark 0 (what came before the run) and drops it.
         let mut client = RelayClient::connect(&addr, Duration::from_secs(5)).unwrap();
-        let first = client.case_events().unwrap().unwrap();
+        // Each mark returns the events of the case marked before it.
+        assert_eq!(
+            client.mark().unwrap(),
+            None,
+            "nothing marked since connecting"
+        );
+        let first = client.mark().unwrap().unwrap().unwrap();
         assert_eq!(
             first.events().collect::<Vec<_>>(),
             [
@@ -381,16 +462,17 @@ mod tests {
                 "svcrdma_decode_rqst vers=1 credits=~32 proc=RDMA_MSG hdrlen=~16",
             ]
         );
-        let second = client.case_events().unwrap().unwrap();
+        let second = client.mark().unwrap().unwrap().unwrap();
         assert_eq!(second.events().collect::<Vec<_>>(), ["svcrdma_err_chunk"]);
         // Mark 3 never shows: its case has no attributable events...
-        assert_eq!(client.case_events().unwrap(), None);
-        // ...and what came before it is not taken for case 4's.
-        let fourth = client.case_events().unwrap().unwrap();
+        assert_eq!(client.mark().unwrap(), Some(None));
+        // ...and what came before it is not taken for case 4's (the last one: taken apart).
+        let fourth = client.take_pending().unwrap().unwrap().unwrap();
         assert_eq!(
             fourth.events().collect::<Vec<_>>(),
             ["svcrdma_decode_short_err hdrlen=~2"]
         );
+        assert_eq!(client.take_pending().unwrap(), None);
         drop(client);
         server.join().unwrap();
     }

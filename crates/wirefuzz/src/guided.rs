@@ -42,6 +42,9 @@ pub struct FeedbackReport {
     pub cases_with_events: u64,
     /// Cases whose events could not be collected (relay timeout or error).
     pub cases_without_events: u64,
+    /// Milliseconds the run spent waiting for event collection (the driver fills it in for a
+    /// live target's trace relay; 0 on the simulator).
+    pub event_wait_ms: u64,
     pub distinct_signatures: u64,
     /// More distinct signatures than the tracker remembers were seen (the count stops).
     pub saturated: bool,
@@ -189,6 +192,7 @@ impl Feedback {
             interval_secs: self.interval.as_secs(),
             cases_with_events: self.tracker.cases(),
             cases_without_events: self.without_events,
+            event_wait_ms: 0,
             distinct_signatures: self.tracker.distinct(),
             saturated: self.tracker.saturated(),
             timeline,
