@@ -71,9 +71,12 @@ actionlint:
 fuzz-nightly seconds="600":
     RUSTC_BOOTSTRAP=1 scripts/fuzz.sh address {{seconds}} {{fuzz_targets}}
 
+# Trace: in memory, and `rig trace show` end to end (rig built first) on a small-message and a
+# large-I/O capture, MB/s and the tshark ratio with 9 and with 3 fields.
 # Benchmarks: codec throughput over the real messages of the fixture pcaps; trace decode vs tshark.
 bench:
     cargo bench -p rpcrdma-wire --bench decode
+    cargo build --release -p rig
     cargo bench -p rpcrdma-trace --bench decode
     just soak
 

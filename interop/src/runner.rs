@@ -112,6 +112,11 @@ fn remove_stale_wire_dirs(temp: &Path) {
     }
 }
 
+/// How long the KVM probe waits for the guest's userspace.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(20);
+/// How long the KVM probe waits for the kernel's banner (`earlyprintk`).
+const PROBE_SILENT_LIMIT: Duration = Duration::from_secs(5);
+
 /// Does KVM boot this kernel to userspace? Probed once per kernel and host kernel, then cached.
 pub fn probe_kvm(image: &KernelImage, progress: &Progress) -> Result<bool> {
     if fs::OpenOptions::new()
@@ -169,7 +174,7 @@ pub fn probe_kvm(image: &KernelImage, progress: &Progress) -> Result<bool> {
         .arg(&image.initrd)
         .args([
             "-append",
-            "console=ttyS0 panic=-1 no_timer_check rig.probe=1",
+            "console=ttyS0 earlyprintk=serial,ttyS0 panic=-1 no_timer_check rig.probe=1",
         ])
         .arg("-serial")
         .arg(format!("file:{}", console.display()))
@@ -177,21 +182,35 @@ pub fn probe_kvm(image: &KernelImage, progress: &Progress) -> Result<bool> {
         .stdout(Stdio::null())
         .stderr(Stdio::null());
     let mut child = GroupChild::spawn("kvm-probe", qemu)?;
-    let reached = wait_until(Duration::from_secs(20), Duration::from_millis(100), || {
-        Ok(fs::read_to_string(&console)
-            .unwrap_or_default()
-            .contains("rig-probe: userspace reached"))
-    })?;
+    // `earlyprintk` makes a kernel that runs at all print its banner within its first
+    // milliseconds; one KVM cannot run (the host's PVM variant) gets as far as the real-mode
+    // setup's "Probing EDD" and prints nothing more, so no banner after PROBE_SILENT_LIMIT ends
+    // the probe instead of the whole PROBE_TIMEOUT.
+    let mut silent = false;
+    let reached = wait_until(PROBE_TIMEOUT, Duration::from_millis(100), || {
+        let text = fs::read_to_string(&console).unwrap_or_default();
+        silent = !text.contains("Linux version") && started.elapsed() >= PROBE_SILENT_LIMIT;
+        Ok(silent || text.contains("rig-probe: userspace reached"))
+    })? && !silent;
     child.kill_group();
     fs::write(&verdict_file, if reached { "kvm" } else { "tcg" })?;
+    let verdict = if reached {
+        "kvm works".to_owned()
+    } else if silent {
+        format!(
+            "kvm: no kernel banner in {} s → tcg",
+            PROBE_SILENT_LIMIT.as_secs()
+        )
+    } else {
+        format!(
+            "kvm did not reach userspace in {} s → tcg",
+            PROBE_TIMEOUT.as_secs()
+        )
+    };
     progress.done(
         Phase::KvmProbe,
         &image.name,
-        if reached {
-            "kvm works"
-        } else {
-            "kvm did not reach userspace in 20 s → tcg"
-        },
+        &verdict,
         Some(started.elapsed()),
     );
     Ok(reached)

@@ -3,8 +3,11 @@
 # ) in order on both guests, in lock step through marker files in /rig/out/sync:
 #   server: runs its script (which may call rig_ready early), then marks <name>.srv.ready,
 #           then waits for <name>.cli.done before the next step;
-#   client: waits for <name>.srv.ready (unless the step is concurrent), runs its script, marks
-#           <name>.cli.done.
+#   client: waits for <name>.srv.ready (unless the step is concurrent or the server has no
+#           script in it), runs its script, marks <name>.cli.done.
+# A client-only step does not wait for the server: the server has nothing to do in it, and its
+# next step with a script still waits for every earlier <name>.cli.done, so it cannot run ahead
+# of the client; the client just no longer waits one poll interval per step for the server.
 # Writes STEP lines to /rig/out/steps.<role> and dmesg to /rig/out/<role>.dmesg at the end.
 . /rig/lib.sh
 ROLE=$RIG_name
@@ -23,9 +26,9 @@ run_script() { # <name> <timeout> <script>
   rc=$?
   rig_clock
   echo "STEP case=$1 role=$ROLE rc=$rc ms=$(( (RIG_CLOCK_CS - t0) * 10 ))" >> "$RIG_OUT/steps.$ROLE"
-  slice="$RIG_OUT/$1.$ROLE.dmesg"
-  dmesg 2>/dev/null | tail -n +"$((k0 + 1))" > "$slice"
-  [ -s "$slice" ] || rm -f "$slice"
+  # Written in /tmp and copied only when the kernel said something (an exec only then).
+  dmesg 2>/dev/null | tail -n +"$((k0 + 1))" > /tmp/step.dmesg
+  [ -s /tmp/step.dmesg ] && cp /tmp/step.dmesg "$RIG_OUT/$1.$ROLE.dmesg"
 }
 while IFS="$TAB" read -r name tmo srv cli mode; do
   [ -n "$name" ] || continue
@@ -36,7 +39,7 @@ while IFS="$TAB" read -r name tmo srv cli mode; do
     : > "$RIG_SYNC/$name.srv.ready"
     rig_wait_file "$RIG_SYNC/$name.cli.done" "$tmo" || rig_log "client did not finish $name"
   else
-    if [ "$mode" = concurrent ] || rig_wait_file "$RIG_SYNC/$name.srv.ready" "$tmo"; then
+    if [ "$mode" = concurrent ] || [ "$srv" = - ] || rig_wait_file "$RIG_SYNC/$name.srv.ready" "$tmo"; then
       [ "$cli" != - ] && run_script "$name" "$tmo" "$cli"
     else
       rig_log "server not ready for $name"

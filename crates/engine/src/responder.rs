@@ -14,7 +14,7 @@ use std::ops::Range;
 
 use wire::ddp::{self, ReadChunkError, ReadPlan};
 use wire::rpcrdma::{total_length, Body, ChunkLists, ErrorBody, Header, Segment, RPCRDMA_VERSION};
-use wire::svcrdma::{classify, Outcome, Profile, Rule};
+use wire::svcrdma::{classify_with, KernelModel, Outcome, Profile, Rule};
 use wire::xdr::pad4;
 use wire::DecodeError;
 use wire::Xdr;
@@ -171,7 +171,8 @@ pub struct Responder {
     /// What this side supports; `config` is what was agreed for the current connection.
     local: ConnectionConfig,
     config: ConnectionConfig,
-    profile: Profile,
+    /// The kernel whose svcrdma this responder answers as (checks, answers, page budget).
+    model: KernelModel,
     connection: u64,
     connected: bool,
     recv_seq: u64,
@@ -195,7 +196,7 @@ impl Responder {
         Responder {
             local: config,
             config,
-            profile: Profile::Linux2026,
+            model: Profile::Linux2026.model(),
             connection: 0,
             connected: false,
             recv_seq: 0,
@@ -293,7 +294,13 @@ impl Responder {
 
     /// Judge incoming headers as this kernel profile's svcrdma does (default: mainline 2026).
     pub fn set_profile(&mut self, profile: Profile) {
-        self.profile = profile;
+        self.set_model(profile.model());
+    }
+
+    /// Judge incoming headers as `model` does: a modelled profile, or a measured one whose
+    /// answer to each rule ([`KernelModel::answer`]) is what the kernel was seen to do.
+    pub fn set_model(&mut self, model: KernelModel) {
+        self.model = model;
     }
 
     fn reject(&mut self, xid: Option<u32>, reason: RejectReason, error: Option<ErrorBody>) {
@@ -363,7 +370,7 @@ impl Responder {
         let xid = (payload.len() >= 4)
             .then(|| u32::from_be_bytes([payload[0], payload[1], payload[2], payload[3]]));
         // First the svcrdma rule model (anchors §2): what Linux would answer, and why.
-        let verdict = classify(&payload, self.profile);
+        let verdict = classify_with(&payload, &self.model);
         match verdict.outcome {
             Outcome::Accept => {}
             Outcome::ErrVers => {
@@ -446,7 +453,7 @@ impl Responder {
         };
         // RFC 8166 §3.4.4/§3.4.5/§3.5.3: the Read chunks, placed before anything is pulled,
         // within the profile's page budget (the one Read chunk limit).
-        let budget = self.profile.model().read_budget();
+        let budget = self.model.read_budget();
         let plan = match ddp::plan(&chunks.reads, proc_, inline.len(), budget) {
             Ok(plan) => plan,
             Err(e) => {

@@ -59,6 +59,51 @@ pub struct Connection {
     pending: BTreeMap<WrId, Pending>,
     chunks: ChunkMap<Mr>,
     pub counters: ConnCounters,
+    close: CloseGate,
+}
+
+/// When the engine's Disconnect may reach rdma_cm. A responder's connection is usable before
+/// its ESTABLISHED event (the Receives are posted before the accept, and the client sends as
+/// soon as it sees ESTABLISHED itself), but `rdma_disconnect` there only moves the QP to error:
+/// the IB CM sends no DREQ before the RTU, so the client never hears of the close, its Sends
+/// go unacknowledged and it sees a silent, live connection (the wire fuzzer's "hang" after an
+/// ERR_CHUNK-then-close on a fresh connection, issue 16). The close waits for ESTABLISHED.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CloseGate {
+    established: bool,
+    deferred: bool,
+    closing: bool,
+}
+
+impl CloseGate {
+    /// A gate whose connection is established already (the requester connects before posting).
+    pub fn established() -> CloseGate {
+        CloseGate {
+            established: true,
+            deferred: false,
+            closing: false,
+        }
+    }
+
+    /// The engine asked to close: whether to disconnect now (else at [`CloseGate::on_established`]).
+    pub fn request(&mut self) -> bool {
+        self.deferred = !self.established;
+        self.closing = true;
+        self.established
+    }
+
+    /// A close was asked for: nothing more is posted on this connection (as svcrdma stops
+    /// sending once the transport is marked for close), so a close deferred to ESTABLISHED
+    /// does not let the calls behind it be answered first.
+    pub fn closing(&self) -> bool {
+        self.closing
+    }
+
+    /// ESTABLISHED arrived: whether a close requested before it is due now.
+    pub fn on_established(&mut self) -> bool {
+        self.established = true;
+        std::mem::take(&mut self.deferred)
+    }
 }
 
 /// The connect/accept parameters: RFC 8797 private data and explicit Read depths.
@@ -122,7 +167,21 @@ impl Connection {
             pending: BTreeMap::new(),
             chunks: ChunkMap::default(),
             counters: ConnCounters::default(),
+            close: match role {
+                Role::Requester => CloseGate::established(),
+                Role::Responder => CloseGate::default(),
+            },
         })
+    }
+
+    /// The responder's ESTABLISHED event arrived: a close the engine asked for before it is
+    /// carried out now ([`CloseGate`]). Returns whether it was.
+    pub fn established(&mut self) -> bool {
+        let due = self.close.on_established();
+        if due {
+            let _ = self.id.disconnect();
+        }
+        due
     }
 
     /// The completion channel fd (readable when a completion is pending).
@@ -149,6 +208,18 @@ impl Connection {
     /// Post one of the engine's work requests. Failures that the engine must see (no buffer,
     /// post refused) come back as events; the caller feeds them in.
     pub fn post(&mut self, work: WorkRequest, table: &MemoryTable) -> Vec<Event> {
+        if self.close.closing() {
+            // Closing: the QP is (or is about to be) in error; nothing more leaves.
+            return match work {
+                WorkRequest::PostRecv { wr_id, .. }
+                | WorkRequest::PostSend { wr_id, .. }
+                | WorkRequest::RdmaRead { wr_id, .. }
+                | WorkRequest::RdmaWrite { wr_id, .. } => {
+                    vec![failed(wr_id, CompletionError::Flushed)]
+                }
+                WorkRequest::Disconnect => Vec::new(),
+            };
+        }
         match work {
             WorkRequest::PostRecv { wr_id, capacity } => {
                 let posted = self.buffer(capacity).and_then(|(slot, mr)| {
@@ -261,7 +332,9 @@ impl Connection {
                 }
             }
             WorkRequest::Disconnect => {
-                let _ = self.id.disconnect();
+                if self.close.request() {
+                    let _ = self.id.disconnect();
+                }
                 Vec::new()
             }
         }
@@ -380,4 +453,26 @@ pub fn expect(
     timeout: Duration,
 ) -> Result<CmEvent, VerbsError> {
     channel.expect_event(expected, timeout)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_close_asked_for_before_established_waits_for_it() {
+        // The responder's case: the engine answers ERR_CHUNK-then-close to a Receive that
+        // arrived before the server's ESTABLISHED event.
+        let mut gate = CloseGate::default();
+        assert!(!gate.closing());
+        assert!(!gate.request(), "no rdma_disconnect before ESTABLISHED");
+        assert!(gate.closing(), "but nothing more is posted meanwhile");
+        assert!(gate.on_established(), "the close happens at ESTABLISHED");
+        assert!(!gate.on_established(), "and only once");
+        assert!(gate.request(), "after ESTABLISHED a close is immediate");
+        // Nothing asked for: ESTABLISHED closes nothing.
+        assert!(!CloseGate::default().on_established());
+        // The requester connects before it posts anything.
+        assert!(CloseGate::established().request());
+    }
 }

@@ -25,7 +25,7 @@ use server::drc::policy_by_name;
 use server::Server;
 use verbs::cq::wait_any_readable;
 use verbs::{CmEvent, CmEventKind, EventChannel, VerbsError};
-use wire::svcrdma::Profile;
+use wire::svcrdma::KernelModel;
 
 use crate::conn::{conn_params, ConnCounters, Connection, Role};
 
@@ -48,7 +48,9 @@ pub const MAX_CONNECTION_STATS: usize = 1024;
 pub struct ServeOptions {
     pub listen: SocketAddr,
     pub policy: String,
-    pub profile: Profile,
+    /// The kernel whose svcrdma answers every connection's headers (a modelled profile or a
+    /// measured one: `wirefuzz::rules::kernel_model`).
+    pub model: KernelModel,
     pub config: ConnectionConfig,
     pub max_connections: usize,
     /// Close each connection once after this many replies (the reconnect test).
@@ -447,6 +449,12 @@ fn on_cm_event(
                     "rig serve: connection {} established (slot {})",
                     l.number, l.slot
                 );
+                if l.conn.established() {
+                    eprintln!(
+                        "rig serve: connection {}: closing as asked before it was established",
+                        l.number
+                    );
+                }
             }
         }
         CmEventKind::Disconnected
@@ -496,7 +504,7 @@ fn pick_slot(slots: &mut Vec<Slot>, options: &ServeOptions) -> Option<usize> {
     }
     let drc = policy_by_name(&options.policy, options.config.credits)?;
     let mut server = Server::new(options.config, drc, 0x0a63_0002);
-    server.set_profile(options.profile);
+    server.set_model(options.model);
     *server.fs_mut() = server::fs::Fs::new(options.fs_limits);
     slots.push(Slot {
         server,
@@ -514,7 +522,7 @@ mod tests {
         ServeOptions {
             listen: "127.0.0.1:20049".parse().unwrap(),
             policy: "acked".to_string(),
-            profile: Profile::Linux2026,
+            model: wire::svcrdma::Profile::Linux2026.model(),
             config: ConnectionConfig::default(),
             max_connections,
             drop_after: None,

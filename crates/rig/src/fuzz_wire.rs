@@ -193,6 +193,15 @@ pub fn run(args: Args) -> Result<u8> {
     };
     let spec_a = TargetSpec::parse(&args.target)?;
     let spec_b = args.against.as_deref().map(TargetSpec::parse).transpose()?;
+    if args.trace_relay.is_none()
+        && feedback.borrow().is_some()
+        && !matches!(spec_a, TargetSpec::Sim(_))
+    {
+        anyhow::bail!(
+            "--signatures/--guided against {} need --trace-relay",
+            args.target
+        )
+    }
     if let Some(parent) = args.log.parent() {
         std::fs::create_dir_all(parent)
             .with_context(|| format!("creating {}", parent.display()))?;
@@ -212,15 +221,9 @@ pub fn run(args: Args) -> Result<u8> {
         save_dir: Some(args.save_divergences.clone()),
     };
     let traces = args.traces || args.replay.is_some();
-    let mut relay = match (&args.trace_relay, feedback.borrow().is_some()) {
-        (Some(addr), _) => Some(RelayState::connect(addr)?),
-        (None, true) if !matches!(spec_a, TargetSpec::Sim(_)) => {
-            anyhow::bail!(
-                "--signatures/--guided against {} need --trace-relay",
-                args.target
-            )
-        }
-        _ => None,
+    let mut relay = match &args.trace_relay {
+        Some(addr) => Some(RelayState::connect(addr)?),
+        None => None,
     };
     let mut corpus = CorpusWriter::new(args.corpus.clone(), feedback.borrow().is_some());
     let started = Instant::now();
@@ -536,6 +539,12 @@ fn summary(report: &Report) -> String {
                 .map_or("NEW".to_string(), |reason| format!("known: {reason}"))
         ));
     }
+    for u in &report.unconfirmed {
+        line(format!(
+            "unconfirmed {:<27} {}/{} in the stream, both {} on fresh connections x{} (first: seed {} index {})",
+            u.rule, u.a, u.b, u.rerun, u.count, u.first_seed, u.first_index
+        ));
+    }
     out
 }
 
@@ -591,10 +600,16 @@ mod tests {
         assert_eq!(json["targets"][1]["outcomes"]["reply"], 1);
         assert_eq!(json["divergences"][0]["rule"], "write-segcount-zero");
         assert!(json["divergences"][0]["known"].is_string());
-        // The case log holds the replayed case.
+        // The case log holds the replayed case twice: sent in the stream, then again on a fresh
+        // connection to confirm the divergence.
         let logged = std::fs::read_to_string(&log).unwrap();
         let replayed = Case::from_json(&std::fs::read_to_string(&case).unwrap()).unwrap();
-        assert_eq!(Case::from_json(logged.trim_end()).unwrap(), replayed);
+        let lines: Vec<&str> = logged.lines().collect();
+        assert_eq!(lines.len(), 2, "{logged}");
+        for line in lines {
+            assert_eq!(Case::from_json(line).unwrap(), replayed);
+        }
+        assert_eq!(json["unconfirmed"].as_array().map(Vec::len), Some(0));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

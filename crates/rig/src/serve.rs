@@ -13,7 +13,6 @@ use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 use engine::ConnectionConfig;
-use wire::svcrdma::Profile;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -26,9 +25,11 @@ pub struct Args {
     /// Exported path (MOUNT); the in-memory file system exports /export.
     #[arg(long, default_value = "/export")]
     export: String,
-    /// Which svcrdma's header checks to apply (linux-6.1 or linux-2026).
+    /// Which kernel's svcrdma to answer headers as: a measured profile (debian-6.1.176,
+    /// debian-6.12.117, debian-7.2.13, mainline-2026: fixtures/svcrdma-profiles, compiled in)
+    /// or a modelled one (linux-6.1, linux-2026).
     #[arg(long, default_value = "linux-2026")]
-    profile: Profile,
+    profile: String,
     /// Write statistics JSON here on exit.
     #[arg(long)]
     stats: Option<PathBuf>,
@@ -71,7 +72,8 @@ fn check_args(args: &Args) -> Result<rdma::ServeOptions> {
     let options = rdma::ServeOptions {
         listen: args.listen,
         policy: args.policy.clone(),
-        profile: args.profile,
+        model: wirefuzz::rules::kernel_model(&args.profile)
+            .with_context(|| format!("--profile {}", args.profile))?,
         // svcrdma's Receives and inline threshold: 4 KiB (`svcrdma_max_req_size`), advertised
         // in the CM reply as nfsd does. With 1 KiB Receives (the RFC 8166 default), a client
         // that sends no RFC 8797 private data and a 1025-4096-byte inline call overran the
@@ -218,6 +220,31 @@ mod tests {
             config.private_data().recv_size() as usize,
             wire::svcrdma::DEFAULT_MAX_REQ_SIZE
         );
+    }
+
+    #[test]
+    fn profiles_are_measured_or_modelled_names() {
+        let base = ["rig", "--listen", "127.0.0.1:20049", "--policy", "classic"];
+        let with = |name: &str| {
+            let argv: Vec<&str> = base.iter().copied().chain(["--profile", name]).collect();
+            check_args(&Cli::parse_from(argv).args)
+        };
+        for name in [
+            "debian-6.12.117",
+            "debian-6.1.176",
+            "linux-6.1",
+            "linux-2026",
+        ] {
+            assert_eq!(with(name).unwrap().model.name, name);
+        }
+        let model = with("debian-6.12.117").unwrap().model;
+        assert_eq!(
+            model.answer(wire::svcrdma::Rule::ReadChunksOverlap),
+            wire::svcrdma::Outcome::ErrChunkThenClose
+        );
+        let err = format!("{:#}", with("linux-5.4").unwrap_err());
+        assert!(err.contains("--profile linux-5.4"), "{err}");
+        assert!(err.contains("debian-7.2.13"), "{err}");
     }
 
     #[test]

@@ -443,6 +443,87 @@ mod tests {
         }
     }
 
+    /// Where the engine's responder refuses, whatever a measured profile says, a header that
+    /// kernel replies to: zero-segment Write chunks (strict codec) and Read chunks out of place
+    /// (`ddp::plan`), answered ERR_CHUNK (RFC 8166 §3.4.4, §3.4.6). A kernel that replies to
+    /// them is the one that is wrong (the 6.1 Oops: fixtures/findings/linux-6.1-1-25); listed
+    /// in fixtures/wire-fuzz/known-divergences.json.
+    const ENGINE_REFUSES: [Rule; 3] = [
+        Rule::WriteSegcountZero,
+        Rule::ReadChunkPastInline,
+        Rule::ReadChunksOverlap,
+    ];
+
+    /// Each negative case of the catalogue on the simulated reference server answering as the
+    /// measured profile `name` (the embedded copy, `--profile NAME` of rig serve), compared with
+    /// `expected`'s entry: one line per rule that differs, naming rule and kernel.
+    fn measured_mismatches(name: &str, expected: &KernelProfile) -> Vec<String> {
+        let deadline = Deadline::default();
+        let spec = TargetSpec::parse(&format!("sim:classic@{name}")).unwrap();
+        let mut out = Vec::new();
+        for entry in catalogue().unwrap() {
+            let rule = entry.rule;
+            let want = expected.expected(rule).unwrap().answer;
+            let (observed, notes) =
+                answer_on_fresh_connection(&spec, deadline, None, &entry.negative).unwrap();
+            let ok = if want == Answer::Reply && ENGINE_REFUSES.contains(&rule) {
+                observed == Answer::ErrChunk
+            } else {
+                observed.satisfies(want)
+            };
+            if !ok {
+                out.push(format!(
+                    "{} on {}: profile says {want}, rig serve answered {observed} ({notes:?})",
+                    rule.name(),
+                    expected.kernel
+                ));
+            }
+            let (control, _) =
+                answer_on_fresh_connection(&spec, deadline, None, &entry.positive).unwrap();
+            if control != Answer::Reply {
+                out.push(format!(
+                    "{} control on {}: {control}",
+                    rule.name(),
+                    expected.kernel
+                ));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn rig_serve_answers_every_rule_as_each_measured_profile_says() {
+        for name in PROFILE_FILES {
+            let text = std::fs::read_to_string(fixture(name)).unwrap();
+            let profile = KernelProfile::parse(&text).unwrap();
+            let mismatches = measured_mismatches(&profile.kernel, &profile);
+            assert!(mismatches.is_empty(), "{mismatches:#?}");
+        }
+    }
+
+    /// The check above is data-driven: an entry of the profile file that rig serve does not
+    /// follow fails it, naming the rule and the kernel.
+    #[test]
+    fn a_flipped_profile_entry_fails_naming_rule_and_kernel() {
+        let text = std::fs::read_to_string(fixture("debian-6.12.117.toml")).unwrap();
+        let flipped = text.replacen(
+            "[rules.read-chunks-overlap]\nexpected = \"err-chunk-then-close\"",
+            "[rules.read-chunks-overlap]\nexpected = \"err-chunk\"",
+            1,
+        );
+        assert_ne!(flipped, text);
+        let flipped = KernelProfile::parse(&flipped).unwrap();
+        let mismatches = measured_mismatches("debian-6.12.117", &flipped);
+        assert_eq!(mismatches.len(), 1, "{mismatches:#?}");
+        assert!(
+            mismatches[0].starts_with(
+                "read-chunks-overlap on debian-6.12.117: profile says err-chunk, rig serve \
+                 answered "
+            ),
+            "{mismatches:#?}"
+        );
+    }
+
     #[test]
     fn the_reference_profile_passes_against_its_model() {
         let profile = fixture("mainline-2026.toml");

@@ -14,7 +14,7 @@
 //! not decoded, included); 141 when standard output was closed by its reader.
 //!
 //! A capture is read through `crate::input` (at most [`MAX_CAPTURE`] bytes, `-` for standard
-//! input, devices refused). `diff` gives its line matching [`DIFF_TIME_FLOOR`] plus
+//! input, devices refused; a regular file streamed and read back by offset, not held whole). `diff` gives its line matching [`DIFF_TIME_FLOOR`] plus
 //! `trace::render::DIFF_TIME_PER_LINE` per line (`--diff-seconds` overrides the floor); past
 //! that the diff is coarser and says so.
 
@@ -22,8 +22,10 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use trace::render::{self, Rendered, Style};
-use trace::{Level, Options, Trace};
+use std::ops::ControlFlow;
+
+use trace::render::{self, EventWriter, Rendered, Style};
+use trace::{CaptureStatus, Event, Level, Options, Trace};
 
 use crate::{out, outln};
 
@@ -136,15 +138,91 @@ fn load(path: &Path, check_icrc: bool) -> anyhow::Result<Trace> {
 }
 
 /// The capture at `path` as a trace; `drop_payloads` unless the caller writes the payloads out.
+/// A regular file is streamed (never held whole) and its RDMA data read back by offset;
+/// standard input and FIFOs are read whole, as before.
 fn load_with(path: &Path, check_icrc: bool, drop_payloads: bool) -> anyhow::Result<Trace> {
-    let bytes = crate::input::read_bounded(path, MAX_CAPTURE, "capture")?;
     let options = Options {
         check_icrc,
         drop_payloads,
         ..Default::default()
     };
+    let name = || format!("{}", path.display());
+    if let Some(file) = crate::input::open_regular(path, MAX_CAPTURE, "capture")? {
+        let mut reader = crate::input::Limited::new(&file, MAX_CAPTURE, "capture");
+        let back = crate::input::ReadBack::new(&file);
+        return trace::trace_capture_read(&mut reader, &back, &options).with_context(name);
+    }
+    let bytes = crate::input::read_bounded(path, MAX_CAPTURE, "capture")?;
     // Owned: the capture bytes are freed before the trace is built.
-    trace::trace_capture_owned(bytes, &options).with_context(|| format!("{}", path.display()))
+    trace::trace_capture_owned(bytes, &options).with_context(name)
+}
+
+/// [`load_with`] handing each event to `on_event` as it is built instead of keeping it (see
+/// `trace::stream_capture`): returns the rest of the trace (connections, capture error).
+fn stream(
+    path: &Path,
+    check_icrc: bool,
+    on_event: &mut dyn FnMut(Event) -> ControlFlow<()>,
+) -> anyhow::Result<Trace> {
+    let options = Options {
+        check_icrc,
+        drop_payloads: true,
+        ..Default::default()
+    };
+    let name = || format!("{}", path.display());
+    if let Some(file) = crate::input::open_regular(path, MAX_CAPTURE, "capture")? {
+        let mut reader = crate::input::Limited::new(&file, MAX_CAPTURE, "capture");
+        let back = crate::input::ReadBack::new(&file);
+        return trace::stream_capture_read(&mut reader, &back, &options, on_event)
+            .with_context(name);
+    }
+    let bytes = crate::input::read_bounded(path, MAX_CAPTURE, "capture")?;
+    trace::stream_capture(&bytes, &options, on_event).with_context(name)
+}
+
+/// `show`: the trace written as its events are built, so memory does not grow with the
+/// number of events; returns the capture status.
+fn show(
+    path: &Path,
+    check_icrc: bool,
+    format: Format,
+    style: Style,
+    level: Level,
+) -> anyhow::Result<CaptureStatus> {
+    let mut capture_failure = None;
+    let mut status = None;
+    crate::output::write_with(|w| {
+        let mut writer = match format {
+            Format::Jsonl => EventWriter::jsonl(w),
+            Format::Text => EventWriter::text(style, level, w),
+        };
+        let mut write_failure = None;
+        let streamed = stream(path, check_icrc, &mut |event| match writer.event(&event) {
+            Ok(()) => ControlFlow::Continue(()),
+            Err(e) => {
+                write_failure = Some(e);
+                ControlFlow::Break(())
+            }
+        });
+        // A capture error comes before any event (reassembly reads the whole capture first).
+        let rest = match streamed {
+            Ok(rest) => rest,
+            Err(e) => {
+                capture_failure = Some(e);
+                return Ok(());
+            }
+        };
+        if let Some(e) = write_failure {
+            return Err(e);
+        }
+        status = Some(writer.finish(&rest)?);
+        Ok(())
+    })?;
+    match (capture_failure, status) {
+        (Some(e), _) => Err(e),
+        (None, Some(status)) => Ok(status),
+        (None, None) => anyhow::bail!("{}: no trace written", path.display()),
+    }
 }
 
 fn rendered(path: &Path, style: Style, level: Level) -> anyhow::Result<Rendered> {
@@ -161,27 +239,13 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             require_complete,
             no_icrc,
         } => {
-            let t = load(&file, !no_icrc)?;
             let style = if raw { Style::Raw } else { Style::Normalised };
             let level = level.map(Level::from).unwrap_or(if raw {
                 Level::Transport
             } else {
                 Level::Exchange
             });
-            let capture = match format {
-                Format::Jsonl => {
-                    crate::output::write_with(|w| render::write_jsonl(&t, w))?;
-                    trace::capture_status(&t)
-                }
-                Format::Text => {
-                    let mut status = None;
-                    crate::output::write_with(|w| {
-                        status = Some(render::write_text(&t, style, level, w)?);
-                        Ok(())
-                    })?;
-                    status.unwrap_or_else(|| trace::capture_status(&t))
-                }
-            };
+            let capture = show(&file, !no_icrc, format, style, level)?;
             Ok(if require_complete && !capture.is_complete() {
                 EXIT_INCOMPLETE
             } else {

@@ -143,6 +143,11 @@ impl Server {
         self.responder.set_profile(profile);
     }
 
+    /// Judge incoming transport headers as `model` does (a measured kernel profile included).
+    pub fn set_model(&mut self, model: wire::svcrdma::KernelModel) {
+        self.responder.set_model(model);
+    }
+
     pub fn fs(&self) -> &Fs {
         &self.fs
     }

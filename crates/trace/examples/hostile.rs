@@ -15,10 +15,11 @@ fn main() {
         "shared-read-1m.pcap",
         trace::synth::shared_read(4000, 1 << 20),
     );
-    for n in [20_000, 40_000, 80_000] {
+    // 600k flows and 100k WRITEs: the sizes that once timed out (quadratic scans).
+    for n in [20_000, 40_000, 80_000, 600_000] {
         write(&format!("flows-{n}.pcap"), trace::synth::many_flows(n));
     }
-    for n in [10_000, 20_000] {
+    for n in [10_000, 20_000, 100_000] {
         write(
             &format!("writes-{n}.pcap"),
             trace::synth::old_writes(n, 500, 4000),

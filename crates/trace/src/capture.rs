@@ -1,15 +1,20 @@
-//! Capture files: pcap and pcapng (via the `pcap-file` crate) read from memory into numbered frames.
+//! Capture files: pcap and pcapng (via the `pcap-file` crate) read into numbered frames, from
+//! memory ([`for_each_frame`]) or streamed from a reader through one reused window
+//! ([`for_each_frame_read`]: a large capture is not held whole, so its pages are not faulted in
+//! one by one; the window is refilled by the caller's reader, the library opens no file).
 //!
-//! Architecture Invariant: frames borrow the capture bytes; nothing here copies packet data, and
-//! the number of frames is bounded by [`MAX_FRAMES`] so a hostile file cannot make us loop forever
-//! or grow a vector without end.
+//! Architecture Invariant: frames borrow the capture bytes (or the window); nothing here copies
+//! packet data, and the number of frames is bounded by [`MAX_FRAMES`] so a hostile file cannot
+//! make us loop forever or grow a vector without end. The window grows only to hold one record
+//! that does not fit, never past the bytes the reader gives.
 
 use std::borrow::Cow;
+use std::io::Read;
 use std::time::Duration;
 
-use pcap_file::pcap::PcapParser;
+use pcap_file::pcap::{PcapPacket, PcapParser};
 use pcap_file::pcapng::{Block, PcapNgParser};
-use pcap_file::DataLink;
+use pcap_file::{DataLink, PcapError};
 
 /// Most frames read from one capture; the rest is reported as truncated, not read.
 pub const MAX_FRAMES: usize = 4_000_000;
@@ -63,6 +68,8 @@ pub enum CaptureError {
     TooManyFrames,
     /// Every frame has a link type we do not decode (not Ethernet, Linux cooked or raw IP).
     UnsupportedLink { linktype: u32 },
+    /// The reader of a streamed capture failed (or ran out of memory for the window).
+    Read { detail: String },
 }
 
 impl std::fmt::Display for CaptureError {
@@ -79,6 +86,7 @@ impl std::fmt::Display for CaptureError {
                 "link type {linktype} is not Ethernet (1), Linux cooked (113) or raw IP \
                  (101, 228, 229): no frame can be decoded"
             ),
+            CaptureError::Read { detail } => write!(f, "reading the capture: {detail}"),
         }
     }
 }
@@ -147,18 +155,7 @@ fn read_pcap<'a>(
         after_frames: 0,
         detail: e.to_string(),
     })?;
-    let header = parser.header();
-    if header.version_major != 2 {
-        // Every pcap since 1998 is version 2.4: anything else is not a capture file.
-        return Err(CaptureError::Malformed {
-            after_frames: 0,
-            detail: format!(
-                "pcap version {}.{} (expected 2.4)",
-                header.version_major, header.version_minor
-            ),
-        });
-    }
-    let link = LinkType::from_datalink(header.datalink);
+    let link = pcap_link(&parser)?;
     let mut frames = 0usize;
     let mut stopped = None;
     while !rest.is_empty() {
@@ -176,13 +173,7 @@ fn read_pcap<'a>(
                 break;
             }
             Ok((next, packet)) => {
-                each(Frame {
-                    number: frame_number(frames),
-                    time: packet.timestamp,
-                    link,
-                    data: packet.data,
-                    original_len: packet.orig_len,
-                });
+                each(pcap_frame(packet, link, frames));
                 frames += 1;
                 rest = next;
             }
@@ -240,40 +231,286 @@ fn read_pcapng<'a>(
             break;
         }
         rest = next;
-        let link_of = |id: u32| {
-            parser
-                .interfaces()
-                .get(id as usize)
-                .map(|i| LinkType::from_datalink(i.linktype))
-                .unwrap_or(LinkType::Other(u32::MAX))
-        };
-        let frame = match block {
-            Block::EnhancedPacket(p) => Frame {
-                number: frame_number(frames),
-                time: p.timestamp,
-                link: link_of(p.interface_id),
-                data: p.data,
-                original_len: p.original_len,
-            },
-            Block::SimplePacket(p) => Frame {
-                number: frame_number(frames),
-                time: Duration::ZERO,
-                link: link_of(0),
-                data: p.data,
-                original_len: p.original_len,
-            },
-            Block::Packet(p) => Frame {
-                number: frame_number(frames),
-                // The obsolete Packet Block carries a raw 64-bit timestamp in microseconds.
-                time: Duration::from_micros(p.timestamp),
-                link: link_of(u32::from(p.interface_id)),
-                data: p.data,
-                original_len: p.original_len,
-            },
-            _ => continue,
-        };
-        each(frame);
-        frames += 1;
+        if let Some(frame) = pcapng_frame(&parser, block, frames) {
+            each(frame);
+            frames += 1;
+        }
+    }
+    finish(frames, stopped)
+}
+
+/// The link type of a pcap capture, once its header says it is one (version 2).
+fn pcap_link(parser: &PcapParser) -> Result<LinkType, CaptureError> {
+    let header = parser.header();
+    if header.version_major != 2 {
+        // Every pcap since 1998 is version 2.4: anything else is not a capture file.
+        return Err(CaptureError::Malformed {
+            after_frames: 0,
+            detail: format!(
+                "pcap version {}.{} (expected 2.4)",
+                header.version_major, header.version_minor
+            ),
+        });
+    }
+    Ok(LinkType::from_datalink(header.datalink))
+}
+
+/// Frame number `frames + 1` from a pcap record.
+fn pcap_frame(packet: PcapPacket<'_>, link: LinkType, frames: usize) -> Frame<'_> {
+    Frame {
+        number: frame_number(frames),
+        time: packet.timestamp,
+        link,
+        data: packet.data,
+        original_len: packet.orig_len,
+    }
+}
+
+/// Frame number `frames + 1` from a pcapng block, if the block is a packet.
+fn pcapng_frame<'a>(parser: &PcapNgParser, block: Block<'a>, frames: usize) -> Option<Frame<'a>> {
+    let link_of = |id: u32| {
+        parser
+            .interfaces()
+            .get(id as usize)
+            .map(|i| LinkType::from_datalink(i.linktype))
+            .unwrap_or(LinkType::Other(u32::MAX))
+    };
+    Some(match block {
+        Block::EnhancedPacket(p) => Frame {
+            number: frame_number(frames),
+            time: p.timestamp,
+            link: link_of(p.interface_id),
+            data: p.data,
+            original_len: p.original_len,
+        },
+        Block::SimplePacket(p) => Frame {
+            number: frame_number(frames),
+            time: Duration::ZERO,
+            link: link_of(0),
+            data: p.data,
+            original_len: p.original_len,
+        },
+        Block::Packet(p) => Frame {
+            number: frame_number(frames),
+            // The obsolete Packet Block carries a raw 64-bit timestamp in microseconds.
+            time: Duration::from_micros(p.timestamp),
+            link: link_of(u32::from(p.interface_id)),
+            data: p.data,
+            original_len: p.original_len,
+        },
+        _ => return None,
+    })
+}
+
+/// Bytes the window of [`for_each_frame_read`] starts with (it grows only for a larger record).
+pub const READ_WINDOW: usize = 256 << 10;
+
+/// The part of a streamed capture a frame's data borrows: `bytes` start at `offset` in the
+/// capture (so a payload's place in the capture is `offset` + its place in `bytes`).
+#[derive(Debug, Clone, Copy)]
+pub struct Window<'w> {
+    pub bytes: &'w [u8],
+    pub offset: usize,
+}
+
+/// A capture read through one reused buffer: `buf[start..end]` is read and not yet consumed.
+struct Stream<'r> {
+    reader: &'r mut dyn Read,
+    buf: Vec<u8>,
+    start: usize,
+    end: usize,
+    /// Offset in the capture of `buf[0]`.
+    offset: usize,
+    eof: bool,
+}
+
+impl Stream<'_> {
+    fn avail(&self) -> &[u8] {
+        &self.buf[self.start..self.end]
+    }
+
+    fn window(&self) -> Window<'_> {
+        Window {
+            bytes: self.avail(),
+            offset: self.offset + self.start,
+        }
+    }
+
+    /// Read more, keeping the bytes not consumed (moved to the front; the buffer doubles only
+    /// when they fill it); false at the end of the input.
+    fn more(&mut self) -> Result<bool, CaptureError> {
+        if self.eof {
+            return Ok(false);
+        }
+        if self.start > 0 {
+            self.buf.copy_within(self.start..self.end, 0);
+            self.offset += self.start;
+            self.end -= self.start;
+            self.start = 0;
+        }
+        if self.end == self.buf.len() {
+            let grow = self.buf.len().max(READ_WINDOW);
+            self.buf
+                .try_reserve_exact(grow)
+                .map_err(|_| CaptureError::Read {
+                    detail: format!(
+                        "out of memory for a record of more than {} bytes",
+                        self.buf.len()
+                    ),
+                })?;
+            self.buf.resize(self.buf.len() + grow, 0);
+        }
+        loop {
+            match self.reader.read(&mut self.buf[self.end..]) {
+                Ok(0) => {
+                    self.eof = true;
+                    return Ok(false);
+                }
+                Ok(n) => {
+                    self.end += n;
+                    return Ok(true);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    return Err(CaptureError::Read {
+                        detail: e.to_string(),
+                    })
+                }
+            }
+        }
+    }
+
+    /// Parse the next item with `parse`, reading more while it says the buffer is incomplete
+    /// and the input has more: at the end of the input `parse` sees every byte left, so it
+    /// fails (or not) as it would on the capture held whole.
+    fn next<T>(
+        &mut self,
+        mut parse: impl FnMut(&[u8]) -> Result<T, PcapError>,
+    ) -> Result<Result<T, PcapError>, CaptureError> {
+        loop {
+            match parse(&self.buf[self.start..self.end]) {
+                Err(PcapError::IncompleteBuffer) if self.more()? => {}
+                result => return Ok(result),
+            }
+        }
+    }
+}
+
+/// [`for_each_frame`] for a capture read from `reader` through a window of [`READ_WINDOW`]
+/// bytes: each frame comes with the [`Window`] its data borrows. Fails as [`for_each_frame`]
+/// does on the same bytes, and with [`CaptureError::Read`] when the reader fails.
+pub fn for_each_frame_read(
+    reader: &mut dyn Read,
+    mut each: impl FnMut(Frame<'_>, Window<'_>),
+) -> Result<Scanned, CaptureError> {
+    let mut s = Stream {
+        reader,
+        buf: vec![0; READ_WINDOW],
+        start: 0,
+        end: 0,
+        offset: 0,
+        eof: false,
+    };
+    while s.end < 4 && s.more()? {}
+    let magic: [u8; 4] = match s.avail().get(..4) {
+        Some(m) => [m[0], m[1], m[2], m[3]],
+        None => return Err(CaptureError::UnknownFormat),
+    };
+    let malformed = |frames: usize| {
+        move |e: PcapError| CaptureError::Malformed {
+            after_frames: frames,
+            detail: e.to_string(),
+        }
+    };
+    let mut frames = 0usize;
+    let mut stopped = None;
+    if PCAP_MAGICS.contains(&magic) {
+        let (used, parser) = s
+            .next(|b| PcapParser::new(b).map(|(rest, p)| (b.len() - rest.len(), p)))?
+            .map_err(malformed(0))?;
+        s.start += used;
+        let link = pcap_link(&parser)?;
+        loop {
+            if s.start == s.end && !s.more()? {
+                break;
+            }
+            if frames >= MAX_FRAMES {
+                stopped = Some(CaptureError::TooManyFrames);
+                break;
+            }
+            let window = s.window();
+            let (used, frame) = match parser.next_packet(window.bytes) {
+                Ok((next, _)) if next.len() >= window.bytes.len() => {
+                    // A record that consumed nothing would loop forever.
+                    stopped = Some(CaptureError::Malformed {
+                        after_frames: frames,
+                        detail: "record of zero length".into(),
+                    });
+                    break;
+                }
+                Ok((next, packet)) => (
+                    window.bytes.len() - next.len(),
+                    pcap_frame(packet, link, frames),
+                ),
+                Err(PcapError::IncompleteBuffer) if !s.eof => {
+                    s.more()?;
+                    continue;
+                }
+                Err(e) => {
+                    stopped = Some(malformed(frames)(e));
+                    break;
+                }
+            };
+            each(frame, window);
+            frames += 1;
+            s.start += used;
+        }
+    } else if magic == PCAPNG_MAGIC {
+        let (used, mut parser) = s
+            .next(|b| PcapNgParser::new(b).map(|(rest, p)| (b.len() - rest.len(), p)))?
+            .map_err(malformed(0))?;
+        s.start += used;
+        loop {
+            if s.start == s.end && !s.more()? {
+                break;
+            }
+            if frames >= MAX_FRAMES {
+                stopped = Some(CaptureError::TooManyFrames);
+                break;
+            }
+            // A block the window holds only in part is parsed again once more is read: the
+            // parser changes its state (interfaces, section) only for a block it read whole.
+            let window = s.window();
+            let (used, frame) = match parser.next_block(window.bytes) {
+                Ok((next, _)) if next.len() >= window.bytes.len() => {
+                    // A block that consumed nothing would loop forever.
+                    stopped = Some(CaptureError::Malformed {
+                        after_frames: frames,
+                        detail: "block of zero length".into(),
+                    });
+                    break;
+                }
+                Ok((next, block)) => (
+                    window.bytes.len() - next.len(),
+                    pcapng_frame(&parser, block, frames),
+                ),
+                Err(PcapError::IncompleteBuffer) if !s.eof => {
+                    s.more()?;
+                    continue;
+                }
+                Err(e) => {
+                    stopped = Some(malformed(frames)(e));
+                    break;
+                }
+            };
+            if let Some(frame) = frame {
+                each(frame, window);
+                frames += 1;
+            }
+            s.start += used;
+        }
+    } else {
+        return Err(CaptureError::UnknownFormat);
     }
     finish(frames, stopped)
 }

@@ -15,7 +15,7 @@ use std::fmt;
 use serde::Serialize;
 
 use crate::ib::AckSyndrome;
-use crate::model::{EventBody, Trace};
+use crate::model::{Event, EventBody, Trace};
 use crate::reassembly::TransportEvent;
 
 /// Which events a rendering shows as lines.
@@ -231,6 +231,50 @@ fn ends_connection(name: &str) -> bool {
 /// disconnected after its last event. A capture without any connection is complete (nothing
 /// connected); whether something should have is for the caller to say.
 pub fn capture_status(trace: &Trace) -> CaptureStatus {
+    let mut status = StatusOfEvents::default();
+    for e in &trace.events {
+        status.add(e);
+    }
+    status.finish(trace).1
+}
+
+/// What [`capture_status`] and [`TransportCounts`] need of the events, gathered one event at a
+/// time, so a trace whose events are streamed (`crate::stream_capture`) and never kept is judged
+/// as the whole trace would be.
+#[derive(Debug, Default)]
+pub struct StatusOfEvents {
+    counts: TransportCounts,
+    /// Per connection id: whether an ending CM message follows its last other event. Grown
+    /// to the highest id seen (ids are dense, one per connection of the capture).
+    closed: Vec<bool>,
+}
+
+impl StatusOfEvents {
+    /// Take one event into account.
+    pub fn add(&mut self, e: &Event) {
+        if let EventBody::Transport(t) = &e.body {
+            self.counts.add(t);
+        }
+        let Some(conn) = e.conn else { return };
+        if conn >= self.closed.len() {
+            self.closed.resize(conn + 1, false);
+        }
+        match &e.body {
+            EventBody::Transport(_) => {}
+            EventBody::Cm { name, .. } if ends_connection(name) => self.closed[conn] = true,
+            _ => self.closed[conn] = false,
+        }
+    }
+
+    /// The transport counts and the capture status, given the rest of the trace (its
+    /// connections and capture error; its `events` are not read).
+    pub fn finish(self, trace: &Trace) -> (TransportCounts, CaptureStatus) {
+        let counts = self.counts;
+        (counts, status_of(trace, &self.closed, counts))
+    }
+}
+
+fn status_of(trace: &Trace, closed: &[bool], counts: TransportCounts) -> CaptureStatus {
     let mut reasons = Vec::new();
     if let Some(error) = &trace.capture_error {
         reasons.push(Incompleteness::Truncated {
@@ -243,18 +287,8 @@ pub fn capture_status(trace: &Trace) -> CaptureStatus {
         .filter(|c| c.rpcrdma)
         .map(|c| c.id)
         .collect();
-    // Per connection: whether an ending CM message follows the last other event.
-    let mut closed = vec![false; trace.connections.len()];
-    for e in &trace.events {
-        let Some(slot) = e.conn.and_then(|c| closed.get_mut(c)) else {
-            continue;
-        };
-        match &e.body {
-            EventBody::Transport(_) => {}
-            EventBody::Cm { name, .. } if ends_connection(name) => *slot = true,
-            _ => *slot = false,
-        }
-    }
+    // Events on ids past the trace's connections were never counted (as before).
+    let closed = &closed[..closed.len().min(trace.connections.len())];
     let open = rpcrdma
         .iter()
         .filter(|&&c| !closed.get(c).copied().unwrap_or(false))
@@ -265,7 +299,6 @@ pub fn capture_status(trace: &Trace) -> CaptureStatus {
             of: rpcrdma.len(),
         });
     }
-    let counts = TransportCounts::of(trace);
     if counts.lost_psns > 0 {
         reasons.push(Incompleteness::LostPackets {
             psns: counts.lost_psns,

@@ -19,6 +19,13 @@
 //!   transport events are counted) and the capture's completeness; [`render`] text/JSON lines
 //!   and the normalised diff.
 //!
+//! A trace is built whole ([`trace_capture`]) or streamed ([`stream_capture`],
+//! [`stream_capture_read`]): each event goes to the caller as it is built and none is kept, and
+//! [`render::EventWriter`] writes its line at once and the summary at the end, from
+//! [`level::StatusOfEvents`] (what [`capture_status`] computes for a whole trace, gathered event
+//! by event). `rig trace show` streams, so its memory follows the capture's live state (the
+//! deliveries of pass 1, connections, renaming tables), not the number of messages.
+//!
 //! Architecture Invariant: every byte of a capture is untrusted. Nothing here panics on any input,
 //! and every buffer is bounded by an explicit limit, not by a length read from the capture.
 //! Architecture Invariant: sans-IO — the library reads no files and no clock; callers pass bytes
@@ -44,4 +51,8 @@ pub mod upper;
 
 pub use level::{capture_status, CaptureStatus, Incompleteness, Level, TransportCounts};
 pub use model::{Event, EventBody, Message, Role, Trace};
-pub use session::{trace_capture, trace_capture_owned, Options};
+pub use reassembly::CaptureBytes;
+pub use session::{
+    stream_capture, stream_capture_read, trace_capture, trace_capture_owned, trace_capture_read,
+    Options,
+};

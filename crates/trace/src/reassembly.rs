@@ -320,7 +320,12 @@ impl RdmaData {
     /// `capture` (the bytes the packets were fed from); false when they are not all there.
     /// Finds the first piece by binary search, so copying a part of a READ of many packets
     /// costs the pieces it touches, not the pieces before it.
-    pub fn copy_to(&self, capture: &[u8], from: usize, out: &mut [u8]) -> bool {
+    pub fn copy_to<C: CaptureBytes + ?Sized>(
+        &self,
+        capture: &C,
+        from: usize,
+        out: &mut [u8],
+    ) -> bool {
         let mut i = self.pieces.partition_point(|(end, _)| *end <= from);
         let (mut pos, mut written) = (from, 0);
         while written < out.len() {
@@ -329,23 +334,64 @@ impl RdmaData {
             };
             let within = pos - (end - piece.len());
             let n = (end - pos).min(out.len() - written);
-            let src = match piece {
-                Piece::Captured(r) => capture.get(r.start + within..r.start + within + n),
-                Piece::Copied(v) => v.get(within..within + n),
+            let dst = &mut out[written..written + n];
+            let copied = match piece {
+                Piece::Captured(r) => capture.read_at(r.start + within, dst),
+                Piece::Copied(v) => match v.get(within..within + n) {
+                    Some(src) => {
+                        dst.copy_from_slice(src);
+                        true
+                    }
+                    None => false,
+                },
             };
-            let Some(src) = src else {
+            if !copied {
                 return false;
-            };
-            out[written..written + n].copy_from_slice(src);
+            }
             (written, pos, i) = (written + n, pos + n, i + 1);
         }
         true
     }
 
     /// All the data as bytes (see [`RdmaData::copy_to`]).
-    pub fn to_vec(&self, capture: &[u8]) -> Option<Vec<u8>> {
+    pub fn to_vec<C: CaptureBytes + ?Sized>(&self, capture: &C) -> Option<Vec<u8>> {
         let mut out = vec![0; self.len];
         self.copy_to(capture, 0, &mut out).then_some(out)
+    }
+}
+
+/// The bytes of a capture, read by offset: where [`RdmaData`] kept as capture ranges is read
+/// back. The capture in memory (`[u8]`), or a file the caller reads (the library opens none).
+pub trait CaptureBytes {
+    /// Fill `out` with the bytes at `offset`; false when they are not all there (or reading
+    /// failed).
+    fn read_at(&self, offset: usize, out: &mut [u8]) -> bool;
+}
+
+impl CaptureBytes for [u8] {
+    fn read_at(&self, offset: usize, out: &mut [u8]) -> bool {
+        match offset
+            .checked_add(out.len())
+            .and_then(|end| self.get(offset..end))
+        {
+            Some(src) => {
+                out.copy_from_slice(src);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+impl CaptureBytes for Vec<u8> {
+    fn read_at(&self, offset: usize, out: &mut [u8]) -> bool {
+        self.as_slice().read_at(offset, out)
+    }
+}
+
+impl<T: CaptureBytes + ?Sized> CaptureBytes for &T {
+    fn read_at(&self, offset: usize, out: &mut [u8]) -> bool {
+        (**self).read_at(offset, out)
     }
 }
 
@@ -1421,7 +1467,7 @@ mod tests {
         assert_eq!((at.first_frame, at.frame), (1, 3));
         assert_eq!(reth.rkey, 7);
         assert_eq!(data.len(), 300);
-        assert_eq!(data.to_vec(&[]).unwrap()[299], 5);
+        assert_eq!(data.to_vec::<[u8]>(&[]).unwrap()[299], 5);
         assert!(matches!(out[1], Delivery::Send { .. }), "{out:?}");
         assert_eq!(out.len(), 2);
     }
@@ -1787,7 +1833,7 @@ mod tests {
         let Delivery::Read { data, .. } = &out[2] else {
             panic!("{out:?}")
         };
-        let data = data.to_vec(&[]).unwrap();
+        let data = data.to_vec::<[u8]>(&[]).unwrap();
         assert_eq!((data[0], data[256], data[512]), (1, 2, 3));
     }
 

@@ -21,7 +21,7 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
-use crate::level::{capture_status, CaptureStatus, Level, TransportCounts};
+use crate::level::{capture_status, CaptureStatus, Level, StatusOfEvents, TransportCounts};
 use crate::model::{Event, EventBody, Message, Trace};
 use crate::reassembly::TransportEvent;
 use wire::rpcrdma::{ChunkLists, Segment};
@@ -151,20 +151,37 @@ fn each_line<E>(
 ) -> Result<(), E> {
     let mut sym = Symbols::default();
     let mut line = String::new();
-    for e in trace.events.iter().filter(|e| level.shows(&e.body)) {
-        line.clear();
-        if style == Style::Raw {
-            let _ = write!(line, "{:>6} {:>10.6} ", e.frame, e.time.as_secs_f64());
+    for e in &trace.events {
+        if text_line(e, style, level, &mut sym, &mut line) {
+            f(&line)?;
         }
-        line.push_str(&escape_text(&event_line(e, style, &mut sym)));
-        f(&line)?;
     }
-    if level == Level::Transport {
-        if let Some(err) = &trace.capture_error {
-            f(&format!("! capture: {}", escape_text(err)))?;
-        }
+    if let Some(last) = capture_error_line(trace, level) {
+        f(&last)?;
     }
     Ok(())
+}
+
+/// `e`'s line at `level` into `line` (cleared first); false when the level does not show it.
+fn text_line(e: &Event, style: Style, level: Level, sym: &mut Symbols, line: &mut String) -> bool {
+    if !level.shows(&e.body) {
+        return false;
+    }
+    line.clear();
+    if style == Style::Raw {
+        let _ = write!(line, "{:>6} {:>10.6} ", e.frame, e.time.as_secs_f64());
+    }
+    line.push_str(&escape_text(&event_line(e, style, sym)));
+    true
+}
+
+/// The last line at the transport level: why the capture file ended early.
+fn capture_error_line(trace: &Trace, level: Level) -> Option<String> {
+    let err = trace
+        .capture_error
+        .as_ref()
+        .filter(|_| level == Level::Transport)?;
+    Some(format!("! capture: {}", escape_text(err)))
 }
 
 /// Write `trace` at `level` as `rig trace show` prints it (the lines, then the summary) without
@@ -175,14 +192,91 @@ pub fn write_text(
     level: Level,
     out: &mut dyn std::io::Write,
 ) -> std::io::Result<CaptureStatus> {
-    each_line(trace, style, level, |line| writeln!(out, "{line}"))?;
-    let summary = Rendered {
-        lines: String::new(),
-        transport: TransportCounts::of(trace),
-        capture: capture_status(trace),
-    };
-    out.write_all(summary.summary().as_bytes())?;
-    Ok(summary.capture)
+    let mut writer = EventWriter::text(style, level, out);
+    for e in &trace.events {
+        writer.event(e)?;
+    }
+    writer.finish(trace)
+}
+
+/// What [`EventWriter`] writes.
+#[derive(Debug, Clone, Copy)]
+enum WriterFormat {
+    Text { style: Style, level: Level },
+    Jsonl,
+}
+
+/// Writes a trace's lines as its events arrive (from `crate::stream_capture`, which keeps
+/// none of them), then what only the end knows: the same bytes [`write_text`] and
+/// [`write_jsonl`] give for the whole trace, with memory bounded by the renaming tables, not by
+/// the number of events.
+pub struct EventWriter<'w> {
+    format: WriterFormat,
+    sym: Symbols,
+    status: StatusOfEvents,
+    line: String,
+    out: &'w mut dyn std::io::Write,
+}
+
+impl<'w> EventWriter<'w> {
+    /// Text lines at `level`, then the transport counts and the capture status.
+    pub fn text(style: Style, level: Level, out: &'w mut dyn std::io::Write) -> Self {
+        Self::new(WriterFormat::Text { style, level }, out)
+    }
+
+    /// One JSON line per RPC-over-RDMA message.
+    pub fn jsonl(out: &'w mut dyn std::io::Write) -> Self {
+        Self::new(WriterFormat::Jsonl, out)
+    }
+
+    fn new(format: WriterFormat, out: &'w mut dyn std::io::Write) -> Self {
+        EventWriter {
+            format,
+            sym: Symbols::default(),
+            status: StatusOfEvents::default(),
+            line: String::new(),
+            out,
+        }
+    }
+
+    /// Write `e`'s line, if it has one.
+    pub fn event(&mut self, e: &Event) -> std::io::Result<()> {
+        self.status.add(e);
+        match self.format {
+            WriterFormat::Text { style, level } => {
+                if text_line(e, style, level, &mut self.sym, &mut self.line) {
+                    self.out.write_all(self.line.as_bytes())?;
+                    self.out.write_all(b"\n")?;
+                }
+            }
+            WriterFormat::Jsonl => {
+                if let EventBody::Message(m) = &e.body {
+                    self.out.write_all(json_line(e, m).as_bytes())?;
+                    self.out.write_all(b"\n")?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Write what follows the events (text: the capture error line at the transport level,
+    /// then the summary) given the rest of the trace; returns the capture status.
+    pub fn finish(self, rest: &Trace) -> std::io::Result<CaptureStatus> {
+        let (transport, capture) = self.status.finish(rest);
+        if let WriterFormat::Text { level, .. } = self.format {
+            if let Some(last) = capture_error_line(rest, level) {
+                writeln!(self.out, "{last}")?;
+            }
+            let summary = Rendered {
+                lines: String::new(),
+                transport,
+                capture,
+            };
+            self.out.write_all(summary.summary().as_bytes())?;
+            return Ok(summary.capture);
+        }
+        Ok(capture)
+    }
 }
 
 /// Whether `c` must not reach a terminal raw: C0 controls (newline and tab included), DEL, C1
@@ -535,15 +629,24 @@ pub fn jsonl(trace: &Trace) -> String {
 
 /// [`jsonl`] written to `out` line by line, without holding the text in memory.
 pub fn write_jsonl(trace: &Trace, out: &mut dyn std::io::Write) -> std::io::Result<()> {
-    each_json_line(trace, |line| {
-        out.write_all(line.as_bytes())?;
-        out.write_all(b"\n")
-    })
+    let mut writer = EventWriter::jsonl(out);
+    for e in &trace.events {
+        writer.event(e)?;
+    }
+    writer.finish(trace).map(|_| ())
 }
 
 /// Call `f` with each JSON line (escaped, without its newline); stops at the first error.
 fn each_json_line<E>(trace: &Trace, mut f: impl FnMut(&str) -> Result<(), E>) -> Result<(), E> {
     for (e, m) in trace.messages() {
+        f(&json_line(e, m))?;
+    }
+    Ok(())
+}
+
+/// The JSON line of message `m` of event `e` (escaped, without its newline).
+fn json_line(e: &Event, m: &Message) -> String {
+    {
         let chunks = m.header.as_ref().and_then(|h| h.chunks());
         let line = JsonLine {
             call_frame: m.call_frame,
@@ -599,9 +702,8 @@ fn each_json_line<E>(trace: &Trace, mut f: impl FnMut(&str) -> Result<(), E>) ->
             xid: m.xid.map(|x| format!("0x{x:08x}")),
         };
         let text = serde_json::to_string(&line).unwrap_or_default();
-        f(&escape_json_text(&text))?;
+        escape_json_text(&text).into_owned()
     }
-    Ok(())
 }
 
 /// One message as a JSON line, serialised directly (no `serde_json::Value` tree built per

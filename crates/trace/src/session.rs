@@ -9,17 +9,23 @@
 
 use std::cell::Cell;
 use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::convert::Infallible;
 use std::net::IpAddr;
+use std::ops::ControlFlow;
 use std::time::Duration;
 
 use wire::rpcrdma::{Body, Header, Proc, Segment};
 
-use crate::capture::{for_each_frame, CaptureError, Frame, LinkType};
+use crate::capture::{
+    for_each_frame, for_each_frame_read, CaptureError, Frame, LinkType, Scanned, Window,
+};
 use crate::cm::{service_port, CmMessage};
 use crate::ib;
 use crate::link;
 use crate::model::{Connection, Event, EventBody, Message, Role, Trace};
-use crate::reassembly::{At, Delivery, FlowKey, Limits, RdmaData, Reassembler, TransportEvent};
+use crate::reassembly::{
+    At, CaptureBytes, Delivery, FlowKey, Limits, RdmaData, Reassembler, TransportEvent,
+};
 use crate::upper::{self, CallKey};
 
 /// NFS/RDMA's registered port (RFC 5666 §10 / RFC 8166).
@@ -41,8 +47,35 @@ pub struct Options {
 
 /// Build a trace from pcap or pcapng bytes.
 pub fn trace_capture(bytes: &[u8], options: &Options) -> Result<Trace, CaptureError> {
-    let reassembled = reassemble(bytes, options)?;
-    Ok(reassembled.build(options.drop_payloads, bytes))
+    collected(|sink| stream_capture(bytes, options, sink))
+}
+
+/// [`trace_capture`] handing each event to `on_event` as it is built instead of keeping it
+/// (events come in trace order; `on_event` returning `Break` stops the build). Returns the rest
+/// of the trace: frames, connections and capture error, with `events` empty. Memory then stays
+/// with the capture's live state, not with every event of a long capture.
+pub fn stream_capture(
+    bytes: &[u8],
+    options: &Options,
+    on_event: &mut dyn FnMut(Event) -> ControlFlow<()>,
+) -> Result<Trace, CaptureError> {
+    let reassembled = reassemble(options, |each| {
+        for_each_frame(bytes, |frame| each(&frame, Window { bytes, offset: 0 }))
+    })?;
+    Ok(reassembled.build(options.drop_payloads, &bytes, on_event))
+}
+
+/// A whole trace from a streaming build: its events collected in order.
+fn collected<E>(
+    build: impl FnOnce(&mut dyn FnMut(Event) -> ControlFlow<()>) -> Result<Trace, E>,
+) -> Result<Trace, E> {
+    let mut events = Vec::new();
+    let mut trace = build(&mut |event| {
+        events.push(event);
+        ControlFlow::Continue(())
+    })?;
+    trace.events = events;
+    Ok(trace)
 }
 
 /// [`trace_capture`] taking the bytes, freed once the trace is built. They are kept until then
@@ -50,6 +83,32 @@ pub fn trace_capture(bytes: &[u8], options: &Options) -> Result<Trace, CaptureEr
 /// being copied out: peak memory still holds one copy of the payloads, not two.
 pub fn trace_capture_owned(bytes: Vec<u8>, options: &Options) -> Result<Trace, CaptureError> {
     trace_capture(&bytes, options)
+}
+
+/// [`trace_capture`] for a capture streamed from `reader` through a reused window
+/// ([`crate::capture::for_each_frame_read`]), so it is never held whole: RDMA READ and WRITE data
+/// is kept as offsets in the capture and read back from `capture`, which must give the bytes
+/// `reader` gave at the same offsets (a file read with `pread`, say). The same trace as
+/// [`trace_capture`] on those bytes, or [`CaptureError::Read`] when either fails.
+pub fn trace_capture_read(
+    reader: &mut dyn std::io::Read,
+    capture: &dyn CaptureBytes,
+    options: &Options,
+) -> Result<Trace, CaptureError> {
+    collected(|sink| stream_capture_read(reader, capture, options, sink))
+}
+
+/// [`trace_capture_read`] handing each event to `on_event` as [`stream_capture`] does.
+pub fn stream_capture_read(
+    reader: &mut dyn std::io::Read,
+    capture: &dyn CaptureBytes,
+    options: &Options,
+    on_event: &mut dyn FnMut(Event) -> ControlFlow<()>,
+) -> Result<Trace, CaptureError> {
+    let reassembled = reassemble(options, |each| {
+        for_each_frame_read(reader, |frame, window| each(&frame, window))
+    })?;
+    Ok(reassembled.build(options.drop_payloads, capture, on_event))
 }
 
 /// What reassembly left of a capture: the deliveries, and what the trace says of the file.
@@ -60,23 +119,33 @@ struct Reassembled {
 }
 
 impl Reassembled {
-    /// The trace; `capture` is the bytes reassembly was fed from.
-    fn build(self, drop_payloads: bool, capture: &[u8]) -> Trace {
-        let mut trace = build_deliveries(self.deliveries, drop_payloads, capture);
+    /// The trace, its events handed to `on_event`; `capture` is the bytes reassembly was fed
+    /// from.
+    fn build(
+        self,
+        drop_payloads: bool,
+        capture: &dyn CaptureBytes,
+        on_event: &mut dyn FnMut(Event) -> ControlFlow<()>,
+    ) -> Trace {
+        let mut trace = build_deliveries(self.deliveries, drop_payloads, capture, on_event);
         trace.frames = self.frames;
         trace.capture_error = self.capture_error;
         trace
     }
 }
 
-/// Read the frames and reassemble each as it is read.
-fn reassemble(bytes: &[u8], options: &Options) -> Result<Reassembled, CaptureError> {
+/// Read the frames (`scan` hands each to the function it is given, with the window of the
+/// capture its data borrows) and reassemble each as it is read.
+fn reassemble(
+    options: &Options,
+    scan: impl FnOnce(&mut dyn FnMut(&Frame<'_>, Window<'_>)) -> Result<Scanned, CaptureError>,
+) -> Result<Reassembled, CaptureError> {
     let mut reassembler = Reassembler::new(options.limits.clone());
     let mut origin = None;
     let mut last = (0u32, Duration::ZERO);
     // The link type of the first frame, while every frame so far has one we do not decode.
     let mut undecodable_link = None;
-    let scanned = for_each_frame(bytes, |frame| {
+    let scanned = scan(&mut |frame, window| {
         let origin = *origin.get_or_insert(frame.time);
         undecodable_link = match (frame.link, frame.number) {
             (LinkType::Other(linktype), 1) => Some(linktype),
@@ -85,7 +154,7 @@ fn reassemble(bytes: &[u8], options: &Options) -> Result<Reassembled, CaptureErr
         };
         let time = frame.time.saturating_sub(origin);
         last = (frame.number, time);
-        reassemble_frame(&mut reassembler, bytes, &frame, time, options.check_icrc);
+        reassemble_frame(&mut reassembler, window, frame, time, options.check_icrc);
     })?;
     if let Some(linktype) = undecodable_link {
         return Err(CaptureError::UnsupportedLink { linktype });
@@ -98,10 +167,10 @@ fn reassemble(bytes: &[u8], options: &Options) -> Result<Reassembled, CaptureErr
     })
 }
 
-/// Feed one frame of `capture` (taken `time` after the first) to the reassembler.
+/// Feed one frame (taken `time` after the first; its data in `window`) to the reassembler.
 fn reassemble_frame(
     reassembler: &mut Reassembler,
-    capture: &[u8],
+    window: Window<'_>,
     frame: &Frame<'_>,
     time: Duration,
     check_icrc: bool,
@@ -119,7 +188,9 @@ fn reassemble_frame(
                 );
                 return;
             }
-            match capture_offset(capture, packet.payload) {
+            match capture_offset(window.bytes, packet.payload)
+                .and_then(|at| at.checked_add(window.offset))
+            {
                 Some(at) => {
                     reassembler.captured_packet(frame.number, time, roce.src, roce.dst, &packet, at)
                 }
@@ -310,7 +381,7 @@ impl Filled {
 
 struct Builder<'c> {
     /// The capture bytes reassembly was fed from: where RDMA READ and WRITE data is read.
-    capture: &'c [u8],
+    capture: &'c dyn CaptureBytes,
     /// The data of every RDMA READ and WRITE, in delivery order.
     moved: Vec<Moved>,
     /// Pass 2's next slot in `moved` (deliveries are visited in the order they were moved).
@@ -341,12 +412,21 @@ pub fn build(deliveries: &[Delivery]) -> Trace {
 
 /// [`build`] taking the deliveries: each Send's payload moves into its message, not copied.
 pub fn build_owned(deliveries: Vec<Delivery>) -> Trace {
-    build_deliveries(deliveries, false, &[])
+    let none: &[u8] = &[];
+    match collected(|sink| Ok::<_, Infallible>(build_deliveries(deliveries, false, &none, sink))) {
+        Ok(trace) => trace,
+        Err(never) => match never {},
+    }
 }
 
 /// [`build_owned`], freeing each Send's payload once its message is decoded when `drop_payloads`.
 /// `capture` is the bytes the deliveries' RDMA READ and WRITE data ranges refer to.
-fn build_deliveries(mut deliveries: Vec<Delivery>, drop_payloads: bool, capture: &[u8]) -> Trace {
+fn build_deliveries(
+    mut deliveries: Vec<Delivery>,
+    drop_payloads: bool,
+    capture: &dyn CaptureBytes,
+    on_event: &mut dyn FnMut(Event) -> ControlFlow<()>,
+) -> Trace {
     let budget = GatherBudget::for_deliveries(&deliveries);
     let count = deliveries.len();
     let mut b = Builder {
@@ -362,8 +442,8 @@ fn build_deliveries(mut deliveries: Vec<Delivery>, drop_payloads: bool, capture:
         half_open: HashMap::new(),
         budget,
         drop_payloads,
-        // At most one event per delivery.
-        events: Vec::with_capacity(count),
+        // The events of the delivery being built, handed on at once.
+        events: Vec::new(),
     };
     // Connection and role of each delivery, fixed in pass 1 when the flow was current: QP
     // numbers are reused by later connections, so a flow's final mapping is not enough.
@@ -419,6 +499,10 @@ fn build_deliveries(mut deliveries: Vec<Delivery>, drop_payloads: bool, capture:
             break;
         };
         b.event(i, d, conn, dir);
+        // Stopped: what is left of the delivery's events is dropped with the drain.
+        if b.events.drain(..).any(|event| on_event(event).is_break()) {
+            break;
+        }
         if deliveries.len() < deliveries.capacity() / 2 {
             deliveries.shrink_to_fit();
             assigned.shrink_to_fit();
@@ -427,7 +511,7 @@ fn build_deliveries(mut deliveries: Vec<Delivery>, drop_payloads: bool, capture:
     Trace {
         frames: 0,
         connections: b.conns.into_iter().map(|c| c.info).collect(),
-        events: b.events,
+        events: Vec::new(),
         capture_error: None,
     }
 }

@@ -1,8 +1,13 @@
 //! Untrusted captures: mutated and truncated packets never panic and never make the trace lose
-//! track of frames; pcapng holding the same packets gives the same trace as pcap.
+//! track of frames; pcapng holding the same packets gives the same trace as pcap; a capture
+//! streamed (read through a window, events written as they are built) gives what the capture
+//! in memory gives.
 
 use std::borrow::Cow;
+use std::ops::ControlFlow;
 use std::path::Path;
+
+use trace::render::{EventWriter, Style};
 
 use pcap_file::pcap::{PcapHeader, PcapPacket, PcapWriter};
 use pcap_file::pcapng::blocks::enhanced_packet::EnhancedPacketBlock;
@@ -280,4 +285,201 @@ fn shuffled_frames_stay_bounded_and_never_invent_messages() {
         assert!(!r.transport.is_empty(), "seed {seed}");
         assert!(!r.lines.contains(" ! DUPLICATE") && !r.lines.contains(" ! OUT_OF_SEQUENCE"));
     }
+}
+
+/// A reader that gives at most `step` bytes per read (then `step` grows by 7), so that records
+/// and pcapng blocks straddle the streaming window's refills at every kind of boundary.
+struct Trickle<'a> {
+    bytes: &'a [u8],
+    step: usize,
+}
+
+impl std::io::Read for Trickle<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.step.min(buf.len()).min(self.bytes.len());
+        buf[..n].copy_from_slice(&self.bytes[..n]);
+        self.bytes = &self.bytes[n..];
+        self.step += 7;
+        Ok(n)
+    }
+}
+
+/// Capture bytes that note every read back: (offset, length).
+struct Recording<'a> {
+    bytes: &'a [u8],
+    reads: std::cell::RefCell<Vec<(usize, usize)>>,
+}
+
+impl trace::CaptureBytes for Recording<'_> {
+    fn read_at(&self, offset: usize, out: &mut [u8]) -> bool {
+        self.reads.borrow_mut().push((offset, out.len()));
+        self.bytes.read_at(offset, out)
+    }
+}
+
+/// The rendered lines and status of a trace, or its error, for comparing two ways of reading.
+fn outcome(t: Result<trace::Trace, trace::capture::CaptureError>) -> String {
+    match t {
+        Ok(t) => format!(
+            "{}{}\n{}",
+            trace::render::text(&t, trace::render::Style::Raw),
+            trace::render::jsonl(&t),
+            trace::capture_status(&t)
+        ),
+        Err(e) => format!("error: {e}"),
+    }
+}
+
+#[test]
+fn a_streamed_capture_gives_the_trace_of_the_capture_in_memory() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/pcap");
+    let options = trace::Options {
+        check_icrc: true,
+        ..Default::default()
+    };
+    let mut inputs: Vec<(String, Vec<u8>)> = Vec::new();
+    for name in ["nfs3-linux-6.1", "nfs41-linux-6.12"] {
+        let pcap = std::fs::read(root.join(format!("{name}.pcap"))).unwrap();
+        let f = frames(&pcap);
+        // pcapng of the same frames, cut inside a block, cut inside a record, and garbage.
+        let mut ng = PcapNgWriter::new(Vec::new()).unwrap();
+        ng.write_pcapng_block(InterfaceDescriptionBlock {
+            linktype: DataLink::ETHERNET,
+            snaplen: 0xffff,
+            options: vec![],
+        })
+        .unwrap();
+        for (t, d) in &f {
+            ng.write_pcapng_block(EnhancedPacketBlock {
+                interface_id: 0,
+                timestamp: *t,
+                original_len: d.len() as u32,
+                data: Cow::Borrowed(d),
+                options: vec![],
+            })
+            .unwrap();
+        }
+        let ng = ng.into_inner();
+        inputs.push((
+            format!("{name} pcapng cut"),
+            ng[..ng.len() * 2 / 3].to_vec(),
+        ));
+        inputs.push((format!("{name} pcapng"), ng));
+        inputs.push((format!("{name} cut"), pcap[..pcap.len() - 100].to_vec()));
+        inputs.push((format!("{name} header"), pcap[..30].to_vec()));
+        inputs.push((name.to_string(), pcap));
+    }
+    inputs.push(("garbage".into(), b"\xd4\xc3\xb2\xa1garbage".to_vec()));
+    inputs.push(("short".into(), b"\x0a\x0d".to_vec()));
+    for (name, bytes) in &inputs {
+        let whole = outcome(trace::trace_capture(bytes, &options));
+        for step in [1, 1000, 1 << 20] {
+            let mut reader = Trickle { bytes, step };
+            let streamed = outcome(trace::trace_capture_read(&mut reader, bytes, &options));
+            assert_eq!(streamed, whole, "{name}, reads of {step} bytes and more");
+        }
+    }
+    // Chunk data is read back from the same places however the stream was cut, and those
+    // places hold what was captured there (the bytes handed back are the capture's own).
+    let nfs41 = std::fs::read(root.join("nfs41-linux-6.12.pcap")).unwrap();
+    let reads_with = |step: usize| {
+        let back = Recording {
+            bytes: &nfs41,
+            reads: std::cell::RefCell::new(Vec::new()),
+        };
+        let mut reader = Trickle {
+            bytes: &nfs41,
+            step,
+        };
+        trace::trace_capture_read(&mut reader, &back, &options).unwrap();
+        back.reads.into_inner()
+    };
+    let reads = reads_with(1 << 20);
+    assert!(reads.len() > 100, "chunk data gathered: {}", reads.len());
+    assert_eq!(reads_with(1), reads);
+    assert_eq!(reads_with(4093), reads);
+    // A reader that fails is an error naming the read, not a short trace.
+    struct Failing;
+    impl std::io::Read for Failing {
+        fn read(&mut self, _: &mut [u8]) -> std::io::Result<usize> {
+            Err(std::io::Error::other("disk on fire"))
+        }
+    }
+    let err = trace::trace_capture_read(&mut Failing, &Vec::new(), &options).unwrap_err();
+    assert_eq!(err.to_string(), "reading the capture: disk on fire");
+}
+
+/// What `EventWriter` writes for events streamed one by one (`stream_capture`, none kept).
+fn streamed_output(
+    bytes: &[u8],
+    jsonl: bool,
+    style: Style,
+    level: trace::Level,
+) -> (Vec<u8>, String) {
+    let mut out = Vec::new();
+    let status = {
+        let mut writer = if jsonl {
+            EventWriter::jsonl(&mut out)
+        } else {
+            EventWriter::text(style, level, &mut out)
+        };
+        let rest = trace::stream_capture(bytes, &trace::Options::default(), &mut |event| {
+            writer.event(&event).unwrap();
+            ControlFlow::Continue(())
+        })
+        .unwrap();
+        assert!(rest.events.is_empty(), "a streamed trace keeps no events");
+        writer.finish(&rest).unwrap()
+    };
+    (out, status.to_string())
+}
+
+#[test]
+fn events_written_as_they_are_built_are_the_whole_traces_lines() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/pcap");
+    let mut checked = 0;
+    for entry in std::fs::read_dir(&root).unwrap() {
+        let path = entry.unwrap().path();
+        let bytes = std::fs::read(&path).unwrap();
+        let whole = trace::trace_capture(&bytes, &trace::Options::default()).unwrap();
+        for (style, level) in [
+            (Style::Normalised, trace::Level::Exchange),
+            (Style::Raw, trace::Level::Transport),
+        ] {
+            let mut expected = Vec::new();
+            let status = trace::render::write_text(&whole, style, level, &mut expected).unwrap();
+            let (streamed, streamed_status) = streamed_output(&bytes, false, style, level);
+            assert_eq!(
+                String::from_utf8_lossy(&streamed),
+                String::from_utf8_lossy(&expected),
+                "{}",
+                path.display()
+            );
+            assert_eq!(streamed_status, status.to_string());
+        }
+        let mut expected = Vec::new();
+        trace::render::write_jsonl(&whole, &mut expected).unwrap();
+        let (streamed, status) =
+            streamed_output(&bytes, true, Style::Normalised, trace::Level::Exchange);
+        assert_eq!(streamed, expected, "{}", path.display());
+        assert_eq!(status, trace::capture_status(&whole).to_string());
+        checked += 1;
+    }
+    assert!(checked >= 5, "{checked} fixture captures");
+}
+
+#[test]
+fn a_stopped_stream_builds_no_further_events() {
+    let bytes = fixture();
+    let mut seen = 0;
+    trace::stream_capture(&bytes, &trace::Options::default(), &mut |_| {
+        seen += 1;
+        if seen == 3 {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    })
+    .unwrap();
+    assert_eq!(seen, 3);
 }

@@ -60,21 +60,30 @@ impl Profile {
         }
     }
 
-    /// The kernel constants and enabled checks of this profile, with nfsd's default 1 MiB
-    /// maximum payload.
+    /// The kernel constants and answers of this profile, with nfsd's default 1 MiB maximum
+    /// payload.
     pub fn model(self) -> KernelModel {
         match self {
             Profile::Linux6_1 => KernelModel {
+                name: self.name(),
                 profile: self,
                 max_req_size: DEFAULT_MAX_REQ_SIZE,
                 maxpages: RPCSVC_MAXPAGES,
-                reject_zero_segcount: false,
-                cap_read_segment_length: false,
-                check_read_chunk_positions: false,
+                answers: self.answers(),
             },
-            Profile::Linux2026 => {
-                KernelModel::with_max_payload(self, RPCSVC_MAXPAYLOAD).hardened_2026()
-            }
+            Profile::Linux2026 => KernelModel::with_max_payload(self, RPCSVC_MAXPAYLOAD),
+        }
+    }
+
+    /// What this profile answers each rule: every rule's own outcome ([`Rule::outcome`]), and
+    /// on 6.1 none of the 2026 decode-time checks ([`Rule::HARDENING_2026`] answered
+    /// [`Outcome::Accept`], i.e. not checked).
+    pub fn answers(self) -> Answers {
+        match self {
+            Profile::Linux6_1 => Rule::HARDENING_2026
+                .into_iter()
+                .fold(Answers::of_rules(), |a, rule| a.with(rule, Outcome::Accept)),
+            Profile::Linux2026 => Answers::of_rules(),
         }
     }
 }
@@ -114,10 +123,15 @@ impl FromStr for Profile {
     }
 }
 
-/// The constants and switches one kernel applies. Build with [`Profile::model`], adjust with
+/// The constants one kernel applies and what it answers each rule. Build with
+/// [`Profile::model`] (the two modelled kernels) or from a measured profile's answers
+/// (`wirefuzz::rules`: `fixtures/svcrdma-profiles/`), adjust with
 /// [`KernelModel::with_max_payload`] when the server's nfsd payload limit is known.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct KernelModel {
+    /// The profile's name (`linux-2026`, or a measured kernel's, e.g. `debian-6.12.117`).
+    pub name: &'static str,
+    /// The modelled kernel whose constants this one uses.
     pub profile: Profile,
     /// Receive buffer size (`svcrdma_max_req_size`, sysctl 4096..=65536); a larger Send fails the
     /// Receive with a local length error.
@@ -125,12 +139,36 @@ pub struct KernelModel {
     /// Page budget per request: `RPCSVC_MAXPAGES` (6.1) or `rc_maxpages = svc_serv_maxpages()`
     /// (2026). Bounds Write/Reply segcount and, in 2026, Read segment and chunk lengths.
     pub maxpages: u32,
-    /// 2026 "svcrdma: Reject Write/Reply chunks with segcount 0".
-    pub reject_zero_segcount: bool,
-    /// 2026 "svcrdma: reject oversized Read segments at decode time".
-    pub cap_read_segment_length: bool,
-    /// 2026 "svcrdma: Validate Read chunk positions at decode time".
-    pub check_read_chunk_positions: bool,
+    /// What this kernel answers each rule ([`KernelModel::answer`]); a check of
+    /// [`Rule::HARDENING_2026`] answered [`Outcome::Accept`] is one this kernel does not make.
+    pub answers: Answers,
+}
+
+/// A kernel's answer to each [`Rule`], indexed by the rule: the 2026 model's
+/// ([`Rule::outcome`]) unless a profile says otherwise.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub struct Answers([Outcome; Rule::ALL.len()]);
+
+impl Answers {
+    /// Every rule answered with its own outcome ([`Rule::outcome`]).
+    pub fn of_rules() -> Answers {
+        Answers(Rule::ALL.map(Rule::outcome))
+    }
+
+    /// `self` with `rule` answered `outcome`. The rules no header breaks ([`Rule::Accepted`],
+    /// the `Unchecked*` ones) always answer [`Outcome::Accept`] and are left as they are.
+    #[must_use]
+    pub fn with(mut self, rule: Rule, outcome: Outcome) -> Answers {
+        if rule.outcome() != Outcome::Accept {
+            self.0[rule as usize] = outcome;
+        }
+        self
+    }
+
+    /// The answer to `rule`.
+    pub fn get(&self, rule: Rule) -> Outcome {
+        self.0[rule as usize]
+    }
 }
 
 impl KernelModel {
@@ -138,26 +176,29 @@ impl KernelModel {
     /// `svc_serv_maxpages() = DIV_ROUND_UP(sv_max_mesg, PAGE_SIZE) + 2 + 1` with
     /// `sv_max_mesg = roundup(max_payload + PAGE_SIZE, PAGE_SIZE)`. nfsd picks its payload from RAM
     /// (`nfsd_get_default_max_blksize`: a 256 MiB guest gets 64 KiB), so small VMs have a much
-    /// smaller budget than the 1 MiB default.
+    /// smaller budget than the 1 MiB default. Answers as `profile` does.
     pub fn with_max_payload(profile: Profile, max_payload: u32) -> KernelModel {
         let sv_max_mesg = max_payload.saturating_add(PAGE_SIZE).div_ceil(PAGE_SIZE) * PAGE_SIZE;
         KernelModel {
+            name: profile.name(),
             profile,
             max_req_size: DEFAULT_MAX_REQ_SIZE,
             maxpages: sv_max_mesg.div_ceil(PAGE_SIZE) + 2 + 1,
-            reject_zero_segcount: false,
-            cap_read_segment_length: false,
-            check_read_chunk_positions: false,
+            answers: profile.answers(),
         }
     }
 
-    fn hardened_2026(self) -> KernelModel {
-        KernelModel {
-            reject_zero_segcount: true,
-            cap_read_segment_length: true,
-            check_read_chunk_positions: true,
-            ..self
-        }
+    /// What this kernel answers a header that breaks `rule`: the one place a rule becomes a wire
+    /// answer ([`classify_with`]; the engine's responder and the wire fuzzer's model runner go
+    /// through it).
+    pub fn answer(&self, rule: Rule) -> Outcome {
+        self.answers.get(rule)
+    }
+
+    /// Whether this kernel makes the decode-time check of `rule` (one of
+    /// [`Rule::HARDENING_2026`]): a profile that answers it with a reply does not.
+    fn checks(&self, rule: Rule) -> bool {
+        self.answer(rule) != Outcome::Accept
     }
 
     /// The Read chunk budget of one request: every page it owns (`maxpages` pages), the one limit
@@ -288,7 +329,20 @@ pub enum Rule {
 }
 
 impl Rule {
-    /// Every rule the model knows.
+    /// The decode-time checks of the 2026 hardening series: a kernel without them (linux-6.1,
+    /// or a measured profile that answers one with a reply) lets such a header through to the
+    /// later checks.
+    pub const HARDENING_2026: [Rule; 7] = [
+        Rule::ReadSegmentOversized,
+        Rule::WriteSegcountZero,
+        Rule::ReplySegcountZero,
+        Rule::CallChunkOversized,
+        Rule::ReadChunkPastInline,
+        Rule::ReadChunkOversized,
+        Rule::ReadChunksOverlap,
+    ];
+
+    /// Every rule the model knows, in declaration order (`rule as usize` is its index).
     pub const ALL: [Rule; 24] = [
         Rule::Accepted,
         Rule::ReceiveOverflow,
@@ -408,7 +462,8 @@ impl Rule {
         }
     }
 
-    /// The wire outcome this rule produces.
+    /// The wire outcome this rule produces on the 2026 model (a kernel's own:
+    /// [`KernelModel::answer`]).
     pub fn outcome(self) -> Outcome {
         match self {
             Rule::Accepted | Rule::UncheckedReadChunkPosition | Rule::UncheckedZeroSegcount => {
@@ -453,9 +508,13 @@ pub fn classify(bytes: &[u8], profile: Profile) -> Verdict {
 
 /// [`classify`] with explicit kernel constants.
 pub fn classify_with(bytes: &[u8], model: &KernelModel) -> Verdict {
-    match check(bytes, model) {
-        Ok(()) => Rule::Accepted.into(),
-        Err(rule) => rule.into(),
+    let rule = match check(bytes, model) {
+        Ok(()) => Rule::Accepted,
+        Err(rule) => rule,
+    };
+    Verdict {
+        outcome: model.answer(rule),
+        rule,
     }
 }
 
@@ -527,8 +586,11 @@ fn check(bytes: &[u8], model: &KernelModel) -> Result<(), Rule> {
     let inline_len = bytes.len() - s.pos;
 
     let positions = check_read_chunk_positions(&reads, inline_len, model);
-    if model.check_read_chunk_positions {
-        positions?;
+    // 2026 pcl_check_read_chunk_positions, rule by rule as far as the kernel makes it.
+    if let Err(rule) = positions {
+        if model.checks(rule) {
+            return Err(rule);
+        }
     }
     // svc_rdma_build_read_segment: the Read sink is rq_pages; more pages than the request owns
     // hits the overrun guard -> -EINVAL -> ERR_CHUNK, then svc_xprt_deferred_close.
@@ -562,7 +624,7 @@ fn check_read_list(
         let length = s.word().ok_or(Rule::ReadListTruncated)?;
         let offset = s.hyper().ok_or(Rule::ReadListTruncated)?;
         // 2026: `length > rc_maxpages << PAGE_SHIFT` -> false (checked before the position).
-        if model.cap_read_segment_length && length > model.max_chunk_bytes() {
+        if model.checks(Rule::ReadSegmentOversized) && length > model.max_chunk_bytes() {
             return Err(Rule::ReadSegmentOversized);
         }
         // RFC 8166 §3.4.4: XDR positions are 4-byte aligned; `position & 3` -> false.
@@ -639,7 +701,7 @@ fn check_write_chunk(
     let segcount = s.word().ok_or(truncated)?;
     // 2026 (CVE fix "Reject Write/Reply chunks with segcount 0"): a zero segcount describes no
     // remote buffer and made pcl_for_each_segment() walk off the chunk.
-    if segcount == 0 && model.reject_zero_segcount {
+    if segcount == 0 && model.checks(zero) {
         return Err(zero);
     }
     // "arbitrary but sensible limit": segcount > RPCSVC_MAXPAGES (6.1.120+) / rc_maxpages (2026).
@@ -731,6 +793,25 @@ mod tests {
             rule: "x",
         };
         assert_eq!(Outcome::from(&other), Outcome::ErrChunk);
+    }
+
+    #[test]
+    fn rules_index_their_answers_and_profiles_answer_as_modelled() {
+        for (i, rule) in Rule::ALL.into_iter().enumerate() {
+            assert_eq!(rule as usize, i, "{rule:?}");
+            assert_eq!(Profile::Linux2026.model().answer(rule), rule.outcome());
+            let on_6_1 = Profile::Linux6_1.model().answer(rule);
+            if Rule::HARDENING_2026.contains(&rule) {
+                assert_eq!(on_6_1, Outcome::Accept, "{rule:?}");
+            } else {
+                assert_eq!(on_6_1, rule.outcome(), "{rule:?}");
+            }
+        }
+        // The rules no header breaks keep answering Accept whatever a profile says.
+        let answers = Answers::of_rules().with(Rule::Accepted, Outcome::ErrChunk);
+        assert_eq!(answers.get(Rule::Accepted), Outcome::Accept);
+        let answers = Answers::of_rules().with(Rule::ReadChunksOverlap, Outcome::Disconnect);
+        assert_eq!(answers.get(Rule::ReadChunksOverlap), Outcome::Disconnect);
     }
 
     #[test]

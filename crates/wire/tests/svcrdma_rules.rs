@@ -508,12 +508,6 @@ fn rule_read_pages_overrun_is_err_chunk_then_close() {
 fn rule_budget_follows_nfsd_payload_size() {
     // A 256 MiB guest: nfsd serves 64 KiB payloads, so rc_maxpages is 20 on 2026 kernels.
     let small = KernelModel::with_max_payload(Profile::Linux2026, 64 * 1024);
-    let small = KernelModel {
-        reject_zero_segcount: true,
-        cap_read_segment_length: true,
-        check_read_chunk_positions: true,
-        ..small
-    };
     let bytes = msg()
         .end_list()
         .write_chunk(21)

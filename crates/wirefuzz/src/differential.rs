@@ -1,6 +1,12 @@
 //! Runs a case stream against one runner, or two side by side (differential): outcome
 //! histograms per target, and every divergence deduplicated by (target rule, outcome pair),
 //! saved with its case file and matched against the known-divergences file.
+//!
+//! A divergence is confirmed before it counts: both runners run the case again, each on a fresh
+//! connection. What the stream saw on a live connection can belong to the case before (a close
+//! nfsd deferred past that case's ERR_CHUNK and its liveness probe lands on the next case);
+//! reproduced alone, such a pair agrees and is reported as unconfirmed, not as a divergence.
+//! A confirmed divergence is keyed by the outcomes of the rerun, which saw the case alone.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -95,6 +101,120 @@ fn target_matches(pattern: &str, target: &str) -> bool {
 mod tests {
     use super::*;
 
+    /// A runner that answers the stream with one outcome and a rerun with another.
+    struct Scripted {
+        name: &'static str,
+        stream: Observed,
+        rerun: Observed,
+        reruns: u32,
+    }
+
+    impl Scripted {
+        fn result(&self, case: &Case, outcome: Observed) -> CaseResult {
+            CaseResult {
+                index: case.index,
+                family: case.family.clone(),
+                target_rule: case.target_rule.clone(),
+                outcome,
+                alive_after: true,
+                stray_messages: 0,
+                late_answer: false,
+                notes: Vec::new(),
+                events: None,
+            }
+        }
+    }
+
+    impl CaseRunner for Scripted {
+        fn name(&self) -> String {
+            self.name.into()
+        }
+        fn run_case(&mut self, case: &Case) -> Result<CaseResult, TargetError> {
+            Ok(self.result(case, self.stream))
+        }
+        fn rerun_on_fresh_connection(&mut self, case: &Case) -> Result<CaseResult, TargetError> {
+            self.reruns += 1;
+            Ok(self.result(case, self.rerun))
+        }
+    }
+
+    fn one_case(index: u64) -> Option<Case> {
+        (index == 0).then(|| Case {
+            seed: 7,
+            index,
+            family: "accepted".into(),
+            base: "null".into(),
+            target_rule: "accepted".into(),
+            xid: 1,
+            private_data: None,
+            regions: Vec::new(),
+            relocations: Vec::new(),
+            bytes: vec![0; 28],
+        })
+    }
+
+    fn scripted(name: &'static str, stream: Observed, rerun: Observed) -> Scripted {
+        Scripted {
+            name,
+            stream,
+            rerun,
+            reruns: 0,
+        }
+    }
+
+    /// One case through `a` and `b`, no known divergences.
+    fn run_one(a: &mut Scripted, b: &mut Scripted) -> Report {
+        let options = RunOptions {
+            seed: 7,
+            cases: 10,
+            ..RunOptions::default()
+        };
+        run(&options, one_case, a, Some(b), &KnownDivergences::default()).unwrap()
+    }
+
+    #[test]
+    fn a_divergence_the_fresh_connections_do_not_reproduce_is_unconfirmed() {
+        // nfsd's deferred close landing on the next case: a disconnect in the stream, a reply
+        // when the case is sent alone.
+        let mut nfsd = scripted("nfsd", Observed::Disconnect, Observed::Reply);
+        let mut ours = scripted("rig-serve", Observed::Reply, Observed::Reply);
+        let report = run_one(&mut nfsd, &mut ours);
+        assert_eq!((nfsd.reruns, ours.reruns), (1, 1));
+        assert!(report.divergences.is_empty(), "{:?}", report.divergences);
+        assert_eq!(report.unknown_divergences, 0);
+        assert_eq!(report.unconfirmed.len(), 1);
+        let u = &report.unconfirmed[0];
+        assert_eq!(
+            (u.a, u.b, u.rerun),
+            (Observed::Disconnect, Observed::Reply, Observed::Reply)
+        );
+        // The stream's outcome still counts in the histogram: the report shows what happened.
+        assert_eq!(report.targets[0].outcomes[&Observed::Disconnect], 1);
+    }
+
+    #[test]
+    fn a_confirmed_divergence_is_keyed_by_what_the_reruns_saw() {
+        let mut nfsd = scripted("nfsd", Observed::Disconnect, Observed::ErrChunkThenClose);
+        let mut ours = scripted("rig-serve", Observed::ErrChunk, Observed::ErrChunk);
+        let report = run_one(&mut nfsd, &mut ours);
+        assert!(report.unconfirmed.is_empty());
+        assert_eq!(report.unknown_divergences, 1);
+        let d = &report.divergences[0];
+        assert_eq!(
+            (d.a, d.b),
+            (Observed::ErrChunkThenClose, Observed::ErrChunk)
+        );
+    }
+
+    #[test]
+    fn agreeing_runners_are_not_rerun() {
+        let mut a = scripted("a", Observed::Reply, Observed::Drop);
+        let mut b = scripted("b", Observed::Reply, Observed::Reply);
+        let report = run_one(&mut a, &mut b);
+        assert_eq!((a.reruns, b.reruns), (0, 0));
+        assert!(report.divergences.is_empty() && report.unconfirmed.is_empty());
+    }
+
     #[test]
     fn target_patterns() {
         assert!(target_matches("sim:*", "sim:classic"));
@@ -173,6 +293,22 @@ pub struct Divergence {
     pub known: Option<String>,
 }
 
+/// A divergence of the stream that the reruns on fresh connections did not reproduce (the two
+/// runners agreed there), deduplicated like [`Divergence`] by (rule, outcome pair).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Unconfirmed {
+    pub rule: String,
+    pub family: String,
+    /// Outcomes in the stream.
+    pub a: Observed,
+    pub b: Observed,
+    /// What both gave on fresh connections.
+    pub rerun: Observed,
+    pub count: u64,
+    pub first_seed: u64,
+    pub first_index: u64,
+}
+
 /// What a run did.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Report {
@@ -183,6 +319,8 @@ pub struct Report {
     pub targets: Vec<TargetStats>,
     pub divergences: Vec<Divergence>,
     pub unknown_divergences: usize,
+    /// Stream divergences the reruns on fresh connections did not reproduce.
+    pub unconfirmed: Vec<Unconfirmed>,
     /// Kernel-event signatures over the run (`--signatures`, `--guided`); absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub signatures: Option<crate::guided::FeedbackReport>,
@@ -231,6 +369,7 @@ pub fn run_observed(
         ..TargetStats::default()
     });
     let mut divergences: BTreeMap<(String, Observed, Observed), Divergence> = BTreeMap::new();
+    let mut unconfirmed: BTreeMap<(String, Observed, Observed), Unconfirmed> = BTreeMap::new();
     let mut sent = 0u64;
     while sent < options.cases {
         if options.time.is_some_and(|limit| started.elapsed() >= limit) {
@@ -248,6 +387,27 @@ pub fn run_observed(
         stats_b.record(&result_b);
         observe(&case, &result_a, Some(&result_b));
         if result_a.outcome != result_b.outcome {
+            let rerun_a = a.rerun_on_fresh_connection(&case)?;
+            let rerun_b = b.rerun_on_fresh_connection(&case)?;
+            if rerun_a.outcome == rerun_b.outcome {
+                let key = (case.target_rule.clone(), result_a.outcome, result_b.outcome);
+                unconfirmed
+                    .entry(key)
+                    .and_modify(|u| u.count += 1)
+                    .or_insert_with(|| Unconfirmed {
+                        rule: case.target_rule.clone(),
+                        family: case.family.clone(),
+                        a: result_a.outcome,
+                        b: result_b.outcome,
+                        rerun: rerun_a.outcome,
+                        count: 1,
+                        first_seed: case.seed,
+                        first_index: case.index,
+                    });
+                sent += 1;
+                continue;
+            }
+            let (result_a, result_b) = (rerun_a, rerun_b);
             let key = (case.target_rule.clone(), result_a.outcome, result_b.outcome);
             if let Some(d) = divergences.get_mut(&key) {
                 d.count += 1;
@@ -307,6 +467,7 @@ pub fn run_observed(
         targets: std::iter::once(stats_a).chain(stats_b).collect(),
         unknown_divergences: divergences.iter().filter(|d| d.known.is_none()).count(),
         divergences,
+        unconfirmed: unconfirmed.into_values().collect(),
         signatures: None,
     })
 }

@@ -16,7 +16,7 @@ use wire::nfs3::Nfs3Call;
 use wire::nfs_client::nfs3_call;
 use wire::raw::RawBuilder;
 use wire::rpcrdma::{ERR_CHUNK, ERR_VERS};
-use wire::svcrdma::{self, Profile};
+use wire::svcrdma::{self, KernelModel};
 
 use crate::case::{Case, Observed};
 use crate::signature::Signature;
@@ -59,6 +59,13 @@ pub struct CaseResult {
 pub trait CaseRunner {
     fn name(&self) -> String;
     fn run_case(&mut self, case: &Case) -> Result<CaseResult, TargetError>;
+    /// Run `case` again on a connection that carries nothing before it (a runner without
+    /// connections: as [`CaseRunner::run_case`]). A divergence is confirmed this way before it
+    /// is reported: what a case saw on a live connection can belong to the case before it (a
+    /// close the kernel deferred past the previous case's answer and its probe).
+    fn rerun_on_fresh_connection(&mut self, case: &Case) -> Result<CaseResult, TargetError> {
+        self.run_case(case)
+    }
     /// Connections re-established after a close so far (a runner without a transport: 0).
     fn reconnects(&self) -> u64 {
         0
@@ -68,16 +75,17 @@ pub trait CaseRunner {
 /// The svcrdma rule model's prediction, as a runner (for `--against model:PROFILE`).
 #[derive(Debug, Clone, Copy)]
 pub struct ModelRunner {
-    pub profile: Profile,
+    /// A modelled or measured kernel (`crate::rules::kernel_model`).
+    pub model: KernelModel,
 }
 
 impl CaseRunner for ModelRunner {
     fn name(&self) -> String {
-        format!("model:{}", self.profile)
+        format!("model:{}", self.model.name)
     }
 
     fn run_case(&mut self, case: &Case) -> Result<CaseResult, TargetError> {
-        let verdict = svcrdma::classify(&case.bytes, self.profile);
+        let verdict = svcrdma::classify_with(&case.bytes, &self.model);
         let outcome = Observed::from(verdict.outcome);
         Ok(CaseResult {
             index: case.index,
@@ -92,7 +100,7 @@ impl CaseRunner for ModelRunner {
             late_answer: false,
             notes: vec![format!(
                 "model {}: {} ({}; {})",
-                self.profile,
+                self.model.name,
                 verdict,
                 verdict.rule.kernel_check(),
                 verdict.rule.rfc()
@@ -283,6 +291,14 @@ impl<T: Target> CaseRunner for Executor<T> {
         Executor::reconnects(self)
     }
 
+    fn rerun_on_fresh_connection(&mut self, case: &Case) -> Result<CaseResult, TargetError> {
+        // Torn down from our side: `run_case` connects anew, and a late answer or a deferred
+        // close of the old connection cannot reach the rerun.
+        self.target.disconnect();
+        self.previous_drop = None;
+        self.run_case(case)
+    }
+
     fn run_case(&mut self, case: &Case) -> Result<CaseResult, TargetError> {
         // Notes from before this case belong to the previous one.
         self.target.take_notes();
@@ -359,7 +375,7 @@ pub fn open_runner(
             ),
             log,
         ),
-        TargetSpec::Model(profile) => Box::new(ModelRunner { profile: *profile }),
+        TargetSpec::Model(model) => Box::new(ModelRunner { model: *model }),
         TargetSpec::Rdma(addr) => live(
             Executor::new(crate::target::open_rdma(addr)?, deadline),
             log,

@@ -219,7 +219,8 @@ mod tests {
     /// `cases` cases of seed 1 against the simulated linux-2026 responder, one (pretend) second
     /// each, sampled every 500; returns the feedback report and the cases sent.
     fn run(guided: bool, cases: u64) -> (FeedbackReport, Vec<Case>) {
-        let target = SimTarget::new(SimServerKind::Responder(Profile::Linux2026), 1).unwrap();
+        let target =
+            SimTarget::new(SimServerKind::Responder(Profile::Linux2026.model()), 1).unwrap();
         let mut executor = Executor::new(target, Deadline::default());
         let mut feedback = Feedback::new(1, guided, Duration::from_secs(500));
         let mut next_family = 0u64;

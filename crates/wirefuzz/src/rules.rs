@@ -3,6 +3,11 @@
 //! answered; the answer classes a rule run reports ([`Answer`]); and a kernel's expected answers
 //! as data ([`KernelProfile`], one TOML file per kernel under `fixtures/svcrdma-profiles/`).
 //!
+//! The measured profiles are also compiled in ([`MEASURED_PROFILES`], `include_str!` of the
+//! fixture files, so the `rig` binary a guest gets carries them) and become the kernel model
+//! `rig serve --profile`, `rig fuzz-wire`'s `sim:`/`model:` targets and the engine's responder
+//! answer by ([`kernel_model`], [`KernelProfile::model`]).
+//!
 //! Pure: cases are built from the generator at a fixed seed ([`RULES_SEED`]) or with the raw
 //! builder, so their bytes never change between runs; nothing here sends, reads a file or a clock
 //! (`rig svcrdma-rules` runs the cases and reads the profile files).
@@ -15,7 +20,7 @@ use wire::ddp::argument_position;
 use wire::nfs3::{DdpData, FileHandle, Nfs3Call, StableHow, WriteArgs};
 use wire::nfs_client::nfs3_call;
 use wire::raw::{proc_value, RawBuilder};
-use wire::svcrdma::{self, KernelModel, Outcome, Profile, Rule};
+use wire::svcrdma::{self, Answers, KernelModel, Outcome, Profile, Rule};
 
 use crate::case::{Case, Observed};
 use crate::generate::{
@@ -145,6 +150,22 @@ impl From<Observed> for Answer {
             Observed::Disconnect => Answer::Close,
             Observed::Hang => Answer::Hang,
         }
+    }
+}
+
+impl Answer {
+    /// The responder outcome that gives this answer (`None` for [`Answer::Hang`], which no
+    /// responder should be made to give).
+    pub fn outcome(self) -> Option<Outcome> {
+        Some(match self {
+            Answer::Reply => Outcome::Accept,
+            Answer::ErrVers => Outcome::ErrVers,
+            Answer::ErrChunk => Outcome::ErrChunk,
+            Answer::Drop => Outcome::Drop,
+            Answer::ErrChunkThenClose => Outcome::ErrChunkThenClose,
+            Answer::Close => Outcome::Disconnect,
+            Answer::Hang => return None,
+        })
     }
 }
 
@@ -505,6 +526,8 @@ pub enum ProfileError {
     MissingRule(&'static str),
     /// A string longer than [`MAX_PROFILE_STRING`].
     TooLong { field: String, len: usize },
+    /// A rule expected to hang: no responder can be built to answer so.
+    HangExpected(&'static str),
 }
 
 impl fmt::Display for ProfileError {
@@ -527,6 +550,10 @@ impl fmt::Display for ProfileError {
             ProfileError::TooLong { field, len } => write!(
                 f,
                 "{field}: {len} bytes, more than the {MAX_PROFILE_STRING}-byte limit"
+            ),
+            ProfileError::HangExpected(rule) => write!(
+                f,
+                "rule {rule}: expected \"hang\", which no responder is built to answer"
             ),
         }
     }
@@ -620,6 +647,30 @@ impl KernelProfile {
         self.rules.get(rule.name())
     }
 
+    /// The kernel model that answers every catalogue rule as this profile expects
+    /// ([`KernelModel::answer`]), named `name`, with the 2026 model's constants (1 MiB nfsd
+    /// payload: 260 pages; 6.1's `RPCSVC_MAXPAGES` is one page less, which moves only cases
+    /// within a page of the limit). A rule answered with a reply is a check the kernel does not
+    /// make ([`Rule::HARDENING_2026`]): the header goes on to the later checks.
+    pub fn model(&self, name: &'static str) -> Result<KernelModel, ProfileError> {
+        let mut answers = Answers::of_rules();
+        for rule in CATALOGUE_RULES {
+            let expected = self
+                .expected(rule)
+                .ok_or(ProfileError::MissingRule(rule.name()))?;
+            let outcome = expected
+                .answer
+                .outcome()
+                .ok_or(ProfileError::HangExpected(rule.name()))?;
+            answers = answers.with(rule, outcome);
+        }
+        Ok(KernelModel {
+            name,
+            answers,
+            ..Profile::Linux2026.model()
+        })
+    }
+
     /// The profile as its TOML file: header, then one table per rule in catalogue order (rules
     /// outside the catalogue cannot be in a parsed profile, and are left out).
     pub fn to_toml(&self) -> String {
@@ -647,6 +698,93 @@ impl KernelProfile {
         }
         out
     }
+}
+
+/// The measured kernel profiles compiled into the binary: (name, the fixture file's text).
+/// Each name is its file's stem and its `kernel` field (tests check both, and that the text is
+/// the fixture file's).
+pub const MEASURED_PROFILES: [(&str, &str); 4] = [
+    (
+        "debian-6.1.176",
+        include_str!("../../../fixtures/svcrdma-profiles/debian-6.1.176.toml"),
+    ),
+    (
+        "debian-6.12.117",
+        include_str!("../../../fixtures/svcrdma-profiles/debian-6.12.117.toml"),
+    ),
+    (
+        "debian-7.2.13",
+        include_str!("../../../fixtures/svcrdma-profiles/debian-7.2.13.toml"),
+    ),
+    (
+        "mainline-2026",
+        include_str!("../../../fixtures/svcrdma-profiles/mainline-2026.toml"),
+    ),
+];
+
+/// A profile name neither modelled nor measured.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ProfileNameError {
+    /// No profile of this name (the known ones are in the message).
+    Unknown(String),
+    /// The embedded profile of this name does not parse (a test keeps this from shipping).
+    Embedded {
+        name: &'static str,
+        error: ProfileError,
+    },
+}
+
+impl fmt::Display for ProfileNameError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ProfileNameError::Unknown(name) => {
+                let names: Vec<&str> = profile_names().collect();
+                write!(
+                    f,
+                    "unknown kernel profile {name:?} (known: {})",
+                    names.join(", ")
+                )
+            }
+            ProfileNameError::Embedded { name, error } => {
+                write!(f, "embedded profile {name}: {error}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for ProfileNameError {}
+
+/// Every profile name [`kernel_model`] knows: the modelled ones, then the measured ones.
+pub fn profile_names() -> impl Iterator<Item = &'static str> {
+    Profile::ALL
+        .into_iter()
+        .map(Profile::name)
+        .chain(MEASURED_PROFILES.iter().map(|(name, _)| *name))
+}
+
+/// The embedded measured profile `name`, parsed.
+pub fn measured_profile(name: &str) -> Option<Result<KernelProfile, ProfileError>> {
+    MEASURED_PROFILES
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, text)| KernelProfile::parse(text))
+}
+
+/// The kernel model of a profile name: a modelled one (`linux-6.1`, `linux-2026`: the svcrdma
+/// model's switches) or a measured one (`debian-6.12.117`, ...: [`KernelProfile::model`] of the
+/// embedded file).
+pub fn kernel_model(name: &str) -> Result<KernelModel, ProfileNameError> {
+    if let Ok(profile) = name.parse::<Profile>() {
+        return Ok(profile.model());
+    }
+    let (name, text) = MEASURED_PROFILES
+        .iter()
+        .find(|(n, _)| *n == name)
+        .ok_or_else(|| ProfileNameError::Unknown(name.chars().take(64).collect()))?;
+    KernelProfile::parse(text)
+        .and_then(|profile| profile.model(name))
+        .map_err(|error| ProfileNameError::Embedded { name, error })
 }
 
 #[cfg(test)]
@@ -784,5 +922,92 @@ mod tests {
             KernelProfile::parse(&long),
             Err(ProfileError::TooLong { len: 5000, .. })
         ));
+    }
+
+    #[test]
+    fn the_embedded_profiles_are_the_fixture_files_and_name_themselves() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../fixtures/svcrdma-profiles");
+        let mut on_disk: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".toml"))
+            .collect();
+        on_disk.sort();
+        let embedded: Vec<String> = MEASURED_PROFILES
+            .iter()
+            .map(|(name, _)| format!("{name}.toml"))
+            .collect();
+        assert_eq!(embedded, on_disk, "every fixture profile is embedded");
+        for (name, text) in MEASURED_PROFILES {
+            let file = std::fs::read_to_string(dir.join(format!("{name}.toml"))).unwrap();
+            assert_eq!(text, file, "{name}: embedded copy differs from the fixture");
+            let profile = KernelProfile::parse(text).unwrap();
+            assert_eq!(profile.kernel, name);
+            assert_eq!(kernel_model(name).unwrap().name, name);
+        }
+    }
+
+    #[test]
+    fn a_measured_model_answers_each_rule_as_its_profile_says() {
+        for (name, _) in MEASURED_PROFILES {
+            let profile = measured_profile(name).unwrap().unwrap();
+            let model = kernel_model(name).unwrap();
+            for rule in CATALOGUE_RULES {
+                let expected = profile.expected(rule).unwrap().answer;
+                assert_eq!(
+                    Answer::from(model.answer(rule)),
+                    expected,
+                    "{} on {name}",
+                    rule.name()
+                );
+            }
+        }
+        // The modelled names still resolve, unknown ones are refused with the known names.
+        assert_eq!(
+            kernel_model("linux-6.1").unwrap(),
+            Profile::Linux6_1.model()
+        );
+        let err = kernel_model("linux-5.4").unwrap_err().to_string();
+        assert!(err.contains("linux-2026, debian-6.1.176"), "{err}");
+        // A profile expecting a hang cannot become a responder (the sample's seventh rule).
+        assert_eq!(
+            sample_profile().model("x"),
+            Err(ProfileError::HangExpected(CATALOGUE_RULES[6].name()))
+        );
+    }
+
+    /// The guest's `kernel_profile` (wire-fuzz-lib.sh) picks, for each measured kernel's
+    /// `uname -r`, that kernel's profile, and the reference for a kernel the matrix lacks.
+    #[test]
+    fn the_guest_picks_the_measured_profile_of_its_kernel() {
+        let lib = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../vm-images/suites/wire-fuzz/wire-fuzz-lib.sh"
+        );
+        let pick = |release: &str| {
+            // The library's function body alone, with uname answering `release`.
+            let text = std::fs::read_to_string(lib).unwrap();
+            let start = text.find("kernel_profile() {").unwrap();
+            let end = start + text[start..].find("\n}\n").unwrap() + 3;
+            let script = format!(
+                "uname() {{ echo {release}; }}\n{}kernel_profile\n",
+                &text[start..end]
+            );
+            let out = std::process::Command::new("sh")
+                .arg("-c")
+                .arg(script)
+                .output()
+                .unwrap();
+            String::from_utf8(out.stdout).unwrap().trim().to_string()
+        };
+        for (name, text) in MEASURED_PROFILES {
+            let release = KernelProfile::parse(text).unwrap().release;
+            if !release.is_empty() {
+                assert_eq!(pick(&release), name, "uname -r {release}");
+                assert!(kernel_model(name).is_ok());
+            }
+        }
+        assert_eq!(pick("6.19.0-rc1"), "mainline-2026");
     }
 }

@@ -16,7 +16,7 @@ use wire::nfs3::{
     Sattr3, StableHow, WriteArgs,
 };
 use wire::raw::RawBuilder;
-use wire::svcrdma::{self, Profile, DEFAULT_MAX_REQ_SIZE};
+use wire::svcrdma::{self, KernelModel, DEFAULT_MAX_REQ_SIZE};
 
 use crate::case::{Observed, Region, RegionAccess, RegionKey};
 use crate::generate::{FUZZ_FILE_BYTES, FUZZ_FILE_HANDLE, ROOT_FILE_HANDLE};
@@ -201,15 +201,15 @@ impl Endpoint for SimResponder {
 /// Build the responder for `kind` with `config`; `None` for an unknown DRC policy.
 fn build_responder(kind: &SimServerKind, config: ConnectionConfig) -> Option<SimResponder> {
     match kind {
-        SimServerKind::Responder(profile) => {
+        SimServerKind::Responder(model) => {
             let mut responder = Responder::new(config);
-            responder.set_profile(*profile);
+            responder.set_model(*model);
             Some(SimResponder::Bare(Box::new(BareResponder { responder })))
         }
         SimServerKind::Server { policy, profile } => {
             let drc = server::drc::policy_by_name(policy, config.credits)?;
             let mut server = Server::new(config, drc, CLIENT_ADDR);
-            server.set_profile(*profile);
+            server.set_model(*profile);
             provision_fuzz_file(&mut server);
             Some(SimResponder::Server(Box::new(server)))
         }
@@ -245,8 +245,8 @@ pub struct SimTarget {
     name: String,
     sim: Sim<RawPeer, SimResponder>,
     notes: VecDeque<String>,
-    /// The profile the responder judges headers with (the event source's model).
-    profile: Profile,
+    /// The kernel model the responder judges headers with (the event source's model).
+    profile: KernelModel,
     /// Events since the last [`Target::take_events`] (bounded by [`Signature`]).
     events: Signature,
 }
@@ -256,8 +256,8 @@ pub struct SimTarget {
 /// segment, `svcrdma_decode_short_err`/`_parse_err` when it does not read back) and the rule
 /// model's verdict for `profile`; numbers normalised as the trace relay normalises a live
 /// kernel's fields. Deterministic: guided runs over the simulator replay exactly.
-pub fn model_events(bytes: &[u8], profile: Profile, into: &mut Signature) {
-    let verdict = svcrdma::classify(bytes, profile);
+pub fn model_events(bytes: &[u8], profile: &KernelModel, into: &mut Signature) {
+    let verdict = svcrdma::classify_with(bytes, profile);
     into.insert(&format!(
         "svcrdma_model rule={} outcome={}",
         verdict.rule.name(),
@@ -338,7 +338,9 @@ impl SimTarget {
             },
         );
         let profile = match &kind {
-            SimServerKind::Responder(profile) | SimServerKind::Server { profile, .. } => *profile,
+            SimServerKind::Responder(profile) | SimServerKind::Server { profile, .. } => {
+                profile.clone()
+            }
         };
         Ok(SimTarget {
             name,
@@ -416,7 +418,7 @@ impl Target for SimTarget {
     }
 
     fn post_send(&mut self, bytes: &[u8]) -> Result<(), TargetError> {
-        model_events(bytes, self.profile, &mut self.events);
+        model_events(bytes, &self.profile, &mut self.events);
         let wr_id = self.sim.client.wr();
         self.sim.client.work.push_back(WorkRequest::PostSend {
             wr_id,

@@ -8,9 +8,10 @@
 use std::fmt;
 use std::time::Duration;
 
-use wire::svcrdma::Profile;
+use wire::svcrdma::{KernelModel, Profile};
 
 use crate::case::{Region, RegionKey};
+use crate::rules::{kernel_model, profile_names};
 
 /// What a target reports while the executor waits.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -101,11 +102,15 @@ pub trait Target {
 /// What the simulated responder runs above the engine.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SimServerKind {
-    /// The engine's responder judging headers as `profile` does, answering every call that
-    /// reaches it with an empty RPC SUCCESS reply (transport behaviour only).
-    Responder(Profile),
+    /// The engine's responder judging headers as this kernel model does (a modelled or a
+    /// measured profile, `crate::rules::kernel_model`), answering every call that reaches it
+    /// with an empty RPC SUCCESS reply (transport behaviour only).
+    Responder(KernelModel),
     /// Our reference NFSv3 server with this DRC policy, judging headers as `profile`.
-    Server { policy: String, profile: Profile },
+    Server {
+        policy: String,
+        profile: KernelModel,
+    },
 }
 
 impl SimServerKind {
@@ -113,11 +118,13 @@ impl SimServerKind {
     /// default profile, linux-2026, is left out).
     pub fn name(&self) -> String {
         match self {
-            SimServerKind::Responder(profile) => format!("sim:{profile}"),
-            SimServerKind::Server { policy, profile } if *profile == Profile::Linux2026 => {
+            SimServerKind::Responder(model) => format!("sim:{}", model.name),
+            SimServerKind::Server { policy, profile } if *profile == Profile::Linux2026.model() => {
                 format!("sim:{policy}")
             }
-            SimServerKind::Server { policy, profile } => format!("sim:{policy}@{profile}"),
+            SimServerKind::Server { policy, profile } => {
+                format!("sim:{policy}@{}", profile.name)
+            }
         }
     }
 }
@@ -128,8 +135,9 @@ pub enum TargetSpec {
     /// `sim:linux-6.1`, `sim:linux-2026`, or `sim:POLICY[@PROFILE]` (classic, acked,
     /// acked-mark; default profile linux-2026).
     Sim(SimServerKind),
-    /// `model:PROFILE`: no transport, the svcrdma rule model's prediction.
-    Model(Profile),
+    /// `model:PROFILE`: no transport, the svcrdma rule model's prediction (a modelled or a
+    /// measured profile).
+    Model(KernelModel),
     /// `ADDR:PORT`: a real RPC-over-RDMA listener reached with rdma_cm.
     Rdma(String),
 }
@@ -137,17 +145,15 @@ pub enum TargetSpec {
 impl TargetSpec {
     pub fn parse(spec: &str) -> Result<TargetSpec, TargetError> {
         if let Some(rest) = spec.strip_prefix("sim:") {
-            if let Ok(profile) = rest.parse::<Profile>() {
-                return Ok(TargetSpec::Sim(SimServerKind::Responder(profile)));
+            if let Ok(model) = kernel_model(rest) {
+                return Ok(TargetSpec::Sim(SimServerKind::Responder(model)));
             }
             let (policy, profile) = match rest.split_once('@') {
                 Some((policy, profile)) => (
                     policy,
-                    profile
-                        .parse::<Profile>()
-                        .map_err(|e| TargetError::BadSpec(e.to_string()))?,
+                    kernel_model(profile).map_err(|e| TargetError::BadSpec(e.to_string()))?,
                 ),
-                None => (rest, Profile::Linux2026),
+                None => (rest, Profile::Linux2026.model()),
             };
             if server::drc::POLICY_NAMES.contains(&policy) {
                 return Ok(TargetSpec::Sim(SimServerKind::Server {
@@ -156,14 +162,14 @@ impl TargetSpec {
                 }));
             }
             return Err(TargetError::BadSpec(format!(
-                "{spec:?}: after sim: give a kernel profile (linux-6.1, linux-2026) or a DRC \
-                 policy ({}), optionally @PROFILE",
+                "{spec:?}: after sim: give a kernel profile ({}) or a DRC policy ({}), \
+                 optionally @PROFILE",
+                profile_names().collect::<Vec<_>>().join(", "),
                 server::drc::POLICY_NAMES.join(", ")
             )));
         }
         if let Some(rest) = spec.strip_prefix("model:") {
-            return rest
-                .parse::<Profile>()
+            return kernel_model(rest)
                 .map(TargetSpec::Model)
                 .map_err(|e| TargetError::BadSpec(e.to_string()));
         }
@@ -181,7 +187,7 @@ impl TargetSpec {
     pub fn name(&self) -> String {
         match self {
             TargetSpec::Sim(kind) => kind.name(),
-            TargetSpec::Model(p) => format!("model:{p}"),
+            TargetSpec::Model(model) => format!("model:{}", model.name),
             TargetSpec::Rdma(addr) => addr.clone(),
         }
     }
@@ -213,20 +219,22 @@ mod tests {
     fn parses_every_spec_kind() {
         assert_eq!(
             TargetSpec::parse("sim:linux-6.1"),
-            Ok(TargetSpec::Sim(SimServerKind::Responder(Profile::Linux6_1)))
+            Ok(TargetSpec::Sim(SimServerKind::Responder(
+                Profile::Linux6_1.model()
+            )))
         );
         assert_eq!(
             TargetSpec::parse("sim:acked-mark"),
             Ok(TargetSpec::Sim(SimServerKind::Server {
                 policy: "acked-mark".into(),
-                profile: Profile::Linux2026
+                profile: Profile::Linux2026.model()
             }))
         );
         assert_eq!(
             TargetSpec::parse("sim:classic@linux-6.1"),
             Ok(TargetSpec::Sim(SimServerKind::Server {
                 policy: "classic".into(),
-                profile: Profile::Linux6_1
+                profile: Profile::Linux6_1.model()
             }))
         );
         assert_eq!(
@@ -235,7 +243,7 @@ mod tests {
         );
         assert_eq!(
             TargetSpec::parse("model:linux-2026"),
-            Ok(TargetSpec::Model(Profile::Linux2026))
+            Ok(TargetSpec::Model(Profile::Linux2026.model()))
         );
         assert_eq!(
             TargetSpec::parse("192.168.77.2:20049"),
@@ -259,6 +267,9 @@ mod tests {
             "sim:linux-2026",
             "sim:classic",
             "model:linux-6.1",
+            "model:debian-6.12.117",
+            "sim:debian-7.2.13",
+            "sim:classic@debian-6.1.176",
             "10.0.0.1:1",
         ] {
             assert_eq!(TargetSpec::parse(spec).unwrap().name(), spec);

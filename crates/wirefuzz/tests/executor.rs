@@ -21,13 +21,13 @@ fn sim(kind: SimServerKind) -> Executor<SimTarget> {
 }
 
 fn bare(profile: Profile) -> Executor<SimTarget> {
-    sim(SimServerKind::Responder(profile))
+    sim(SimServerKind::Responder(profile.model()))
 }
 
 fn server(policy: &str) -> Executor<SimTarget> {
     sim(SimServerKind::Server {
         policy: policy.to_string(),
-        profile: Profile::Linux2026,
+        profile: Profile::Linux2026.model(),
     })
 }
 
@@ -86,7 +86,9 @@ fn outcome_histogram_against_the_simulated_responder_is_non_trivial() {
 fn the_simulated_responder_answers_as_the_model_predicts_where_the_model_can_know() {
     for profile in Profile::ALL {
         let mut runner = bare(profile);
-        let mut model = ModelRunner { profile };
+        let mut model = ModelRunner {
+            model: profile.model(),
+        };
         let mut compared = 0;
         for index in 0..400 {
             let case = generate(SEED, index);
@@ -250,7 +252,7 @@ fn every_case_is_logged_before_it_is_sent() {
         inner: SimTarget::new(
             SimServerKind::Server {
                 policy: "classic".into(),
-                profile: Profile::Linux2026,
+                profile: Profile::Linux2026.model(),
             },
             SEED,
         )
@@ -310,7 +312,7 @@ fn differential_run_finds_only_known_divergences_and_saves_them() {
     };
     let mut a = bare(Profile::Linux6_1);
     let mut b = ModelRunner {
-        profile: Profile::Linux6_1,
+        model: Profile::Linux6_1.model(),
     };
     let report = differential::run(
         &options,
@@ -392,7 +394,7 @@ fn promoted_fixtures_replay_as_recorded() {
             path.display()
         );
         let predicted = ModelRunner {
-            profile: Profile::Linux2026,
+            model: Profile::Linux2026.model(),
         }
         .run_case(&case)
         .unwrap();
@@ -417,7 +419,7 @@ fn results_carry_the_targets_notes_for_triage() {
     let rejected = format!("srv reject xid={:#x} read-pages-overrun", case.xid);
     assert!(live.notes.contains(&rejected), "{:#?}", live.notes);
     let predicted = ModelRunner {
-        profile: Profile::Linux6_1,
+        model: Profile::Linux6_1.model(),
     }
     .run_case(&case)
     .unwrap();

@@ -10,54 +10,84 @@
 # counted executions and judges it by the one rule (a non-idempotent call executed more often
 # than it had argument sets; a reply to arguments never executed). Its key=value lines join the
 # deltas; a failed judgement fails the case (reason=...).
+#
+# Everything after the client is done is on the case's critical path, and each process costs
+# 50-200 ms under TCG: what can be read with shell builtins is (small files, /proc), and what
+# can be done before rig_ready is done there.
 . /rig/lib/rig-suite.sh
 T=/sys/kernel/tracing
-snap() { # <dir>
-  mkdir -p "$1"
-  cat /proc/fs/nfsd/reply_cache_stats > "$1/rcs"
-  cat /proc/net/rpc/nfsd > "$1/rpc"
-  dmesg > "$1/dmesg"
+snap() { # <prefix>
+  cat /proc/fs/nfsd/reply_cache_stats > "$1.rcs"
+  cat /proc/net/rpc/nfsd > "$1.rpc"
+  dmesg > "$1.dmesg"
 }
 snap /tmp/before
+dmesg_before=$(awk 'END { print NR }' /tmp/before.dmesg)
+read -r release < /proc/sys/kernel/osrelease
+trace_sources=
+[ -f /tmp/rig-trace-sources ] && read -r trace_sources < /tmp/rig-trace-sources
 [ -e $T/trace ] && : > $T/trace
 rig_ready
 rig_wait_client_done 120 || { rig_result fail step=client-not-done; exit 1; }
 # Replies still in flight when the client exits are counted once nfsd finishes them.
 sleep 0.3
 snap /tmp/after
+# One awk over the four snapshots, the reply cache's deltas first:
 # reply_cache_stats: "name: value" lines; keep the counters (hits/misses/not cached/...).
-rcs_delta() {
-  awk -F: 'NR == FNR { before[$1] = $2 + 0; next }
-           { v = $2 + 0; d = v - before[$1]; key = $1; gsub(/ /, "_", key)
-             if (key ~ /hits|misses|not_cached|num_entries|payload|acked_evictions/) printf "%s=%d\n", key, d }' \
-    /tmp/before/rcs /tmp/after/rcs
-}
 # /proc/net/rpc/nfsd "rc hits misses nocache" and "proc3 <n> null getattr ... commit".
-rpc_delta() {
-  awk 'NR == FNR { for (i = 2; i <= NF; i++) before[$1, i] = $i; next }
-       $1 == "rc" { printf "rc_hits=%d\nrc_misses=%d\nrc_nocache=%d\n", $2 - before["rc", 2], $3 - before["rc", 3], $4 - before["rc", 4] }
-       $1 == "rpc" { printf "rpc_calls=%d\nrpc_badcalls=%d\n", $2 - before["rpc", 2], $3 - before["rpc", 3] }
-       $1 == "proc3" {
-         split("null getattr setattr lookup access readlink read write create mkdir symlink mknod remove rmdir rename link readdir readdirplus fsstat fsinfo pathconf commit", names, " ")
-         for (i = 3; i <= NF && i - 2 <= 22; i++) { d = $i - before["proc3", i]; if (d) printf "proc3_%s=%d\n", names[i - 2], d }
-       }' /tmp/before/rpc /tmp/after/rpc
-}
-new_dmesg=$(( $(wc -l < /tmp/after/dmesg) - $(wc -l < /tmp/before/dmesg) ))
+# Then the number of dmesg lines after the case, last.
+awk 'FILENAME == "/tmp/before.rcs" { split($0, kv, ":"); rcs_before[kv[1]] = kv[2] + 0; next }
+     FILENAME == "/tmp/after.rcs" {
+       split($0, kv, ":"); d = kv[2] + 0 - rcs_before[kv[1]]; key = kv[1]; gsub(/ /, "_", key)
+       if (key ~ /hits|misses|not_cached|num_entries|payload|acked_evictions/) printf "%s=%d\n", key, d
+       next
+     }
+     FILENAME == "/tmp/before.rpc" { for (i = 2; i <= NF; i++) before[$1, i] = $i; next }
+     FILENAME == "/tmp/after.dmesg" { lines++; next }
+     $1 == "rc" { printf "rc_hits=%d\nrc_misses=%d\nrc_nocache=%d\n", $2 - before["rc", 2], $3 - before["rc", 3], $4 - before["rc", 4] }
+     $1 == "rpc" { printf "rpc_calls=%d\nrpc_badcalls=%d\n", $2 - before["rpc", 2], $3 - before["rpc", 3] }
+     $1 == "proc3" {
+       split("null getattr setattr lookup access readlink read write create mkdir symlink mknod remove rmdir rename link readdir readdirplus fsstat fsinfo pathconf commit", names, " ")
+       for (i = 3; i <= NF && i - 2 <= 22; i++) { d = $i - before["proc3", i]; if (d) printf "proc3_%s=%d\n", names[i - 2], d }
+     }
+     END { printf "%d\n", lines }' \
+  /tmp/before.rcs /tmp/after.rcs /tmp/before.rpc /tmp/after.rpc /tmp/after.dmesg > /tmp/deltas
+# The deltas go to the case's kernel.txt, the last line (the dmesg count) is split off.
+kernel_txt=$RIG_OUT/$RIG_CASE.kernel.txt
+held=
+while IFS= read -r line || [ -n "$line" ]; do
+  [ -n "$held" ] && printf '%s\n' "$held"
+  held=$line
+done < /tmp/deltas > "$kernel_txt"
+new_dmesg=$(( held - dmesg_before ))
 [ "$new_dmesg" -lt 0 ] && new_dmesg=0
-{ rcs_delta; rpc_delta; } > "$RIG_OUT/$RIG_CASE.kernel.txt"
 # The trace, with the sources enabled on this kernel as its first line; one byte over rig judge's
 # 16 MiB limit at most, so an overflowing copy is refused rather than judged truncated.
 verdict_file="$RIG_OUT/$RIG_CASE.verdict.json"
 ftrace="$RIG_OUT/$RIG_CASE.ftrace.txt"
-{ echo "# rig-sources: $(cat /tmp/rig-trace-sources 2>/dev/null)"
-  [ -e $T/trace ] && cat $T/trace; } | head -c 16777217 > "$ftrace"
+first="# rig-sources: $trace_sources"
+printf '%s\n' "$first" > "$ftrace"
+[ -e $T/trace ] && head -c $(( 16777217 - ${#first} - 1 )) $T/trace >> "$ftrace"
 rig_case_bin
 "$RIG_CASE_BIN" judge --verdict "$verdict_file" --ftrace "$ftrace" --write > /tmp/judge.out 2>&1
 judge_rc=$?
-grep -E '^[a-z_]+=' /tmp/judge.out >> "$RIG_OUT/$RIG_CASE.kernel.txt"
-echo "== rig judge (exit $judge_rc)"; cat /tmp/judge.out
-echo "== deltas"; cat "$RIG_OUT/$RIG_CASE.kernel.txt"
-echo "== new dmesg lines ($new_dmesg)"; tail -n "$new_dmesg" /tmp/after/dmesg
+echo "== rig judge (exit $judge_rc)"
+fail_line=
+while IFS= read -r line || [ -n "$line" ]; do
+  printf '%s\n' "$line"
+  # rig judge's key=value lines (a key of [a-z_] only) join the deltas.
+  key=${line%%=*}
+  case $line in *=*) case $key in ''|*[!a-z_]*) ;; *) printf '%s\n' "$line" >> "$kernel_txt" ;; esac ;; esac
+  case $line in "rig judge: fail: "*) [ -n "$fail_line" ] || fail_line=${line#rig judge: fail: } ;; esac
+done < /tmp/judge.out
+echo "== deltas"
+deltas=
+while IFS= read -r line || [ -n "$line" ]; do
+  printf '%s\n' "$line"
+  deltas="$deltas $line"
+done < "$kernel_txt"
+echo "== new dmesg lines ($new_dmesg)"
+[ "$new_dmesg" = 0 ] || tail -n "$new_dmesg" /tmp/after.dmesg
 # rig judge: 0 pass, 1 fail (the reason is the verdict's "failure"), 2 bad input (no verdict from
 # the client, whose own RESULT already says why; or an unreadable trace): recorded, not failed.
 verdict=pass judged=pass reason=
@@ -65,9 +95,9 @@ case $judge_rc in
   0) ;;
   1) verdict=fail judged=fail
      reason=$(json_field failure "$verdict_file")
-     [ -n "$reason" ] || reason=$(sed -n 's/^rig judge: fail: //p' /tmp/judge.out | head -1)
+     [ -n "$reason" ] || reason=$fail_line
      reason=$(printf '%s' "$reason" | tr -s ' \t=' '___') ;;
   *) judged=error ;;
 esac
-rig_result $verdict kernel=$(uname -r) dmesg_new=$new_dmesg judge=$judged ${reason:+"reason=$reason"} \
-  $(tr '\n' ' ' < "$RIG_OUT/$RIG_CASE.kernel.txt")
+rig_result $verdict kernel=$release dmesg_new=$new_dmesg judge=$judged ${reason:+"reason=$reason"} \
+  $deltas

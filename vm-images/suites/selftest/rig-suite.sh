@@ -108,14 +108,16 @@ json_list() {
     END { print out }' "$2"
 }
 
-# verdict_result_fields <file>: the verdict's fields for the RESULT line as key=value words, in
-# one awk pass (each sed/awk process costs ~50 ms under TCG; one per field added a second per
-# case). Strings have blanks and '=' squeezed to '_'; `statuses` is comma-joined.
-verdict_result_fields() {
+# verdict_scan <file>: one awk pass over a verdict (each sed/awk/grep process costs 50-500 ms
+# under TCG; one per field added seconds per case). Prints four lines: the first "scenario"
+# value, "outcome", "connects", then the verdict's fields for the RESULT line as key=value words
+# (strings have blanks and '=' squeezed to '_'; `statuses` is comma-joined).
+verdict_scan() {
   awk '
     BEGIN {
       n = split("procedure xid transmissions argument_sets executions judgement failure replies replies_identical credits_granted unanswered credits_balanced connects connection note", keys, " ")
       for (i = 1; i <= n; i++) want[keys[i]] = 1
+      want["scenario"] = 1; want["outcome"] = 1
     }
     inlist {
       if ($0 ~ /^ *\]/) { inlist = 0; val["statuses"] = acc; next }
@@ -136,6 +138,7 @@ verdict_result_fields() {
       val[k] = v
     }
     END {
+      printf "%s\n%s\n%s\n", val["scenario"], val["outcome"], val["connects"]
       for (i = 1; i <= n; i++) printf "%s=%s ", keys[i], val[keys[i]]
       printf "statuses=%s\n", val["statuses"]
     }' "$1"
@@ -154,22 +157,23 @@ run_scenario() {
     --scenario "$scenario" --format json --label "$label" "$@" > "$out" 2> "/tmp/$RIG_CASE.err"
   rc=$?
   capture_stop
-  cat "/tmp/$RIG_CASE.err"
-  cat "$out"
-  if ! grep -q "\"scenario\": *\"$scenario\"" "$out"; then
+  cat "/tmp/$RIG_CASE.err" "$out"
+  # VERDICT_CONNECTS is kept for judge_serve_stats.
+  { read -r seen; read -r outcome; read -r VERDICT_CONNECTS; read -r fields; } <<SCAN
+$(verdict_scan "$out")
+SCAN
+  if [ "$seen" != "$scenario" ]; then
     rig_result fail step=scenarios rc=$rc label=$label scenario=$scenario \
       error=$(head -c 200 "/tmp/$RIG_CASE.err" | tr -s ' \n\t=' '____')
     exit 1
   fi
-  outcome=$(json_field outcome "$out")
   # "ok" or "unsupported-on-rdma" (recorded, with the reason in the verdict's note); "error"
   # means the scenario could not reach a verdict.
   verdict=pass
   [ "$outcome" = error ] || [ "$rc" != 0 ] && verdict=fail
   # judgement/failure: the one rule on the *inferred* executions, recorded here; the server side
   # (drc) or judge_serve_stats (selftest) re-judges with counted executions and fails the case.
-  rig_result $verdict label=$label scenario=$scenario outcome=$outcome rc=$rc \
-    $(verdict_result_fields "$out")
+  rig_result $verdict label=$label scenario=$scenario outcome=$outcome rc=$rc $fields
   [ $verdict = pass ]
 }
 
@@ -223,18 +227,20 @@ closed_connections() {
 judge_serve_stats() {
   stats="$RIG_OUT/serve-$1.stats.json"
   out="$RIG_OUT/$RIG_CASE.verdict.json"
-  connects=$(json_field connects "$out")
+  connects=${VERDICT_CONNECTS:-0}
   case $connects in ''|*[!0-9]*) connects=0 ;; esac
-  want=$(( $2 + connects ))
-  for i in $(seq 50); do
-    [ "$(closed_connections "$stats")" -ge "$want" ] && break
-    sleep 0.2
+  want=$(( $2 + connects )) polls=0
+  while [ "$polls" -lt 50 ] && [ "$(closed_connections "$stats")" -lt "$want" ]; do
+    sleep 0.2; polls=$((polls + 1))
   done
   rig_case_bin
   "$RIG_CASE_BIN" judge --verdict "$out" --serve-stats "$stats" --write > "/tmp/$RIG_CASE.judge" 2>&1
   judge_rc=$?
   echo "== rig judge (exit $judge_rc)"; cat "/tmp/$RIG_CASE.judge"
-  counted=$(sed -n 's/^executions_counted=//p' "/tmp/$RIG_CASE.judge" | head -1)
+  counted=
+  while IFS= read -r line || [ -n "$line" ]; do
+    case $line in executions_counted=*) counted=${line#executions_counted=}; break ;; esac
+  done < "/tmp/$RIG_CASE.judge"
   case $judge_rc in
     0) rig_result pass step=judge count=serve-stats executions_counted=${counted:-unknown} ;;
     1) rig_result fail step=judge count=serve-stats executions_counted=${counted:-unknown} \

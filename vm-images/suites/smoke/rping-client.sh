@@ -1,5 +1,5 @@
-# Client side of rping: 10 verified ping-pongs over RDMA. The server marks itself ready just
-# before `rping -s` listens, so the first attempts can be rejected: retry, once a second. An
+# Client side of rping: 10 verified ping-pongs over RDMA. The server marks itself ready once
+# `rping -s` listens (or after 5 s without seeing it): retry a rejected attempt, once a second. An
 # attempt that exchanged all 10 pings ends the loop even when rping exits non-zero (its
 # teardown can race the server's disconnect); the server verifies the data pattern itself.
 for attempt in 1 2 3 4 5; do

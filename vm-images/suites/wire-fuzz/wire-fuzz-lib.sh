@@ -14,12 +14,15 @@ WIRE_FUZZ_KEEP_GOING=${WIRE_FUZZ_KEEP_GOING:-0}
 # Bounded, whatever the env file says: the fuzz case's timeout is 1800 s.
 [ "$WIRE_FUZZ_SECONDS" -gt 1500 ] 2>/dev/null && WIRE_FUZZ_SECONDS=1500
 
-# The svcrdma profile rig serve judges headers by: 6.1.y and 6.12.y predate the 2026 hardening
-# series (crates/wire/src/svcrdma.rs), mainline 7.x carries it.
+# The svcrdma profile rig serve answers headers as: the measured profile of the running kernel
+# (fixtures/svcrdma-profiles/, compiled into rig), by `uname -r`; a kernel the matrix does not
+# measure gets the upstream reference.
 kernel_profile() {
   case $(uname -r) in
-    6.*) echo linux-6.1 ;;
-    *) echo linux-2026 ;;
+    6.1.*) echo debian-6.1.176 ;;
+    6.12.*) echo debian-6.12.117 ;;
+    7.*) echo debian-7.2.13 ;;
+    *) echo mainline-2026 ;;
   esac
 }
 
