@@ -338,9 +338,7 @@ impl SimTarget {
             },
         );
         let profile = match &kind {
-            SimServerKind::Responder(profile) | SimServerKind::Server { profile, .. } => {
-                profile.clone()
-            }
+            SimServerKind::Responder(profile) | SimServerKind::Server { profile, .. } => *profile,
         };
         Ok(SimTarget {
             name,
