@@ -1,23 +1,31 @@
 //! `rig fuzz-wire`: send generated (or replayed) malformed RPC-over-RDMA calls to a target,
 //! optionally differentially against a second one, and report outcomes and divergences.
 
+use std::cell::RefCell;
 use std::fs::File;
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use wirefuzz::case::Case;
 use wirefuzz::differential::{self, KnownDivergences, Report, RunOptions};
 use wirefuzz::executor::{open_runner, CaseResult};
 use wirefuzz::generate::{generate, generate_family_case, Family};
+use wirefuzz::guided::Feedback;
+use wirefuzz::signature::Signature;
 use wirefuzz::target::{Deadline, TargetSpec};
 
 use crate::input::read_text;
+use crate::trace_relay::RelayClient;
 use crate::{out, outln};
 
 /// Most generated cases drawn and skipped (`--skip-family`) while looking for the next one.
 const MAX_SKIPPED_DRAWS: u32 = 100_000;
+/// Most corpus case files one run writes (new signatures beyond it are counted, not saved).
+const MAX_CORPUS_FILES: u64 = 2000;
+/// Cases between reconnection attempts to a trace relay that failed.
+const RELAY_RETRY_CASES: u64 = 100;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -77,6 +85,26 @@ pub struct Args {
     /// always on with --replay.
     #[arg(long)]
     traces: bool,
+    /// Collect each case's responder events (the simulator's model events, or a live kernel's
+    /// trace events through --trace-relay) and report distinct signatures over time. The case
+    /// stream is unchanged.
+    #[arg(long)]
+    signatures: bool,
+    /// Guided fuzzing (implies --signatures): a case with a new signature joins the corpus,
+    /// and two cases in three are structure-aware mutants of corpus entries, the third the
+    /// families' next case.
+    #[arg(long)]
+    guided: bool,
+    /// The server guest's `rig trace-relay` (ADDR:PORT): the --target kernel's trace events
+    /// per case. Needed for --signatures/--guided against a live target.
+    #[arg(long)]
+    trace_relay: Option<String>,
+    /// Seconds between the points of the signatures-over-time table.
+    #[arg(long, default_value_t = 10)]
+    signature_interval: u64,
+    /// Where cases with a new signature are written (at most 2000 per run).
+    #[arg(long, default_value = "target/wire-fuzz/corpus")]
+    corpus: PathBuf,
 }
 
 pub fn run(args: Args) -> Result<u8> {
@@ -105,13 +133,13 @@ pub fn run(args: Args) -> Result<u8> {
     }
     let seed = args.seed;
     let stop_file = args.stop_file.clone();
-    // The generator index runs ahead of the sent count when families are skipped.
+    // The generator index runs ahead of the sent count when families are skipped; family
+    // cases are counted apart from the stream index (guided runs mix mutants in).
     let mut next_index = 0u64;
-    let mut next_case = move |i: u64| -> Option<Case> {
-        if stop_file.as_deref().is_some_and(Path::exists) {
-            eprintln!("fuzz-wire: stop file present, stopping before case {i}");
-            return None;
-        }
+    let mut families_drawn = 0u64;
+    let mut next_family_case = move || -> Option<Case> {
+        let i = families_drawn;
+        families_drawn += 1;
         match (&replayed, family) {
             (Some(case), _) => (i == 0).then(|| case.clone()),
             (None, Some(family)) => Some(generate_family_case(family, seed, i)),
@@ -127,6 +155,25 @@ pub fn run(args: Args) -> Result<u8> {
                 }
                 None
             }
+        }
+    };
+    let feedback = RefCell::new(
+        (args.signatures || args.guided || args.trace_relay.is_some()).then(|| {
+            Feedback::new(
+                seed,
+                args.guided,
+                Duration::from_secs(args.signature_interval.max(1)),
+            )
+        }),
+    );
+    let mut next_case = |i: u64| -> Option<Case> {
+        if stop_file.as_deref().is_some_and(Path::exists) {
+            eprintln!("fuzz-wire: stop file present, stopping before case {i}");
+            return None;
+        }
+        match feedback.borrow_mut().as_mut() {
+            Some(feedback) => feedback.next_case(i, &mut next_family_case),
+            None => next_family_case(),
         }
     };
     if let Some(dir) = &args.dump {
@@ -146,6 +193,15 @@ pub fn run(args: Args) -> Result<u8> {
     };
     let spec_a = TargetSpec::parse(&args.target)?;
     let spec_b = args.against.as_deref().map(TargetSpec::parse).transpose()?;
+    if args.trace_relay.is_none()
+        && feedback.borrow().is_some()
+        && !matches!(spec_a, TargetSpec::Sim(_))
+    {
+        anyhow::bail!(
+            "--signatures/--guided against {} need --trace-relay",
+            args.target
+        )
+    }
     if let Some(parent) = args.log.parent() {
         std::fs::create_dir_all(parent)
             .with_context(|| format!("creating {}", parent.display()))?;
@@ -165,10 +221,16 @@ pub fn run(args: Args) -> Result<u8> {
         save_dir: Some(args.save_divergences.clone()),
     };
     let traces = args.traces || args.replay.is_some();
+    let mut relay = match &args.trace_relay {
+        Some(addr) => Some(RelayState::connect(addr)?),
+        None => None,
+    };
+    let mut corpus = CorpusWriter::new(args.corpus.clone(), feedback.borrow().is_some());
+    let started = Instant::now();
     // The observer cannot fail: the first write error is kept, later traces are not written,
     // and the error ends the command once the run is over.
     let mut write_error = None;
-    let report = differential::run_observed(
+    let mut report = differential::run_observed(
         &options,
         next_case,
         runner_a.as_mut(),
@@ -178,8 +240,43 @@ pub fn run(args: Args) -> Result<u8> {
             if traces && write_error.is_none() {
                 write_error = out!("{}", case_trace(case, a, b)).err();
             }
+            let mut feedback = feedback.borrow_mut();
+            let Some(feedback) = feedback.as_mut() else {
+                return;
+            };
+            // The kernel's events come through the relay (one case later); the simulator has
+            // its own.
+            match &mut relay {
+                Some(relay) => {
+                    if let Some((marked, events)) = relay.after_case(case) {
+                        let saved = corpus.observe(feedback, &marked, events, started.elapsed());
+                        if let Err(e) = saved {
+                            write_error.get_or_insert(e);
+                        }
+                    }
+                }
+                None => {
+                    let saved = corpus.observe(feedback, case, a.events.clone(), started.elapsed());
+                    if let Err(e) = saved {
+                        write_error.get_or_insert(e);
+                    }
+                }
+            }
         },
     )?;
+    if let Some(feedback) = feedback.borrow_mut().as_mut() {
+        if let Some((last, events)) = relay.as_mut().and_then(RelayState::finish) {
+            if let Err(e) = corpus.observe(feedback, &last, events, started.elapsed()) {
+                write_error.get_or_insert(e);
+            }
+        }
+        let mut section = feedback.report(started.elapsed());
+        if let Some(relay) = &relay {
+            section.cases_without_events = relay.missed;
+            section.event_wait_ms = relay.waited.as_millis() as u64;
+        }
+        report.signatures = Some(section);
+    }
     // The report file first: a closed standard output must not lose it.
     if let Some(path) = &args.report {
         let json = serde_json::to_string_pretty(&report)?;
@@ -190,6 +287,142 @@ pub fn run(args: Args) -> Result<u8> {
     }
     out!("{}", summary(&report))?;
     Ok(u8::from(report.unknown_divergences > 0))
+}
+
+/// The trace relay as the run sees it: each case is marked right after it ran, and its events
+/// come back with the next case's mark (or at the end); a lost relay is retried now and then,
+/// and the cases meanwhile are counted as having no events.
+struct RelayState {
+    addr: String,
+    client: Option<RelayClient>,
+    /// The case marked last, whose events are still to come.
+    marked: Option<Case>,
+    missed: u64,
+    since_failure: u64,
+    /// Time spent in relay calls (on every case's path).
+    waited: Duration,
+}
+
+impl RelayState {
+    fn connect(addr: &str) -> Result<RelayState> {
+        Ok(RelayState {
+            addr: addr.to_string(),
+            client: Some(RelayClient::connect(addr, Duration::from_secs(2))?),
+            marked: None,
+            missed: 0,
+            since_failure: 0,
+            waited: Duration::ZERO,
+        })
+    }
+
+    /// Mark `case` (just run); returns the case marked before it with its events, if any.
+    fn after_case(&mut self, case: &Case) -> Option<(Case, Option<Signature>)> {
+        let started = Instant::now();
+        if self.client.is_none() {
+            self.since_failure += 1;
+            if self.since_failure >= RELAY_RETRY_CASES {
+                self.since_failure = 0;
+                self.client = RelayClient::connect(&self.addr, Duration::from_secs(2))
+                    .map_err(|e| eprintln!("fuzz-wire: trace relay: {e:#}"))
+                    .ok();
+            }
+        }
+        let previous = self.marked.take();
+        let events = match self.client.as_mut().map(RelayClient::mark) {
+            Some(Ok(events)) => {
+                self.marked = Some(case.clone());
+                events.flatten()
+            }
+            Some(Err(e)) => self.fail(e),
+            None => None,
+        };
+        if self.client.is_none() {
+            // Not marked: this case's events are lost with the relay.
+            self.missed += 1;
+        }
+        self.waited += started.elapsed();
+        previous.map(|previous| self.count(previous, events))
+    }
+
+    /// The last marked case with its events (at the end of the run).
+    fn finish(&mut self) -> Option<(Case, Option<Signature>)> {
+        let started = Instant::now();
+        let last = self.marked.take()?;
+        let events = match self.client.as_mut().map(RelayClient::take_pending) {
+            Some(Ok(events)) => events.flatten(),
+            Some(Err(e)) => self.fail(e),
+            None => None,
+        };
+        self.waited += started.elapsed();
+        Some(self.count(last, events))
+    }
+
+    fn fail(&mut self, e: anyhow::Error) -> Option<Signature> {
+        eprintln!("fuzz-wire: trace relay: {e:#}");
+        self.client = None;
+        None
+    }
+
+    fn count(&mut self, case: Case, events: Option<Signature>) -> (Case, Option<Signature>) {
+        self.missed += u64::from(events.is_none());
+        (case, events)
+    }
+}
+
+/// Writes the cases that found a new signature (bounded by [`MAX_CORPUS_FILES`]).
+struct CorpusWriter {
+    dir: PathBuf,
+    enabled: bool,
+    saved: u64,
+}
+
+impl CorpusWriter {
+    fn new(dir: PathBuf, enabled: bool) -> CorpusWriter {
+        CorpusWriter {
+            dir,
+            enabled,
+            saved: 0,
+        }
+    }
+
+    /// Record `case`'s events in `feedback`; save the case when its signature is new.
+    fn observe(
+        &mut self,
+        feedback: &mut Feedback,
+        case: &Case,
+        events: Option<Signature>,
+        elapsed: Duration,
+    ) -> Result<()> {
+        let new = feedback.observe(case, events.as_ref(), elapsed);
+        match (new, &events) {
+            (true, Some(signature)) => self.save(case, signature),
+            _ => Ok(()),
+        }
+    }
+
+    /// `<index>-<family>-<signature id>.json`: a case file (`--replay` takes it) with the
+    /// signature's events beside it in `.events`.
+    fn save(&mut self, case: &Case, signature: &Signature) -> Result<()> {
+        if !self.enabled || self.saved >= MAX_CORPUS_FILES {
+            return Ok(());
+        }
+        if self.saved == 0 {
+            std::fs::create_dir_all(&self.dir)
+                .with_context(|| format!("creating {}", self.dir.display()))?;
+        }
+        self.saved += 1;
+        let stem = format!("{:08}-{}-{:016x}", case.index, case.family, signature.id());
+        let path = self.dir.join(format!("{stem}.json"));
+        std::fs::write(&path, case.to_json() + "\n")
+            .with_context(|| format!("writing {}", path.display()))?;
+        let events: Vec<&str> = signature.events().collect();
+        std::fs::write(
+            self.dir.join(format!("{stem}.events")),
+            events.join("\n") + "\n",
+        )
+        .with_context(|| format!("writing {}", path.display()))?;
+        Ok(())
+    }
 }
 
 fn read_case(path: &Path) -> Result<Case> {
@@ -255,6 +488,40 @@ fn summary(report: &Report) -> String {
             target.liveness_failures,
             target.late_answers
         ));
+    }
+    if let Some(s) = &report.signatures {
+        line(format!(
+            "signatures{}: {} distinct over {} cases ({} without events){}; corpus {} (added {}), \
+             mutants {} (new from mutants {}, from families {})",
+            if s.guided { " (guided)" } else { "" },
+            s.distinct_signatures,
+            s.cases_with_events,
+            s.cases_without_events,
+            if s.saturated { ", saturated" } else { "" },
+            s.corpus_entries,
+            s.corpus_added,
+            s.mutant_cases,
+            s.new_from_mutants,
+            s.new_from_families
+        ));
+        if s.event_wait_ms > 0 {
+            line(format!(
+                "event collection: {} ms waiting for the trace relay ({:.1} ms per case)",
+                s.event_wait_ms,
+                s.event_wait_ms as f64
+                    / (s.cases_with_events + s.cases_without_events).max(1) as f64
+            ));
+        }
+        let points: Vec<String> = s
+            .timeline
+            .iter()
+            .map(|p| format!("{}s={}", p.secs, p.signatures))
+            .chain(std::iter::once(format!(
+                "end({}s, {} cases)={}",
+                s.end.secs, s.end.cases, s.end.signatures
+            )))
+            .collect();
+        line(format!("signatures over time: {}", points.join(" ")));
     }
     for d in &report.divergences {
         line(format!(
@@ -446,6 +713,142 @@ mod tests {
         assert_eq!(run_with_stop_file(), 7, "no stop file: every case runs");
         std::fs::write(&stop, "WARNING: CPU: 0 PID: 1 at net/sunrpc\n").unwrap();
         assert_eq!(run_with_stop_file(), 0, "stop file: nothing more is sent");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn signatures_leave_the_stream_alone_and_guided_runs_grow_a_corpus() {
+        let dir = scratch("guided");
+        let run_with = |name: &str, extra: &[&str]| -> serde_json::Value {
+            let report = dir.join(format!("{name}.json"));
+            let log = dir.join(format!("{name}.jsonl"));
+            let corpus = dir.join(format!("{name}-corpus"));
+            let mut argv = vec![
+                "rig",
+                "--target",
+                "sim:linux-2026",
+                "--cases",
+                "400",
+                "--log",
+                log.to_str().unwrap(),
+                "--report",
+                report.to_str().unwrap(),
+                "--corpus",
+                corpus.to_str().unwrap(),
+                "--known",
+                "/nonexistent/known.json",
+            ];
+            argv.extend_from_slice(extra);
+            let cli = Cli::parse_from(argv);
+            run(cli.args).unwrap();
+            serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap()
+        };
+        let plain = run_with("plain", &[]);
+        assert!(
+            plain.get("signatures").is_none(),
+            "no section without --signatures"
+        );
+        let counted = run_with("counted", &["--signatures"]);
+        // The same cases, the same outcomes: collecting signatures changes nothing sent.
+        assert_eq!(
+            std::fs::read_to_string(dir.join("plain.jsonl")).unwrap(),
+            std::fs::read_to_string(dir.join("counted.jsonl")).unwrap()
+        );
+        assert_eq!(plain["targets"], counted["targets"]);
+        let section = &counted["signatures"];
+        assert_eq!(section["guided"], false);
+        assert_eq!(section["mutant_cases"], 0);
+        let unguided = section["distinct_signatures"].as_u64().unwrap();
+        assert_eq!(section["cases_with_events"], 400);
+        assert_eq!(section["end"]["signatures"].as_u64(), Some(unguided));
+
+        let guided = run_with("guided", &["--guided"]);
+        let section = &guided["signatures"];
+        assert_eq!(section["guided"], true);
+        assert!(section["mutant_cases"].as_u64().unwrap() > 100);
+        let found = section["distinct_signatures"].as_u64().unwrap();
+        assert!(found > unguided, "guided {found} vs families {unguided}");
+        // Every case that found a signature is a replayable case file in the corpus.
+        let corpus = dir.join("guided-corpus");
+        let files: Vec<PathBuf> = std::fs::read_dir(&corpus)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "json"))
+            .collect();
+        assert_eq!(files.len() as u64, found);
+        let mutant = files
+            .iter()
+            .find(|p| p.to_string_lossy().contains("-mutant-"))
+            .expect("a mutant found a signature");
+        let case = read_case(mutant).unwrap();
+        assert_eq!(case.family, "mutant");
+        let replay_log = dir.join("replay.jsonl");
+        let cli = Cli::parse_from([
+            "rig",
+            "--target",
+            "sim:linux-2026",
+            "--replay",
+            mutant.to_str().unwrap(),
+            "--log",
+            replay_log.to_str().unwrap(),
+            "--known",
+            "/nonexistent/known.json",
+        ]);
+        assert_eq!(run(cli.args).unwrap(), 0);
+        // A live target needs the relay for its events.
+        let cli = Cli::parse_from(["rig", "--target", "model:linux-6.1", "--guided"]);
+        let err = run(cli.args).unwrap_err().to_string();
+        assert!(err.contains("need --trace-relay"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn relay_events_are_attributed_to_the_case_they_follow() {
+        let dir = scratch("relay");
+        // Mark N fires one event naming N; mark 0 is taken when connecting.
+        let (addr, relay) =
+            crate::trace_relay::spawn_fake_relay(|mark| vec![format!("ev: tag=m{mark}")]);
+        let report = dir.join("report.json");
+        let corpus = dir.join("corpus");
+        let cli = Cli::parse_from([
+            "rig",
+            "--target",
+            "sim:linux-2026",
+            "--cases",
+            "25",
+            "--trace-relay",
+            &addr,
+            "--log",
+            dir.join("log.jsonl").to_str().unwrap(),
+            "--report",
+            report.to_str().unwrap(),
+            "--corpus",
+            corpus.to_str().unwrap(),
+            "--known",
+            "/nonexistent/known.json",
+        ]);
+        run(cli.args).unwrap();
+        relay.join().unwrap();
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+        let section = &json["signatures"];
+        assert_eq!(section["cases_with_events"], 25);
+        assert_eq!(section["cases_without_events"], 0);
+        assert_eq!(section["distinct_signatures"], 25);
+        // Case i (stream order, family case i here) carries mark i + 1's events: the relay's,
+        // not the simulator's, and not its neighbours'.
+        for i in 0..25u64 {
+            let case = generate(1, i);
+            let stem = std::fs::read_dir(&corpus)
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .find(|name| name.starts_with(&format!("{i:08}-{}-", case.family)))
+                .unwrap()
+                .replace(".json", "")
+                .replace(".events", "");
+            let events = std::fs::read_to_string(corpus.join(format!("{stem}.events"))).unwrap();
+            assert_eq!(events, format!("ev tag=m{}\n", i + 1));
+        }
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -14,6 +14,7 @@ mod svcrdma_rules;
 #[cfg(test)]
 mod test_cli;
 mod trace_cmd;
+mod trace_relay;
 
 /// Interop test suite and fuzzing rig for RPC-over-RDMA version 1 (RFC 8166).
 #[derive(Parser)]
@@ -42,6 +43,10 @@ enum Command {
     /// Send each svcrdma rule's negative case and positive control, compare with a kernel profile.
     #[command(name = "svcrdma-rules")]
     SvcrdmaRules(svcrdma_rules::Args),
+    /// Server guest: enable rpcrdma/sunrpc/nfsd trace events and answer `fuzz-wire
+    /// --trace-relay` with each case's events (between trace marks).
+    #[command(name = "trace-relay")]
+    TraceRelay(trace_relay::Args),
     /// Re-judge a scenario verdict with executions counted on the server (ftrace or serve stats).
     Judge(judge::Args),
 }
@@ -56,6 +61,7 @@ fn main() -> std::process::ExitCode {
         Command::Serve(args) => serve::run(args),
         Command::BenchRpc(args) => bench_rpc::run(args),
         Command::Judge(args) => judge::run(args),
+        Command::TraceRelay(args) => trace_relay::run(args),
         Command::SvcrdmaRules(args) => svcrdma_rules::run(args),
     };
     // Output still buffered fails here, as a clear error, not silently at exit.

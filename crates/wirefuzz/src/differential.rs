@@ -120,6 +120,7 @@ mod tests {
                 stray_messages: 0,
                 late_answer: false,
                 notes: Vec::new(),
+                events: None,
             }
         }
     }
@@ -320,6 +321,9 @@ pub struct Report {
     pub unknown_divergences: usize,
     /// Stream divergences the reruns on fresh connections did not reproduce.
     pub unconfirmed: Vec<Unconfirmed>,
+    /// Kernel-event signatures over the run (`--signatures`, `--guided`); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signatures: Option<crate::guided::FeedbackReport>,
 }
 
 /// Run options.
@@ -464,6 +468,7 @@ pub fn run_observed(
         unknown_divergences: divergences.iter().filter(|d| d.known.is_none()).count(),
         divergences,
         unconfirmed: unconfirmed.into_values().collect(),
+        signatures: None,
     })
 }
 

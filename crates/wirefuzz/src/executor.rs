@@ -19,6 +19,7 @@ use wire::rpcrdma::{ERR_CHUNK, ERR_VERS};
 use wire::svcrdma::{self, KernelModel};
 
 use crate::case::{Case, Observed};
+use crate::signature::Signature;
 use crate::target::{Deadline, Target, TargetError, TargetEvent};
 
 /// Events one case may produce before the executor stops listening (bounds the wait loop).
@@ -49,6 +50,9 @@ pub struct CaseResult {
     pub late_answer: bool,
     /// What the target noted while running the case (trace lines; the model's rule).
     pub notes: Vec<String>,
+    /// The responder's events for this case, when the target has its own event source
+    /// ([`Target::take_events`]: the simulator); `None` otherwise.
+    pub events: Option<Signature>,
 }
 
 /// Something that turns a case into an outcome: a live target or a model.
@@ -101,6 +105,7 @@ impl CaseRunner for ModelRunner {
                 verdict.rule.kernel_check(),
                 verdict.rule.rfc()
             )],
+            events: None,
         })
     }
 }
@@ -297,6 +302,7 @@ impl<T: Target> CaseRunner for Executor<T> {
     fn run_case(&mut self, case: &Case) -> Result<CaseResult, TargetError> {
         // Notes from before this case belong to the previous one.
         self.target.take_notes();
+        self.target.take_events();
         self.ensure_connected(case.private_data.as_deref())?;
         let mut keys = Vec::with_capacity(case.regions.len());
         for region in &case.regions {
@@ -338,6 +344,7 @@ impl<T: Target> CaseRunner for Executor<T> {
             stray_messages: strays,
             late_answer: seen.late_answer,
             notes: self.target.take_notes(),
+            events: self.target.take_events(),
         })
     }
 }
@@ -406,6 +413,9 @@ impl Target for Box<dyn Target> {
     }
     fn take_notes(&mut self) -> Vec<String> {
         (**self).take_notes()
+    }
+    fn take_events(&mut self) -> Option<Signature> {
+        (**self).take_events()
     }
 }
 

@@ -17,6 +17,12 @@
 //!   (rule, outcome pair) and checked against the known-divergences file.
 //! - [`rules`]: the svcrdma rule catalogue (one negative case and one positive control per
 //!   rule), the answer classes, and kernel profiles as TOML (`rig svcrdma-rules`).
+//! - [`signature`]: kernel-event signatures: ftrace lines normalised, attributed to cases by
+//!   trace marks (the relay's core), distinct signatures counted over time.
+//! - [`mutate`]: structure-aware mutation of corpus cases (header read back, edited, emitted
+//!   again through the raw builder).
+//! - [`guided`]: the guided case stream: families plus mutants of a corpus of cases that
+//!   showed a new signature.
 //! - [`minimise`]: delta debugging (ddmin) over a case sequence, generic over "still fails?".
 //! - [`kernel_watch`]: the console lines a guest run stops on: the shared `kernel_log` table
 //!   read as the wire-fuzz watch (the guest script's `grep -E` pattern is checked against it).
@@ -29,12 +35,15 @@ pub mod case;
 pub mod differential;
 pub mod executor;
 pub mod generate;
+pub mod guided;
 pub mod kernel_watch;
 pub mod minimise;
+pub mod mutate;
 #[cfg(feature = "rdma")]
 pub mod rdma_target;
 pub mod rng;
 pub mod rules;
+pub mod signature;
 pub mod sim_target;
 pub mod target;
 

@@ -16,10 +16,12 @@ use wire::nfs3::{
     Sattr3, StableHow, WriteArgs,
 };
 use wire::raw::RawBuilder;
-use wire::svcrdma::DEFAULT_MAX_REQ_SIZE;
+use wire::svcrdma::{self, KernelModel, DEFAULT_MAX_REQ_SIZE};
 
-use crate::case::{Region, RegionAccess, RegionKey};
+use crate::case::{Observed, Region, RegionAccess, RegionKey};
 use crate::generate::{FUZZ_FILE_BYTES, FUZZ_FILE_HANDLE, ROOT_FILE_HANDLE};
+use crate::mutate::Skeleton;
+use crate::signature::{normalise_event, Signature};
 use crate::target::{Deadline, SimServerKind, Target, TargetError, TargetEvent};
 
 /// Trace lines kept for [`Target::take_notes`] (older ones are dropped).
@@ -243,6 +245,82 @@ pub struct SimTarget {
     name: String,
     sim: Sim<RawPeer, SimResponder>,
     notes: VecDeque<String>,
+    /// The kernel model the responder judges headers with (the event source's model).
+    profile: KernelModel,
+    /// Events since the last [`Target::take_events`] (bounded by [`Signature`]).
+    events: Signature,
+}
+
+/// The kernel-like events the model's decisions on one Send stand for: what svcrdma's decoder
+/// would trace for the header (`svcrdma_decode_rqst`, one `svcrdma_decode_rseg`/`_wseg` per
+/// segment, `svcrdma_decode_short_err`/`_parse_err` when it does not read back) and the rule
+/// model's verdict for `profile`; numbers normalised as the trace relay normalises a live
+/// kernel's fields. Deterministic: guided runs over the simulator replay exactly.
+pub fn model_events(bytes: &[u8], profile: &KernelModel, into: &mut Signature) {
+    let verdict = svcrdma::classify_with(bytes, profile);
+    into.insert(&format!(
+        "svcrdma_model rule={} outcome={}",
+        verdict.rule.name(),
+        Observed::from(verdict.outcome).name()
+    ));
+    let Some(skeleton) = Skeleton::parse_bytes(bytes, &[]) else {
+        let event = if bytes.len() < 16 {
+            normalise_event(
+                "svcrdma_decode_short_err",
+                &format!("hdrlen={}", bytes.len()),
+            )
+        } else {
+            "svcrdma_decode_parse_err".to_string()
+        };
+        into.insert(&event);
+        return;
+    };
+    into.insert(&normalise_event(
+        "svcrdma_decode_rqst",
+        &format!(
+            "vers={} credits={} proc={} hdrlen={} inline={}",
+            skeleton.vers,
+            skeleton.credits,
+            skeleton.proc_,
+            skeleton.header_len(),
+            skeleton.inline.len()
+        ),
+    ));
+    for (segno, (position, seg)) in skeleton.reads.iter().enumerate() {
+        into.insert(&normalise_event(
+            "svcrdma_decode_rseg",
+            &format!("segno={segno} position={position} length={}", seg.length),
+        ));
+    }
+    for chunk in skeleton.writes.iter().chain(skeleton.reply.as_ref()) {
+        into.insert(&normalise_event(
+            "svcrdma_decode_wchunk",
+            &format!("segcount={} present={}", chunk.segcount, chunk.segs.len()),
+        ));
+        for (segno, seg) in chunk.segs.iter().enumerate() {
+            into.insert(&normalise_event(
+                "svcrdma_decode_wseg",
+                &format!("segno={segno} length={}", seg.length),
+            ));
+        }
+    }
+}
+
+/// The event for a message our side received: its kind, as the responder's Send.
+fn answer_event(bytes: &[u8]) -> String {
+    let word = |i: usize| {
+        bytes
+            .get(i * 4..i * 4 + 4)
+            .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+    };
+    let kind = match (word(3), word(4)) {
+        (Some(4), Some(1)) => "err_vers",
+        (Some(4), Some(2)) => "err_chunk",
+        (Some(4), _) => "error",
+        (Some(_), _) => "reply",
+        (None, _) => "short",
+    };
+    format!("svcrdma_post_send kind={kind}")
 }
 
 impl SimTarget {
@@ -259,10 +337,15 @@ impl SimTarget {
                 ..SimConfig::default()
             },
         );
+        let profile = match &kind {
+            SimServerKind::Responder(profile) | SimServerKind::Server { profile, .. } => *profile,
+        };
         Ok(SimTarget {
             name,
             sim,
             notes: VecDeque::new(),
+            profile,
+            events: Signature::new(),
         })
     }
 
@@ -333,6 +416,7 @@ impl Target for SimTarget {
     }
 
     fn post_send(&mut self, bytes: &[u8]) -> Result<(), TargetError> {
+        model_events(bytes, &self.profile, &mut self.events);
         let wr_id = self.sim.client.wr();
         self.sim.client.work.push_back(WorkRequest::PostSend {
             wr_id,
@@ -348,11 +432,18 @@ impl Target for SimTarget {
                 .run_until(deadline.sim_steps, |s| !s.client.inbox.is_empty());
         }
         self.collect_traces();
-        self.sim
+        let event = self
+            .sim
             .client
             .inbox
             .pop_front()
-            .unwrap_or(TargetEvent::Quiet)
+            .unwrap_or(TargetEvent::Quiet);
+        match &event {
+            TargetEvent::Message(bytes) => self.events.insert(&answer_event(bytes)),
+            TargetEvent::Disconnected => self.events.insert("svcrdma_disconnect"),
+            TargetEvent::Quiet => {}
+        }
+        event
     }
 
     fn disconnect(&mut self) {
@@ -363,5 +454,9 @@ impl Target for SimTarget {
     fn take_notes(&mut self) -> Vec<String> {
         self.collect_traces();
         self.notes.drain(..).collect()
+    }
+
+    fn take_events(&mut self) -> Option<Signature> {
+        Some(std::mem::take(&mut self.events))
     }
 }

@@ -91,6 +91,12 @@ pub trait Target {
     fn take_notes(&mut self) -> Vec<String> {
         Vec::new()
     }
+    /// The responder's events since the last call, when the target has an event source of its
+    /// own (the simulator derives them from its model); `None` for targets whose events come
+    /// from elsewhere (a live kernel's are collected by the trace relay).
+    fn take_events(&mut self) -> Option<crate::signature::Signature> {
+        None
+    }
 }
 
 /// What the simulated responder runs above the engine.

@@ -2,6 +2,8 @@
 . /rig/lib/rig-suite.sh
 . /rig/lib/wire-fuzz-lib.sh
 serve_stop || { rig_result fail step=serve-stop; exit 1; }
+# The trace relay is its own session (setsid): end exactly it.
+[ -s /tmp/trace-relay.pid ] && kill -TERM "$(cat /tmp/trace-relay.pid)" 2>/dev/null
 sleep 1  # let the watch take the last kernel lines
 # setsid made the watch its own process group: end exactly that group (sh, dmesg, reader).
 kill -TERM -- "-$(cat /tmp/kernel-watch.pid)" 2>/dev/null

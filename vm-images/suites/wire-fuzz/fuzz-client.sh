@@ -12,11 +12,19 @@ stream="--seed $WIRE_FUZZ_SEED --cases 1000000000 --time $WIRE_FUZZ_SECONDS"
 [ -n "${WIRE_FUZZ_REPLAY:-}" ] && stream="--replay $WIRE_FUZZ_REPLAY"
 # Families left out (e.g. one that crashes this kernel), to fuzz past a known finding.
 for family in ${WIRE_FUZZ_SKIP_FAMILIES:-}; do stream="$stream --skip-family $family"; done
+# The kernel watch ends the run at its first hit, unless WIRE_FUZZ_KEEP_GOING=1 (a WARN leaves
+# the kernel running: fuzz on for the whole time, e.g. to compare guided and unguided runs; the
+# hits are still reported, but the case log's last line is then no suspect).
+stop="--stop-file $WIRE_FUZZ_STOP"
+[ "$WIRE_FUZZ_KEEP_GOING" = 1 ] && stop=""
+# Kernel-event feedback: signatures always (the stream is unchanged), mutants only when guided.
+feedback="--trace-relay $RIG_SERVER_IP:$TRACE_RELAY_PORT --signatures --corpus $RIG_OUT/corpus"
+[ "$WIRE_FUZZ_GUIDED" = 1 ] && feedback="$feedback --guided"
 "$RIG" fuzz-wire --target "$RIG_SERVER_IP:$NFS_RDMA_PORT" --against "$RIG_SERVER_IP:$RIG_SERVE_PORT" \
-  $stream \
+  $stream $feedback \
   --timeout-ms "$WIRE_FUZZ_TIMEOUT_MS" --report "$report" \
   --log "$RIG_OUT/wire-fuzz.case-log.jsonl" --save-divergences "$RIG_OUT/divergences" \
-  --known /rig/etc/known-divergences.json --stop-file "$WIRE_FUZZ_STOP" \
+  --known /rig/etc/known-divergences.json $stop \
   > "$RIG_OUT/wire-fuzz.summary.txt" 2> /tmp/fuzz.err
 rc=$?
 # Give the server's kernel watch a moment to see what the last case did.
@@ -24,7 +32,7 @@ sleep 3
 cat "$RIG_OUT/wire-fuzz.summary.txt"
 cat /tmp/fuzz.err
 stopped=no
-[ -e "$WIRE_FUZZ_STOP" ] && stopped=yes
+[ -e "$WIRE_FUZZ_STOP" ] && [ -n "$stop" ] && stopped=yes
 if [ ! -s "$report" ] || [ "$rc" -gt 1 ]; then
   rig_result fail step=fuzz-wire rc=$rc error=$(head -c 200 /tmp/fuzz.err | tr -s ' \n\t=' '____')
   exit 1
@@ -35,5 +43,6 @@ rig_result $verdict seed=$WIRE_FUZZ_SEED replay=${WIRE_FUZZ_REPLAY:+yes} \
   skipped=$(echo ${WIRE_FUZZ_SKIP_FAMILIES:-} | tr ' ' ,) seconds=$WIRE_FUZZ_SECONDS \
   cases=$(json_field cases_sent "$report") cases_per_sec=$(json_field cases_per_sec "$report") \
   new_divergences=$(json_field unknown_divergences "$report") \
+  guided=$WIRE_FUZZ_GUIDED signatures=$(json_field distinct_signatures "$report") \
   divergence_keys=$(grep -c '"rule":' "$report") stopped_by_kernel_watch=$stopped
 [ $verdict = pass ]

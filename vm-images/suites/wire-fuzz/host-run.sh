@@ -13,6 +13,9 @@
 #        WIRE_FUZZ_REPLAY_FILE=case.json host-run.sh 0 0 KERNEL...   (replay one case per kernel
 #        on a fresh boot: does the finding reproduce from that case alone?)
 #        WIRE_FUZZ_SKIP_FAMILIES="read-overlap" host-run.sh ...   (fuzz past a known crash)
+#        WIRE_FUZZ_KEEP_GOING=1 host-run.sh ...   (do not stop at a kernel-watch hit)
+#        WIRE_FUZZ_GUIDED=1 host-run.sh ...   (guided: corpus mutants besides the families; every
+#        run reports distinct kernel-event signatures over time and keeps <kernel>/corpus/)
 set -u
 seconds=$1; seed=$2; shift 2
 kernels=""
@@ -22,8 +25,9 @@ root=$(pwd)
 base=$root/target/interop/wire-fuzz
 mkdir -p "$base" "$root/target/interop/findings"
 env_file=$base/wire-fuzz.env
-printf 'WIRE_FUZZ_SECONDS=%s\nWIRE_FUZZ_SEED=%s\nWIRE_FUZZ_TIMEOUT_MS=%s\nWIRE_FUZZ_SKIP_FAMILIES="%s"\n' \
-  "$seconds" "$seed" "${WIRE_FUZZ_TIMEOUT_MS:-1000}" "${WIRE_FUZZ_SKIP_FAMILIES:-}" > "$env_file"
+printf 'WIRE_FUZZ_SECONDS=%s\nWIRE_FUZZ_SEED=%s\nWIRE_FUZZ_TIMEOUT_MS=%s\nWIRE_FUZZ_SKIP_FAMILIES="%s"\nWIRE_FUZZ_GUIDED=%s\nWIRE_FUZZ_KEEP_GOING=%s\n' \
+  "$seconds" "$seed" "${WIRE_FUZZ_TIMEOUT_MS:-1000}" "${WIRE_FUZZ_SKIP_FAMILIES:-}" \
+  "${WIRE_FUZZ_GUIDED:-0}" "${WIRE_FUZZ_KEEP_GOING:-0}" > "$env_file"
 replay_args=""
 if [ -n "${WIRE_FUZZ_REPLAY_FILE:-}" ]; then
   echo "WIRE_FUZZ_REPLAY=/rig/etc/replay.json" >> "$env_file"
@@ -41,6 +45,9 @@ for kernel in $kernels; do
   run=$out/last/runs/$kernel/wire-fuzz
   share=$run/share/out
   [ -s "$share/wire-fuzz.report.json" ] && cp "$share/wire-fuzz.report.json" "$out/report.json"
+  # Kernel-event feedback: the cases that found a new signature, and the events enabled.
+  [ -d "$share/corpus" ] && cp -r "$share/corpus" "$out/corpus"
+  [ -s "$share/trace-events.txt" ] && cp "$share/trace-events.txt" "$out/"
   # The per-kernel report also carries the kernel watch's hits (first 100 lines).
   if [ -s "$out/report.json" ]; then
     python3 - "$out/report.json" "$share/kernel-watch.hits" "$kernel" <<'PY'
@@ -72,7 +79,10 @@ PY
     status=1
     last=$(tail -n 1 "$share/wire-fuzz.case-log.jsonl" 2>/dev/null)
     index=$(printf '%s' "$last" | sed -n 's/.*"index": *\([0-9]*\).*/\1/p')
-    finding=$root/target/interop/findings/$kernel-$seed-${index:-unknown}${WIRE_FUZZ_REPLAY_FILE:+-replay}
+    tag=${index:-unknown}
+    # A keep-going run did not stop at the hit: its last case is no suspect.
+    [ "${WIRE_FUZZ_KEEP_GOING:-0}" = 1 ] && { tag=keep-going; index=""; }
+    finding=$root/target/interop/findings/$kernel-$seed-$tag${WIRE_FUZZ_REPLAY_FILE:+-replay}
     mkdir -p "$finding"
     cp "$run/srv.console" "$finding/console.log" 2>/dev/null
     cp "$share/kmsg.log" "$share/wire-fuzz.case-log.jsonl" "$finding/" 2>/dev/null

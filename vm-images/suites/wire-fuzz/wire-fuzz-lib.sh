@@ -1,12 +1,16 @@
 # Helpers of the wire-fuzz suite (shared as /rig/lib/wire-fuzz-lib.sh; sourced after
 # rig-suite.sh). Run parameters come from /rig/etc/wire-fuzz.env when the recipe shares one.
 RIG_SERVE_PORT=20050
+# rig trace-relay (kernel-event feedback): TCP on the server's address.
+TRACE_RELAY_PORT=20051
 WIRE_FUZZ_STOP=$RIG_OUT/wire-fuzz.stop
 WIRE_FUZZ_HITS=$RIG_OUT/kernel-watch.hits
 [ -f /rig/etc/wire-fuzz.env ] && . /rig/etc/wire-fuzz.env
 WIRE_FUZZ_SECONDS=${WIRE_FUZZ_SECONDS:-180}
 WIRE_FUZZ_SEED=${WIRE_FUZZ_SEED:-1}
 WIRE_FUZZ_TIMEOUT_MS=${WIRE_FUZZ_TIMEOUT_MS:-1000}
+WIRE_FUZZ_GUIDED=${WIRE_FUZZ_GUIDED:-0}
+WIRE_FUZZ_KEEP_GOING=${WIRE_FUZZ_KEEP_GOING:-0}
 # Bounded, whatever the env file says: the fuzz case's timeout is 1800 s.
 [ "$WIRE_FUZZ_SECONDS" -gt 1500 ] 2>/dev/null && WIRE_FUZZ_SECONDS=1500
 
