@@ -127,6 +127,20 @@ pub struct RpcSummary {
     pub status: Option<String>,
 }
 
+impl RpcSummary {
+    /// The summary of a Call: its program, version and procedure, no status.
+    pub fn of_call(c: &wire::rpc::CallHeader) -> Self {
+        RpcSummary {
+            kind: "call",
+            xid: c.xid,
+            prog: Some(c.prog),
+            vers: Some(c.vers),
+            proc_: Some(c.proc_),
+            status: None,
+        }
+    }
+}
+
 /// The upper-layer (NFS, NFSACL, MOUNT) view of a message.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct NfsSummary {

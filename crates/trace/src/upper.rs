@@ -140,14 +140,7 @@ pub fn decode_rpc(bytes: &[u8], call: Option<CallKey>, reduced: bool, writes: &[
     let body = &bytes[used..];
     match msg {
         RpcMessage::Call(c) => {
-            out.rpc = Some(RpcSummary {
-                kind: "call",
-                xid: c.xid,
-                prog: Some(c.prog),
-                vers: Some(c.vers),
-                proc_: Some(c.proc_),
-                status: None,
-            });
+            out.rpc = Some(RpcSummary::of_call(&c));
             let key = CallKey {
                 prog: c.prog,
                 vers: c.vers,
@@ -283,14 +276,7 @@ pub fn decode_call_moved(
         _ => return None,
     };
     Some(Decoded {
-        rpc: Some(RpcSummary {
-            kind: "call",
-            xid: c.xid,
-            prog: Some(c.prog),
-            vers: Some(c.vers),
-            proc_: Some(c.proc_),
-            status: None,
-        }),
+        rpc: Some(RpcSummary::of_call(&c)),
         nfs: Some(NfsSummary {
             program,
             proc_: proc_name(key),

@@ -74,6 +74,25 @@ pub struct Relocation {
     pub field: RelocField,
 }
 
+impl Relocation {
+    /// The two words of an RDMA segment at `at` (handle, then the offset 8 bytes on) that
+    /// point into `region`.
+    pub fn segment(at: usize, region: usize) -> [Relocation; 2] {
+        [
+            Relocation {
+                at,
+                region,
+                field: RelocField::Handle,
+            },
+            Relocation {
+                at: at + 8,
+                region,
+                field: RelocField::Offset,
+            },
+        ]
+    }
+}
+
 /// Where a target put a registered region.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RegionKey {

@@ -259,16 +259,7 @@ impl Shape {
                 SegHandle::Raw(h) => (h, None),
             };
             if let Some(region) = region {
-                relocs.push(Relocation {
-                    at: b.len(),
-                    region,
-                    field: RelocField::Handle,
-                });
-                relocs.push(Relocation {
-                    at: b.len() + 8,
-                    region,
-                    field: RelocField::Offset,
-                });
+                relocs.extend(Relocation::segment(b.len(), region));
             }
             b.segment(handle, seg.length, seg.offset)
         };

@@ -182,16 +182,7 @@ impl Skeleton {
         let segment = |b: RawBuilder, seg: &Seg, relocs: &mut Vec<Relocation>| {
             if let Some(region) = seg.region {
                 if relocs.len() + 2 <= MAX_RELOCATIONS {
-                    relocs.push(Relocation {
-                        at: b.len(),
-                        region,
-                        field: RelocField::Handle,
-                    });
-                    relocs.push(Relocation {
-                        at: b.len() + 8,
-                        region,
-                        field: RelocField::Offset,
-                    });
+                    relocs.extend(Relocation::segment(b.len(), region));
                 }
             }
             b.segment(seg.handle, seg.length, seg.offset)
