@@ -95,6 +95,11 @@ pub const MARKERS: &[Marker] = &[
     marker("Kernel panic", Kind::Panic),
     marker("WARNING: CPU:", Kind::Warn),
     marker("WARNING: at ", Kind::Warn),
+    // The format of newer kernels (7.x): `WARNING: <file>:<line> at <function>, CPU#0: comm/pid`.
+    Marker {
+        then_word: Some(", cpu#"),
+        ..marker("WARNING: ", Kind::Warn)
+    },
     // The WARNING line follows it: the watch stops on (and reports) that one.
     Marker {
         only: Some(Reader::DmesgCheck),
@@ -240,6 +245,17 @@ mod tests {
         for quiet in ["[   1.0] rdma_rxe: loaded", "[   1.0] err rdma_rxe: loaded"] {
             assert_eq!(classify(quiet, Reader::WireFuzzWatch), None, "{quiet}");
         }
+    }
+
+    #[test]
+    fn a_warning_in_the_format_of_newer_kernels_is_a_warn_for_every_reader() {
+        // Debian 7.2.13, wire fuzzer replay of 2026-12-02: the watch missed it.
+        let line = "[   51.064647] WARNING: include/linux/sunrpc/svc.h:539 at svc_process+0x219/0x250 [sunrpc], CPU#0: nfsd/271";
+        for reader in [Reader::DmesgCheck, Reader::WireFuzzWatch] {
+            assert_eq!(classify(line, reader), Some(Kind::Warn), "{reader:?}");
+        }
+        let boot = "[    0.1] WARNING: this configuration is not supported";
+        assert_eq!(classify(boot, Reader::WireFuzzWatch), None);
     }
 
     #[test]

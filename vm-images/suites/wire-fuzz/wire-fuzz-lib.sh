@@ -30,4 +30,4 @@ kernel_profile() {
 # crates/kernel-log shared with the interop dmesg check (the wirefuzz test
 # kernel_watch::the_guest_script_greps_for_exactly_the_table keeps this line in step; an rdma_rxe
 # line only with "err"). rxe0 "do_complete: non-flush error status" lines are expected error completions.
-KERNEL_WATCH_PATTERN='watchdog: BUG: soft lockup|KASAN: |UBSAN: |refcount_t: |blocked for more than|rcu: INFO: rcu_|Kernel panic|WARNING: CPU:|WARNING: at |kernel BUG at|BUG: |Oops: |general protection fault|rdma_rxe: .*[Ee][Rr][Rr]'
+KERNEL_WATCH_PATTERN='watchdog: BUG: soft lockup|KASAN: |UBSAN: |refcount_t: |blocked for more than|rcu: INFO: rcu_|Kernel panic|WARNING: CPU:|WARNING: at |WARNING: .*, [Cc][Pp][Uu]#|kernel BUG at|BUG: |Oops: |general protection fault|rdma_rxe: .*[Ee][Rr][Rr]'
