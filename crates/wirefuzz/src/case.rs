@@ -93,6 +93,21 @@ impl Relocation {
     }
 }
 
+/// Cut a case's bytes to `len`, keeping only the relocations whose word still fits.
+pub(crate) fn cut_at(bytes: &mut Vec<u8>, relocations: &mut Vec<Relocation>, len: usize) {
+    if bytes.len() <= len {
+        return;
+    }
+    bytes.truncate(len);
+    relocations.retain(|r| {
+        let width = match r.field {
+            RelocField::Handle => 4,
+            RelocField::Offset => 8,
+        };
+        r.at + width <= len
+    });
+}
+
 /// Where a target put a registered region.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RegionKey {

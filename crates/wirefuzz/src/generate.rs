@@ -16,7 +16,7 @@ use wire::private_data::{PrivateData, MAGIC};
 use wire::raw::{proc_value, RawBuilder};
 use wire::svcrdma::{Profile, Rule, DEFAULT_MAX_REQ_SIZE};
 
-use crate::case::{Case, Region, RegionAccess, RelocField, Relocation};
+use crate::case::{Case, Region, RegionAccess, Relocation};
 use crate::rng::case_entropy;
 
 /// The export root's file handle on our reference server (inode 1, 8 bytes big-endian).
@@ -432,14 +432,7 @@ fn finish(
 ) -> Case {
     let (mut bytes, mut relocations, _) = shape.emit(xid);
     if let Some(len) = truncate {
-        bytes.truncate(len);
-        relocations.retain(|r| {
-            let width = match r.field {
-                RelocField::Handle => 4,
-                RelocField::Offset => 8,
-            };
-            r.at + width <= len
-        });
+        crate::case::cut_at(&mut bytes, &mut relocations, len);
     }
     Case {
         seed,

@@ -17,7 +17,7 @@ use wire::raw::{proc_value, RawBuilder};
 use wire::svcrdma::{self, Profile};
 
 use crate::case::{
-    Case, Region, RegionAccess, RelocField, Relocation, MAX_CASE_BYTES, MAX_REGIONS,
+    cut_at, Case, Region, RegionAccess, RelocField, Relocation, MAX_CASE_BYTES, MAX_REGIONS,
     MAX_REGION_BYTES, MAX_RELOCATIONS,
 };
 use crate::generate::{PLACEHOLDER_HANDLE, UNREGISTERED_HANDLE};
@@ -386,20 +386,6 @@ fn retag_xid(inline: &mut [u8], old: u32, new: u32) {
             word.copy_from_slice(&new.to_be_bytes());
         }
     }
-}
-
-fn cut_at(bytes: &mut Vec<u8>, relocations: &mut Vec<Relocation>, len: usize) {
-    if bytes.len() <= len {
-        return;
-    }
-    bytes.truncate(len);
-    relocations.retain(|r| {
-        let width = match r.field {
-            RelocField::Handle => 4,
-            RelocField::Offset => 8,
-        };
-        r.at + width <= len
-    });
 }
 
 fn pick_private_data(u: &mut Unstructured<'_>, other: &Case) -> Option<Vec<u8>> {
