@@ -394,6 +394,62 @@ impl Stream<'_> {
             }
         }
     }
+
+    /// Hand each record after the file header to `each`, as `record` parses it from the window
+    /// (the bytes left after it, and its frame: none for a pcapng block that holds no packet),
+    /// until the input ends, [`MAX_FRAMES`] frames were handed on or a record is malformed;
+    /// the same loop for pcap records and pcapng blocks (`unit` names one in the error).
+    /// Returns the frames handed on and why the scan stopped early, if it did.
+    fn records(
+        &mut self,
+        unit: &str,
+        each: &mut impl FnMut(Frame<'_>, Window<'_>),
+        mut record: impl FnMut(&[u8], usize) -> Result<(&[u8], Option<Frame<'_>>), PcapError>,
+    ) -> Result<(usize, Option<CaptureError>), CaptureError> {
+        let mut frames = 0usize;
+        loop {
+            if self.start == self.end && !self.more()? {
+                return Ok((frames, None));
+            }
+            if frames >= MAX_FRAMES {
+                return Ok((frames, Some(CaptureError::TooManyFrames)));
+            }
+            let window = self.window();
+            let (used, frame) = match record(window.bytes, frames) {
+                Ok((next, _)) if next.len() >= window.bytes.len() => {
+                    // A record that consumed nothing would loop forever.
+                    let detail = format!("{unit} of zero length");
+                    return Ok((
+                        frames,
+                        Some(CaptureError::Malformed {
+                            after_frames: frames,
+                            detail,
+                        }),
+                    ));
+                }
+                Ok((next, frame)) => (window.bytes.len() - next.len(), frame),
+                Err(PcapError::IncompleteBuffer) if !self.eof => {
+                    self.more()?;
+                    continue;
+                }
+                Err(e) => {
+                    let detail = e.to_string();
+                    return Ok((
+                        frames,
+                        Some(CaptureError::Malformed {
+                            after_frames: frames,
+                            detail,
+                        }),
+                    ));
+                }
+            };
+            if let Some(frame) = frame {
+                each(frame, window);
+                frames += 1;
+            }
+            self.start += used;
+        }
+    }
 }
 
 /// [`for_each_frame`] for a capture read from `reader` through a window of [`READ_WINDOW`]
@@ -422,93 +478,28 @@ pub fn for_each_frame_read(
             detail: e.to_string(),
         }
     };
-    let mut frames = 0usize;
-    let mut stopped = None;
+    let (frames, stopped);
     if PCAP_MAGICS.contains(&magic) {
         let (used, parser) = s
             .next(|b| PcapParser::new(b).map(|(rest, p)| (b.len() - rest.len(), p)))?
             .map_err(malformed(0))?;
         s.start += used;
         let link = pcap_link(&parser)?;
-        loop {
-            if s.start == s.end && !s.more()? {
-                break;
-            }
-            if frames >= MAX_FRAMES {
-                stopped = Some(CaptureError::TooManyFrames);
-                break;
-            }
-            let window = s.window();
-            let (used, frame) = match parser.next_packet(window.bytes) {
-                Ok((next, _)) if next.len() >= window.bytes.len() => {
-                    // A record that consumed nothing would loop forever.
-                    stopped = Some(CaptureError::Malformed {
-                        after_frames: frames,
-                        detail: "record of zero length".into(),
-                    });
-                    break;
-                }
-                Ok((next, packet)) => (
-                    window.bytes.len() - next.len(),
-                    pcap_frame(packet, link, frames),
-                ),
-                Err(PcapError::IncompleteBuffer) if !s.eof => {
-                    s.more()?;
-                    continue;
-                }
-                Err(e) => {
-                    stopped = Some(malformed(frames)(e));
-                    break;
-                }
-            };
-            each(frame, window);
-            frames += 1;
-            s.start += used;
-        }
+        (frames, stopped) = s.records("record", &mut each, |bytes, frames| {
+            let (next, packet) = parser.next_packet(bytes)?;
+            Ok((next, Some(pcap_frame(packet, link, frames))))
+        })?;
     } else if magic == PCAPNG_MAGIC {
         let (used, mut parser) = s
             .next(|b| PcapNgParser::new(b).map(|(rest, p)| (b.len() - rest.len(), p)))?
             .map_err(malformed(0))?;
         s.start += used;
-        loop {
-            if s.start == s.end && !s.more()? {
-                break;
-            }
-            if frames >= MAX_FRAMES {
-                stopped = Some(CaptureError::TooManyFrames);
-                break;
-            }
-            // A block the window holds only in part is parsed again once more is read: the
-            // parser changes its state (interfaces, section) only for a block it read whole.
-            let window = s.window();
-            let (used, frame) = match parser.next_block(window.bytes) {
-                Ok((next, _)) if next.len() >= window.bytes.len() => {
-                    // A block that consumed nothing would loop forever.
-                    stopped = Some(CaptureError::Malformed {
-                        after_frames: frames,
-                        detail: "block of zero length".into(),
-                    });
-                    break;
-                }
-                Ok((next, block)) => (
-                    window.bytes.len() - next.len(),
-                    pcapng_frame(&parser, block, frames),
-                ),
-                Err(PcapError::IncompleteBuffer) if !s.eof => {
-                    s.more()?;
-                    continue;
-                }
-                Err(e) => {
-                    stopped = Some(malformed(frames)(e));
-                    break;
-                }
-            };
-            if let Some(frame) = frame {
-                each(frame, window);
-                frames += 1;
-            }
-            s.start += used;
-        }
+        // A block the window holds only in part is parsed again once more is read: the
+        // parser changes its state (interfaces, section) only for a block it read whole.
+        (frames, stopped) = s.records("block", &mut each, |bytes, frames| {
+            let (next, block) = parser.next_block(bytes)?;
+            Ok((next, pcapng_frame(&parser, block, frames)))
+        })?;
     } else {
         return Err(CaptureError::UnknownFormat);
     }
