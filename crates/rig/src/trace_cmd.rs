@@ -138,35 +138,29 @@ fn load(path: &Path, check_icrc: bool) -> anyhow::Result<Trace> {
 }
 
 /// The capture at `path` as a trace; `drop_payloads` unless the caller writes the payloads out.
-/// A regular file is streamed (never held whole) and its RDMA data read back by offset;
-/// standard input and FIFOs are read whole, as before.
 fn load_with(path: &Path, check_icrc: bool, drop_payloads: bool) -> anyhow::Result<Trace> {
-    let options = Options {
-        check_icrc,
-        drop_payloads,
-        ..Default::default()
-    };
-    let name = || format!("{}", path.display());
-    if let Some(file) = crate::input::open_regular(path, MAX_CAPTURE, "capture")? {
-        let mut reader = crate::input::Limited::new(&file, MAX_CAPTURE, "capture");
-        let back = crate::input::ReadBack::new(&file);
-        return trace::trace_capture_read(&mut reader, &back, &options).with_context(name);
-    }
-    let bytes = crate::input::read_bounded(path, MAX_CAPTURE, "capture")?;
-    // Owned: the capture bytes are freed before the trace is built.
-    trace::trace_capture_owned(bytes, &options).with_context(name)
+    let mut events = Vec::new();
+    let mut trace = stream(path, check_icrc, drop_payloads, &mut |event| {
+        events.push(event);
+        ControlFlow::Continue(())
+    })?;
+    trace.events = events;
+    Ok(trace)
 }
 
-/// [`load_with`] handing each event to `on_event` as it is built instead of keeping it (see
-/// `trace::stream_capture`): returns the rest of the trace (connections, capture error).
+/// The capture at `path`, each event handed to `on_event` as it is built instead of kept (see
+/// `trace::stream_capture`); returns the rest of the trace (connections, capture error). A
+/// regular file is streamed (never held whole) and its RDMA data read back by offset; standard
+/// input and FIFOs are read whole.
 fn stream(
     path: &Path,
     check_icrc: bool,
+    drop_payloads: bool,
     on_event: &mut dyn FnMut(Event) -> ControlFlow<()>,
 ) -> anyhow::Result<Trace> {
     let options = Options {
         check_icrc,
-        drop_payloads: true,
+        drop_payloads,
         ..Default::default()
     };
     let name = || format!("{}", path.display());
@@ -197,13 +191,18 @@ fn show(
             Format::Text => EventWriter::text(style, level, w),
         };
         let mut write_failure = None;
-        let streamed = stream(path, check_icrc, &mut |event| match writer.event(&event) {
-            Ok(()) => ControlFlow::Continue(()),
-            Err(e) => {
-                write_failure = Some(e);
-                ControlFlow::Break(())
-            }
-        });
+        let streamed = stream(
+            path,
+            check_icrc,
+            true,
+            &mut |event| match writer.event(&event) {
+                Ok(()) => ControlFlow::Continue(()),
+                Err(e) => {
+                    write_failure = Some(e);
+                    ControlFlow::Break(())
+                }
+            },
+        );
         // A capture error comes before any event (reassembly reads the whole capture first).
         let rest = match streamed {
             Ok(rest) => rest,

@@ -53,6 +53,5 @@ pub use level::{capture_status, CaptureStatus, Incompleteness, Level, TransportC
 pub use model::{Event, EventBody, Message, Role, Trace};
 pub use reassembly::CaptureBytes;
 pub use session::{
-    stream_capture, stream_capture_read, trace_capture, trace_capture_owned, trace_capture_read,
-    Options,
+    stream_capture, stream_capture_read, trace_capture, trace_capture_read, Options,
 };

@@ -78,13 +78,6 @@ fn collected<E>(
     Ok(trace)
 }
 
-/// [`trace_capture`] taking the bytes, freed once the trace is built. They are kept until then
-/// because RDMA READ and WRITE data stays in them (as ranges, [`crate::reassembly::RdmaData`]) instead of
-/// being copied out: peak memory still holds one copy of the payloads, not two.
-pub fn trace_capture_owned(bytes: Vec<u8>, options: &Options) -> Result<Trace, CaptureError> {
-    trace_capture(&bytes, options)
-}
-
 /// [`trace_capture`] for a capture streamed from `reader` through a reused window
 /// ([`crate::capture::for_each_frame_read`]), so it is never held whole: RDMA READ and WRITE data
 /// is kept as offsets in the capture and read back from `capture`, which must give the bytes
