@@ -139,6 +139,11 @@ impl PackageRef {
     pub fn deb_name(&self) -> &str {
         self.filename.rsplit('/').next().unwrap_or(&self.filename)
     }
+
+    /// Where [`PrivateApt::download_verified`] puts this package in `debs`.
+    pub fn deb_path(&self, debs: &Path) -> PathBuf {
+        debs.join(self.deb_name())
+    }
 }
 
 /// apt configured to use only files under `dir`.
@@ -317,7 +322,7 @@ impl PrivateApt {
     /// index. Returns the local path.
     pub fn download_verified(&self, package: &PackageRef, debs: &Path) -> Result<PathBuf> {
         fs::create_dir_all(debs)?;
-        let target = debs.join(package.deb_name());
+        let target = package.deb_path(debs);
         if target.is_file() && sha256_file(&target)? == package.sha256 {
             return Ok(target);
         }

@@ -73,6 +73,69 @@ pub enum CustomKind {
     },
 }
 
+/// A directory for a bulky throwaway tree (debootstrap's tree, an unpacked kernel package with
+/// its ~4000 modules): in /dev/shm when that is a tmpfs that allows exec and has room, else in
+/// the cache entry. On a cold cache dpkg's fsyncs and the unpacked modules were what the image
+/// phase waited for; in memory they never reach the disk. Removed when dropped, on every path.
+struct Scratch(PathBuf);
+
+/// Room /dev/shm must have left for a scratch tree (an unpacked kernel is ~600 MiB).
+const SCRATCH_MIN_FREE: u64 = 2 << 30;
+
+impl Scratch {
+    fn new(name: &str, entry: &Entry) -> Result<Scratch> {
+        let shm = Path::new("/dev/shm");
+        let dir = if memory_scratch_usable(shm) {
+            shm.join(format!("rig-images-{}-{name}", std::process::id()))
+        } else {
+            entry.path("scratch")
+        };
+        if dir.exists() {
+            fs::remove_dir_all(&dir)?;
+        }
+        fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        Ok(Scratch(dir))
+    }
+
+    fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Whether `dir` is a tmpfs mount point without `noexec` (debootstrap runs the tree's binaries)
+/// with [`SCRATCH_MIN_FREE`] available.
+fn memory_scratch_usable(dir: &Path) -> bool {
+    let mounts = fs::read_to_string("/proc/self/mounts").unwrap_or_default();
+    is_exec_tmpfs(&mounts, &dir.to_string_lossy())
+        && nix::sys::statvfs::statvfs(dir).is_ok_and(|stat| {
+            stat.blocks_available().saturating_mul(stat.fragment_size()) >= SCRATCH_MIN_FREE
+        })
+}
+
+/// Whether the mount table (`/proc/self/mounts` text) mounts a tmpfs at `point` without `noexec`.
+fn is_exec_tmpfs(mounts: &str, point: &str) -> bool {
+    mounts.lines().any(|line| {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        matches!(fields.as_slice(), [_, at, "tmpfs", options, ..]
+            if *at == point && !options.split(',').any(|o| o == "noexec"))
+    })
+}
+
+/// A builder thread's result; a panic in it becomes an error naming what it built.
+fn joined<T>(outcome: std::thread::Result<Result<T>>, what: &str) -> Result<T> {
+    outcome.unwrap_or_else(|_| {
+        Err(anyhow::anyhow!(
+            "building {what}: the builder thread panicked"
+        ))
+    })
+}
+
 /// Where the declarative inputs live (`vm-images/`).
 pub fn vm_images_dir() -> PathBuf {
     workspace_root().join("vm-images")
@@ -132,27 +195,66 @@ impl<'a> Builder<'a> {
             selected
         };
         self.open_apt()?;
-        let rootfs = self.rootfs()?;
-        let (base_cpio, base_key) = self.initramfs_base()?;
-        let mut images = Vec::new();
-        for spec in &selected {
-            let mut image = match spec.origin()? {
-                KernelOrigin::Binary { .. } => self.debian_kernel(spec, &base_cpio, &base_key)?,
-                KernelOrigin::Source { package, version } => {
-                    self.source_kernel(spec, package, version, &base_cpio, &base_key)?
-                }
-            };
-            image.cmdline = spec.cmdline.clone();
-            image.suites = spec.suites.clone();
-            images.push(image);
-        }
-        if let Some(custom) = custom {
-            images.push(self.custom_kernel(custom, &base_cpio, &base_key)?);
-        }
+        // debootstrap, the slowest single step, runs beside the kernels' downloads and module
+        // sets (network, xz and depmod): on a cold cache they overlap instead of adding up.
+        let this = &*self;
+        let (rootfs, kernels) = std::thread::scope(|scope| {
+            let rootfs = scope.spawn(|| this.rootfs());
+            let kernels = this.kernel_images(&selected, custom);
+            (joined(rootfs.join(), "rootfs"), kernels)
+        });
         Ok(Images {
-            rootfs,
-            kernels: images,
+            rootfs: rootfs?,
+            kernels: kernels?,
         })
+    }
+
+    /// The base initramfs, then every selected kernel in matrix order: each Debian binary
+    /// kernel in a thread of its own (distinct packages and cache entries); the source-built
+    /// ones one after another, since the mutants share one source package and one build.
+    fn kernel_images(
+        &self,
+        selected: &[KernelSpec],
+        custom: Option<&CustomKernel>,
+    ) -> Result<Vec<KernelImage>> {
+        let (base_cpio, base_key) = self.initramfs_base()?;
+        let (base_cpio, base_key) = (base_cpio.as_path(), base_key.as_str());
+        let origins = selected
+            .iter()
+            .map(KernelSpec::origin)
+            .collect::<Result<Vec<_>>>()?;
+        let mut images = std::thread::scope(|scope| {
+            let mut binaries: std::collections::VecDeque<_> = selected
+                .iter()
+                .zip(&origins)
+                .filter(|(_, origin)| matches!(origin, KernelOrigin::Binary { .. }))
+                .map(|(spec, _)| scope.spawn(move || self.debian_kernel(spec, base_cpio, base_key)))
+                .collect();
+            selected
+                .iter()
+                .zip(&origins)
+                .map(|(spec, origin)| {
+                    let mut image = match origin {
+                        KernelOrigin::Binary { .. } => {
+                            let thread = binaries
+                                .pop_front()
+                                .context("a binary kernel without its builder thread")?;
+                            joined(thread.join(), &spec.name)?
+                        }
+                        KernelOrigin::Source { package, version } => {
+                            self.source_kernel(spec, package, version, base_cpio, base_key)?
+                        }
+                    };
+                    image.cmdline = spec.cmdline.clone();
+                    image.suites = spec.suites.clone();
+                    Ok(image)
+                })
+                .collect::<Result<Vec<_>>>()
+        })?;
+        if let Some(custom) = custom {
+            images.push(self.custom_kernel(custom, base_cpio, base_key)?);
+        }
+        Ok(images)
     }
 
     fn open_apt(&mut self) -> Result<()> {
@@ -183,7 +285,7 @@ impl<'a> Builder<'a> {
     fn download(&self, package: &PackageRef, subject: &str) -> Result<PathBuf> {
         let started = Instant::now();
         let debs = self.cache.join("debs");
-        let cached = debs.join(package.deb_name()).is_file();
+        let cached = package.deb_path(&debs).is_file();
         let path = self.apt()?.download_verified(package, &debs)?;
         let what = format!(
             "{} {} {} sha256 {}… verified{}",
@@ -234,7 +336,8 @@ impl<'a> Builder<'a> {
             ),
         );
         entry.reset()?;
-        let tree = entry.path("tree");
+        let scratch = Scratch::new("rootfs", &entry)?;
+        let tree = scratch.path().join("tree");
         let debootstrap_cache = self.cache.join("debootstrap-cache");
         fs::create_dir_all(&debootstrap_cache)?;
         let mut debootstrap = Command::new("debootstrap");
@@ -378,7 +481,8 @@ impl<'a> Builder<'a> {
             .collect::<Result<_>>()?;
         let started = Instant::now();
         entry.reset()?;
-        let extract = entry.path("extract");
+        let scratch = Scratch::new(&spec.name, &entry)?;
+        let extract = scratch.path().join("extract");
         for deb in &debs {
             extract_deb(deb, &extract, &entry.path("extract.log"))?;
         }
@@ -416,7 +520,7 @@ impl<'a> Builder<'a> {
             base_cpio,
             &key,
         )?;
-        fs::remove_dir_all(&extract)?;
+        drop(scratch);
         self.progress.done(
             Phase::Modules,
             &spec.name,
@@ -436,7 +540,6 @@ impl<'a> Builder<'a> {
         base_key: &str,
     ) -> Result<KernelImage> {
         let source = self.apt()?.package(package, version)?;
-        let deb = self.download(&source, &spec.name)?;
         let patches = spec
             .patches
             .iter()
@@ -452,12 +555,17 @@ impl<'a> Builder<'a> {
         let build = SourceBuild {
             name: build_name,
             tree: SourceTree::DebianPackage {
-                deb,
+                deb: source.deb_path(&self.cache.join("debs")),
                 version: version.to_owned(),
+                sha256: source.sha256.clone(),
             },
             patches,
             fragments: self.fragments(&spec.fragments)?,
         };
+        // The source package (146 MiB) is fetched only for a build that is not cached yet.
+        if !build.is_cached(&self.cache)? {
+            self.download(&source, &spec.name)?;
+        }
         self.built_kernel(&spec.name, &build, base_cpio, base_key)
     }
 
@@ -853,6 +961,21 @@ fn write_cpio(dir: &Path, root: &str, out: &Path) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn scratch_goes_to_memory_only_on_an_exec_tmpfs_mount_point() {
+        let mounts = "tmpfs /dev/shm tmpfs rw,nosuid,nodev 0 0\n\
+                      /dev/vda / ext4 rw,relatime 0 0\n\
+                      tmpfs /run tmpfs rw,noexec,size=1g 0 0\n";
+        assert!(is_exec_tmpfs(mounts, "/dev/shm"));
+        assert!(
+            !is_exec_tmpfs(mounts, "/run"),
+            "noexec: debootstrap could not run the tree"
+        );
+        assert!(!is_exec_tmpfs(mounts, "/"), "not a tmpfs");
+        assert!(!is_exec_tmpfs(mounts, "/dev"), "not a mount point");
+        assert!(!is_exec_tmpfs("", "/dev/shm"));
+    }
 
     #[test]
     fn write_cpio_archives_the_tree_under_root() {

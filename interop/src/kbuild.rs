@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, ensure, Context, Result};
 
-use crate::cache::{sha256_file, workspace_root, Entry, KeyBuilder};
+use crate::cache::{workspace_root, Entry, KeyBuilder};
 use crate::process::{run_logged, run_logged_with_heartbeat, tail};
 use crate::progress::{Phase, Progress};
 
@@ -20,7 +20,13 @@ use crate::progress::{Phase, Progress};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SourceTree {
     /// Debian's `linux-source-<v>` package (the .deb holds `usr/src/linux-source-<v>.tar.xz`).
-    DebianPackage { deb: PathBuf, version: String },
+    /// `sha256` is the signed index's checksum of `deb`, which the download verified: the key is
+    /// taken from it, so a cached build needs neither the .deb nor a pass over its 146 MiB.
+    DebianPackage {
+        deb: PathBuf,
+        version: String,
+        sha256: String,
+    },
     /// A local kernel tree, e.g. a developer's git checkout.
     Local(PathBuf),
 }
@@ -292,9 +298,11 @@ impl SourceBuild {
     pub fn key(&self) -> Result<String> {
         let mut key = KeyBuilder::new("kernel-build");
         match &self.tree {
-            SourceTree::DebianPackage { deb, version } => {
+            SourceTree::DebianPackage {
+                version, sha256, ..
+            } => {
                 key.add("package-version", version.as_bytes())
-                    .add("package-sha256", sha256_file(deb)?.as_bytes());
+                    .add("package-sha256", sha256.as_bytes());
             }
             SourceTree::Local(tree) => {
                 key.add("tree", tree_identity(tree)?.as_bytes());
@@ -308,6 +316,12 @@ impl SourceBuild {
         }
         key.add("compiler", compiler_identity()?.as_bytes());
         Ok(key.finish())
+    }
+
+    /// Whether a finished build with this key is in `cache` (then [`SourceBuild::build`] reads
+    /// nothing of the tree).
+    pub fn is_cached(&self, cache: &Path) -> Result<bool> {
+        Ok(Entry::new(cache, "kernel-builds", &self.name, &self.key()?).is_complete())
     }
 
     /// Build, or take the cached build with the same key.
