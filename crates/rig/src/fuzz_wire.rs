@@ -9,12 +9,14 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use wirefuzz::case::Case;
-use wirefuzz::differential::{self, KnownDivergences, Report, RunOptions};
+use wirefuzz::differential::{
+    self, KnownDivergences, NewDivergence, Report, RunDriver, RunOptions,
+};
 use wirefuzz::executor::{open_runner, CaseResult};
 use wirefuzz::generate::{generate, generate_family_case, Family};
 use wirefuzz::guided::Feedback;
 use wirefuzz::signature::Signature;
-use wirefuzz::target::{Deadline, TargetSpec};
+use wirefuzz::target::{Deadline, TargetError, TargetSpec};
 
 use crate::input::read_text;
 use crate::trace_relay::RelayClient;
@@ -218,7 +220,6 @@ pub fn run(args: Args) -> Result<u8> {
         seed,
         cases: if args.replay.is_some() { 1 } else { args.cases },
         time: args.time.map(Duration::from_secs),
-        save_dir: Some(args.save_divergences.clone()),
     };
     let traces = args.traces || args.replay.is_some();
     let mut relay = match &args.trace_relay {
@@ -227,6 +228,10 @@ pub fn run(args: Args) -> Result<u8> {
     };
     let mut corpus = CorpusWriter::new(args.corpus.clone(), feedback.borrow().is_some());
     let started = Instant::now();
+    let mut driver = WallClock {
+        started,
+        save_dir: args.save_divergences.clone(),
+    };
     // The observer cannot fail: the first write error is kept, later traces are not written,
     // and the error ends the command once the run is over.
     let mut write_error = None;
@@ -236,6 +241,7 @@ pub fn run(args: Args) -> Result<u8> {
         runner_a.as_mut(),
         runner_b.as_deref_mut(),
         &known,
+        &mut driver,
         |case, a, b| {
             if traces && write_error.is_none() {
                 write_error = out!("{}", case_trace(case, a, b)).err();
@@ -287,6 +293,36 @@ pub fn run(args: Args) -> Result<u8> {
     }
     out!("{}", summary(&report))?;
     Ok(u8::from(report.unknown_divergences > 0))
+}
+
+/// The differential run's driver: the wall clock, and each new divergence written to
+/// `save_dir` as `<rule>--<a>--<b>.case.json` (replayable with `--replay`) and `.outcomes.json`.
+struct WallClock {
+    started: Instant,
+    save_dir: PathBuf,
+}
+
+impl RunDriver for WallClock {
+    fn elapsed(&self) -> Duration {
+        self.started.elapsed()
+    }
+
+    fn keep_divergence(
+        &mut self,
+        divergence: &NewDivergence,
+    ) -> Result<Option<String>, TargetError> {
+        let io = |e: std::io::Error| TargetError::Local(format!("saving divergence: {e}"));
+        std::fs::create_dir_all(&self.save_dir).map_err(io)?;
+        let stem = divergence.stem();
+        let case_path = self.save_dir.join(format!("{stem}.case.json"));
+        std::fs::write(&case_path, divergence.case.to_json() + "\n").map_err(io)?;
+        std::fs::write(
+            self.save_dir.join(format!("{stem}.outcomes.json")),
+            divergence.outcomes_json(),
+        )
+        .map_err(io)?;
+        Ok(Some(case_path.display().to_string()))
+    }
 }
 
 /// The trace relay as the run sees it: each case is marked right after it ran, and its events
@@ -634,9 +670,17 @@ mod tests {
             dir.join("div").to_str().unwrap(),
         ]);
         assert_eq!(run(cli.args).unwrap(), 1);
-        assert!(dir
-            .join("div/write-segcount-zero--reply--err-chunk.case.json")
-            .exists());
+        // Kept by the driver as found: the case replayable, the outcomes beside it.
+        let stem = dir.join("div/write-segcount-zero--reply--err-chunk");
+        let case = std::fs::read_to_string(stem.with_extension("case.json")).unwrap();
+        let case = Case::from_json(&case).unwrap();
+        assert_eq!(case.target_rule, "write-segcount-zero");
+        let outcomes = std::fs::read_to_string(stem.with_extension("outcomes.json")).unwrap();
+        let outcomes: serde_json::Value = serde_json::from_str(&outcomes).unwrap();
+        assert_eq!(outcomes["rule"], "write-segcount-zero");
+        assert_eq!(outcomes["index"], case.index);
+        assert_eq!(outcomes["a"]["outcome"], "reply");
+        assert_eq!(outcomes["b"]["outcome"], "err-chunk");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

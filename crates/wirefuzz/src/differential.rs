@@ -7,10 +7,12 @@
 //! nfsd deferred past that case's ERR_CHUNK and its liveness probe lands on the next case);
 //! reproduced alone, such a pair agrees and is reported as unconfirmed, not as a divergence.
 //! A confirmed divergence is keyed by the outcomes of the rerun, which saw the case alone.
+//!
+//! Sans-IO like the rest of the crate: the time and the saving of a new divergence's files come
+//! from the caller's [`RunDriver`].
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
@@ -169,7 +171,15 @@ mod tests {
             cases: 10,
             ..RunOptions::default()
         };
-        run(&options, one_case, a, Some(b), &KnownDivergences::default()).unwrap()
+        run(
+            &options,
+            one_case,
+            a,
+            Some(b),
+            &KnownDivergences::default(),
+            &mut Unclocked,
+        )
+        .unwrap()
     }
 
     #[test]
@@ -334,8 +344,69 @@ pub struct RunOptions {
     pub cases: u64,
     /// Stop once this much time has passed (checked between cases).
     pub time: Option<Duration>,
-    /// Save each new divergence's case and outcomes here.
-    pub save_dir: Option<PathBuf>,
+}
+
+/// A confirmed divergence seen for the first time, for the driver to keep.
+#[derive(Debug, Clone, Copy)]
+pub struct NewDivergence<'a> {
+    pub case: &'a Case,
+    pub a_target: &'a str,
+    pub a: Observed,
+    pub b_target: &'a str,
+    pub b: Observed,
+}
+
+impl NewDivergence<'_> {
+    /// `<rule>--<a>--<b>`: the file stem of its case and outcomes.
+    pub fn stem(&self) -> String {
+        format!(
+            "{}--{}--{}",
+            self.case.target_rule,
+            self.a.name(),
+            self.b.name()
+        )
+        .replace('+', "-then-")
+    }
+
+    /// The `.outcomes.json` text: rule, family, seed, index and each target's outcome.
+    pub fn outcomes_json(&self) -> String {
+        let outcomes = serde_json::json!({
+            "rule": self.case.target_rule,
+            "family": self.case.family,
+            "seed": self.case.seed,
+            "index": self.case.index,
+            "a": { "target": self.a_target, "outcome": self.a },
+            "b": { "target": self.b_target, "outcome": self.b },
+        });
+        serde_json::to_string_pretty(&outcomes).unwrap_or_default() + "\n"
+    }
+}
+
+/// What a run needs from the program driving it: the time and somewhere to keep divergences.
+pub trait RunDriver {
+    /// Time since the run started.
+    fn elapsed(&self) -> Duration;
+    /// Keep a new divergence (as it is found, so a run that dies later keeps it); returns
+    /// where its replayable case went, if anywhere.
+    fn keep_divergence(
+        &mut self,
+        divergence: &NewDivergence,
+    ) -> Result<Option<String>, TargetError>;
+}
+
+/// A driver without a clock that keeps nothing: a run bounded by case count only (tests,
+/// replays).
+#[derive(Debug, Default)]
+pub struct Unclocked;
+
+impl RunDriver for Unclocked {
+    fn elapsed(&self) -> Duration {
+        Duration::ZERO
+    }
+
+    fn keep_divergence(&mut self, _: &NewDivergence) -> Result<Option<String>, TargetError> {
+        Ok(None)
+    }
 }
 
 /// Run `cases` (called with 0, 1, 2, ... until it returns `None` or a limit is hit) against
@@ -346,8 +417,9 @@ pub fn run(
     a: &mut dyn CaseRunner,
     b: Option<&mut (dyn CaseRunner + '_)>,
     known: &KnownDivergences,
+    driver: &mut dyn RunDriver,
 ) -> Result<Report, TargetError> {
-    run_observed(options, cases, a, b, known, |_, _, _| {})
+    run_observed(options, cases, a, b, known, driver, |_, _, _| {})
 }
 
 /// [`run`], calling `observe` with every case and its result(s) (for `--traces`).
@@ -357,9 +429,9 @@ pub fn run_observed(
     a: &mut dyn CaseRunner,
     mut b: Option<&mut (dyn CaseRunner + '_)>,
     known: &KnownDivergences,
+    driver: &mut dyn RunDriver,
     mut observe: impl FnMut(&Case, &CaseResult, Option<&CaseResult>),
 ) -> Result<Report, TargetError> {
-    let started = Instant::now();
     let mut stats_a = TargetStats {
         target: a.name(),
         ..TargetStats::default()
@@ -372,7 +444,7 @@ pub fn run_observed(
     let mut unconfirmed: BTreeMap<(String, Observed, Observed), Unconfirmed> = BTreeMap::new();
     let mut sent = 0u64;
     while sent < options.cases {
-        if options.time.is_some_and(|limit| started.elapsed() >= limit) {
+        if options.time.is_some_and(|limit| driver.elapsed() >= limit) {
             break;
         }
         let Some(case) = cases(sent) else { break };
@@ -412,17 +484,13 @@ pub fn run_observed(
             if let Some(d) = divergences.get_mut(&key) {
                 d.count += 1;
             } else {
-                let case_file = match &options.save_dir {
-                    Some(dir) => Some(save_divergence(
-                        dir,
-                        &case,
-                        &stats_a.target,
-                        result_a.outcome,
-                        &stats_b.target,
-                        result_b.outcome,
-                    )?),
-                    None => None,
-                };
+                let case_file = driver.keep_divergence(&NewDivergence {
+                    case: &case,
+                    a_target: &stats_a.target,
+                    a: result_a.outcome,
+                    b_target: &stats_b.target,
+                    b: result_b.outcome,
+                })?;
                 let known = known
                     .reason(&Seen {
                         a_target: &stats_a.target,
@@ -453,7 +521,7 @@ pub fn run_observed(
         }
         sent += 1;
     }
-    let elapsed = started.elapsed().as_secs_f64();
+    let elapsed = driver.elapsed().as_secs_f64();
     let divergences: Vec<Divergence> = divergences.into_values().collect();
     Ok(Report {
         seed: options.seed,
@@ -470,31 +538,4 @@ pub fn run_observed(
         unconfirmed: unconfirmed.into_values().collect(),
         signatures: None,
     })
-}
-
-/// Write `<rule>--<a>--<b>.case.json` (replayable) and `.outcomes.json`; returns the case path.
-fn save_divergence(
-    dir: &Path,
-    case: &Case,
-    a_target: &str,
-    a: Observed,
-    b_target: &str,
-    b: Observed,
-) -> Result<String, TargetError> {
-    let io = |e: std::io::Error| TargetError::Local(format!("saving divergence: {e}"));
-    std::fs::create_dir_all(dir).map_err(io)?;
-    let stem = format!("{}--{}--{}", case.target_rule, a.name(), b.name()).replace('+', "-then-");
-    let case_path = dir.join(format!("{stem}.case.json"));
-    std::fs::write(&case_path, case.to_json() + "\n").map_err(io)?;
-    let outcomes = serde_json::json!({
-        "rule": case.target_rule,
-        "family": case.family,
-        "seed": case.seed,
-        "index": case.index,
-        "a": { "target": a_target, "outcome": a },
-        "b": { "target": b_target, "outcome": b },
-    });
-    let text = serde_json::to_string_pretty(&outcomes).unwrap_or_default();
-    std::fs::write(dir.join(format!("{stem}.outcomes.json")), text + "\n").map_err(io)?;
-    Ok(case_path.display().to_string())
 }

@@ -4,10 +4,13 @@ use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::rc::Rc;
+use std::time::Duration;
 
 use wire::svcrdma::Profile;
 use wirefuzz::case::{Case, Observed, Region, RegionKey};
-use wirefuzz::differential::{self, KnownDivergences, RunOptions};
+use wirefuzz::differential::{
+    self, KnownDivergences, NewDivergence, RunDriver, RunOptions, Unclocked,
+};
 use wirefuzz::executor::{CaseRunner, Executor, ModelRunner};
 use wirefuzz::generate::{generate, generate_family_case, Family, XID_BASE};
 use wirefuzz::minimise::minimise;
@@ -300,16 +303,32 @@ fn minimiser_shrinks_a_planted_failing_sequence_on_a_sim_target() {
     assert!(!fails(&out.items[..1]) && !fails(&out.items[1..]));
 }
 
+/// Keeps each new divergence's case as the JSON a driver would write, by file stem.
+#[derive(Default)]
+struct KeptCases {
+    cases: BTreeMap<String, String>,
+}
+
+impl RunDriver for KeptCases {
+    fn elapsed(&self) -> Duration {
+        Duration::ZERO
+    }
+
+    fn keep_divergence(&mut self, d: &NewDivergence) -> Result<Option<String>, TargetError> {
+        let stem = d.stem();
+        assert!(self.cases.insert(stem.clone(), d.case.to_json()).is_none());
+        Ok(Some(stem))
+    }
+}
+
 #[test]
 fn differential_run_finds_only_known_divergences_and_saves_them() {
-    let dir = std::env::temp_dir().join(format!("wirefuzz-diff-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
     let options = RunOptions {
         seed: SEED,
         cases: 800,
         time: None,
-        save_dir: Some(dir.clone()),
     };
+    let mut kept = KeptCases::default();
     let mut a = bare(Profile::Linux6_1);
     let mut b = ModelRunner {
         model: Profile::Linux6_1.model(),
@@ -320,6 +339,7 @@ fn differential_run_finds_only_known_divergences_and_saves_them() {
         &mut a,
         Some(&mut b),
         &known_divergences(),
+        &mut kept,
     )
     .unwrap();
     assert_eq!(report.cases_sent, 800);
@@ -340,9 +360,10 @@ fn differential_run_finds_only_known_divergences_and_saves_them() {
         .map(|d| (&d.rule, d.a, d.b))
         .collect();
     assert_eq!(keys.len(), report.divergences.len());
+    assert_eq!(kept.cases.len(), report.divergences.len());
     for d in &report.divergences {
-        let path = d.case_file.as_ref().unwrap();
-        let case = Case::from_json(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let stem = d.case_file.as_ref().unwrap();
+        let case = Case::from_json(&kept.cases[stem]).unwrap();
         assert_eq!(case, generate(SEED, d.first_index));
         assert_eq!(case.target_rule, d.rule);
         assert_eq!(
@@ -350,19 +371,16 @@ fn differential_run_finds_only_known_divergences_and_saves_them() {
             d.a
         );
     }
-    let _ = std::fs::remove_dir_all(&dir);
 
     // Without the known list, the same divergences are all new.
     let mut a = bare(Profile::Linux6_1);
     let report = differential::run(
-        &RunOptions {
-            save_dir: None,
-            ..options
-        },
+        &options,
         |i| Some(generate(SEED, i)),
         &mut a,
         Some(&mut b),
         &KnownDivergences::default(),
+        &mut Unclocked,
     )
     .unwrap();
     assert_eq!(report.unknown_divergences, report.divergences.len());
