@@ -4,13 +4,12 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use engine::verbs::{CompletionError, Event, MemoryTable, WorkRequest, WrId};
+use engine::verbs::{CompletionError, Event, WorkRequest, WrId};
 use verbs::{
     CmEvent, CmEventKind, CmId, CompletionChannel, ConnParams, Cq, EventChannel, Mr, Pd, QpCaps,
     RemoteRegion, SendOp, VerbsError, WorkCompletion,
 };
 
-use crate::chunks::{ChunkMap, Registered};
 use crate::pool::{Pool, Slot};
 
 /// RDMA Reads a peer may have in flight against us, and we against it (explicit, not the
@@ -26,7 +25,7 @@ const POLL_MAX: usize = 256;
 /// Which side of RPC-over-RDMA this connection drives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
-    /// Client: chunk handles in calls and replies are translated (see [`crate::chunks`]).
+    /// Client: its chunk memory is registered by the engine through [`crate::memory`].
     Requester,
     Responder,
 }
@@ -54,10 +53,8 @@ pub struct Connection {
     pub id: CmId,
     pd: Pd,
     cq: Cq,
-    role: Role,
     pool: Pool<Mr>,
     pending: BTreeMap<WrId, Pending>,
-    chunks: ChunkMap<Mr>,
     pub counters: ConnCounters,
     close: CloseGate,
 }
@@ -162,10 +159,8 @@ impl Connection {
             id,
             pd,
             cq,
-            role,
             pool: Pool::new(POOL_BYTES),
             pending: BTreeMap::new(),
-            chunks: ChunkMap::default(),
             counters: ConnCounters::default(),
             close: match role {
                 Role::Requester => CloseGate::established(),
@@ -194,9 +189,9 @@ impl Connection {
         self.pending.len()
     }
 
-    /// Real chunk registrations held for the requester.
-    pub fn chunk_registrations(&self) -> usize {
-        self.chunks.len()
+    /// The protection domain: the requester's chunk memory is registered in it.
+    pub fn pd(&self) -> &Pd {
+        &self.pd
     }
 
     fn buffer(&mut self, len: usize) -> Option<(Slot, Mr)> {
@@ -207,7 +202,7 @@ impl Connection {
 
     /// Post one of the engine's work requests. Failures that the engine must see (no buffer,
     /// post refused) come back as events; the caller feeds them in.
-    pub fn post(&mut self, work: WorkRequest, table: &MemoryTable) -> Vec<Event> {
+    pub fn post(&mut self, work: WorkRequest) -> Vec<Event> {
         if self.close.closing() {
             // Closing: the QP is (or is about to be) in error; nothing more leaves.
             return match work {
@@ -240,39 +235,16 @@ impl Connection {
                     None => vec![failed(wr_id, CompletionError::Flushed)],
                 }
             }
-            WorkRequest::PostSend { wr_id, payload } => {
-                let payload = if self.role == Role::Requester {
-                    let pd = self.pd.clone();
-                    let rewritten = self.chunks.outgoing(payload, table, |request| {
-                        let mr = pd.register(request.len.max(1) as usize)?;
-                        // Pd::register grants remote Read and Write whatever the chunk kind;
-                        // the engine's table still enforces the direction in the simulator.
-                        if let Some(contents) = request.contents {
-                            mr.write(0, contents)?;
-                        }
-                        Ok::<_, VerbsError>(Registered {
-                            rkey: mr.rkey(),
-                            addr: mr.addr(),
-                            registration: mr,
-                        })
-                    });
-                    match rewritten {
-                        Ok(payload) => payload,
-                        Err(_) => return vec![failed(wr_id, CompletionError::LocalLength)],
-                    }
-                } else {
-                    payload
-                };
-                self.post_from_buffer(wr_id, &payload, SendOp::Send)
-                    .map(Pending::Send)
-                    .map_or_else(
-                        |error| vec![failed(wr_id, error)],
-                        |pending| {
-                            self.pending.insert(wr_id, pending);
-                            Vec::new()
-                        },
-                    )
-            }
+            WorkRequest::PostSend { wr_id, payload } => self
+                .post_from_buffer(wr_id, &payload, SendOp::Send)
+                .map(Pending::Send)
+                .map_or_else(
+                    |error| vec![failed(wr_id, error)],
+                    |pending| {
+                        self.pending.insert(wr_id, pending);
+                        Vec::new()
+                    },
+                ),
             WorkRequest::RdmaRead {
                 wr_id,
                 handle,
@@ -363,16 +335,15 @@ impl Connection {
     }
 
     /// Consume a CQ notification (call when the completion fd is readable, or periodically) and
-    /// return the completions as engine events. The requester's table receives what the peer
-    /// wrote into chunk registrations before the reply event is returned.
-    pub fn completions(&mut self, table: &mut MemoryTable) -> Result<Vec<Event>, VerbsError> {
+    /// return the completions as engine events.
+    pub fn completions(&mut self) -> Result<Vec<Event>, VerbsError> {
         let mut events = Vec::new();
         // Bounded: each round drains at most POLL_MAX, and we stop on a short round.
         for _ in 0..64 {
             let batch = self.cq.on_notification(POLL_MAX)?;
             let short = batch.len() < POLL_MAX;
             for wc in batch {
-                if let Some(event) = self.complete(&wc, table) {
+                if let Some(event) = self.complete(&wc) {
                     events.push(event);
                 }
             }
@@ -383,7 +354,7 @@ impl Connection {
         Ok(events)
     }
 
-    fn complete(&mut self, wc: &WorkCompletion, table: &mut MemoryTable) -> Option<Event> {
+    fn complete(&mut self, wc: &WorkCompletion) -> Option<Event> {
         let pending = self.pending.remove(&wc.wr_id)?;
         let slot = match pending {
             Pending::Recv(s) | Pending::Send(s) | Pending::Read(s, _) | Pending::Write(s) => s,
@@ -401,13 +372,6 @@ impl Connection {
                 // byte_len comes from the peer's Send; never read past our own buffer.
                 let len = (wc.byte_len as usize).min(mr.len());
                 let payload = mr.to_vec(0, len).unwrap_or_default();
-                let payload = if self.role == Role::Requester {
-                    self.chunks.incoming(payload, table, |chunk_mr, len| {
-                        chunk_mr.to_vec(0, (len as usize).min(chunk_mr.len())).ok()
-                    })
-                } else {
-                    payload
-                };
                 Event::RecvCompleted {
                     wr_id: wc.wr_id,
                     payload,
@@ -429,16 +393,6 @@ impl Connection {
                 Event::WriteCompleted { wr_id: wc.wr_id }
             }
         })
-    }
-
-    /// After the engine handled events: release chunk registrations it invalidated.
-    pub fn sweep(&mut self, table: &MemoryTable) {
-        self.chunks.sweep(table);
-    }
-
-    /// The connection is gone: release chunk registrations (the engine released its side).
-    pub fn lost(&mut self) {
-        self.chunks.clear();
     }
 }
 

@@ -282,7 +282,7 @@ pub fn serve(options: &ServeOptions, controls: Controls<'_>) -> Result<ServeStat
             let slot = &mut slots[l.slot];
             // Drained on every wake-up, not only when the fd fired: a completion may land
             // between draining and re-arming the CQ.
-            let events = match l.conn.completions(slot.server.memory()) {
+            let events = match l.conn.completions() {
                 Ok(events) => events,
                 Err(error) => {
                     eprintln!("rig serve: completion queue: {error}");
@@ -359,7 +359,7 @@ fn drive(server: &mut Server, conn: &mut Connection) {
     for _ in 0..UPPER_LAYER_BUDGET {
         let mut events = Vec::new();
         while let Some(work) = server.poll_work() {
-            events.extend(conn.post(work, server.memory()));
+            events.extend(conn.post(work));
         }
         let had_events = !events.is_empty();
         for event in events {
@@ -465,14 +465,13 @@ fn on_cm_event(
             if let Some(index) = live.iter().position(|l| event.is_for(&l.conn.id)) {
                 let mut l = live.swap_remove(index);
                 let slot = &mut slots[l.slot];
-                if let Ok(events) = l.conn.completions(slot.server.memory()) {
+                if let Ok(events) = l.conn.completions() {
                     for event in events {
                         slot.server.handle_event(event);
                     }
                 }
                 slot.server.handle_event(Event::ConnectionLost);
                 drive(&mut slot.server, &mut l.conn);
-                l.conn.lost();
                 slot.busy = false;
                 slot.last_used = clock;
                 books.connections.close(l.number);
