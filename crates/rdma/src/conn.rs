@@ -412,6 +412,35 @@ pub fn expect(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use engine::ConnectionConfig;
+    use verbs::cm::MAX_CONNECT_PRIVATE_DATA;
+    use wire::private_data::PrivateData;
+
+    #[test]
+    fn conn_params_carry_rfc8797_private_data_and_read_depths() {
+        let config = ConnectionConfig {
+            inline_send: 4096,
+            inline_recv: 8192,
+            credits: 8,
+        };
+        let private = config.private_data().encode().to_vec();
+        let params = conn_params(private, Role::Requester, None);
+        // The client is read by the server and reads nothing itself.
+        assert_eq!(
+            (params.responder_resources, params.initiator_depth),
+            (READ_DEPTH, 0)
+        );
+        let raw = params
+            .to_raw(MAX_CONNECT_PRIVATE_DATA, "connect private data")
+            .unwrap();
+        assert_eq!(raw.private_data_len, 8);
+        // The bytes the CM carries decode back to what the engine advertised (RFC 8797 §4).
+        assert_eq!(&params.private_data[..4], &[0xf6, 0xab, 0x0e, 0x18]);
+        assert_eq!(
+            PrivateData::decode(&params.private_data).unwrap(),
+            config.private_data()
+        );
+    }
 
     #[test]
     fn a_close_asked_for_before_established_waits_for_it() {

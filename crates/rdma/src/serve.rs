@@ -25,6 +25,7 @@ use server::drc::policy_by_name;
 use server::Server;
 use verbs::cq::wait_any_readable;
 use verbs::{CmEvent, CmEventKind, EventChannel, VerbsError};
+use wire::private_data::PrivateData;
 use wire::svcrdma::KernelModel;
 
 use crate::conn::{conn_params, ConnCounters, Connection, Role};
@@ -430,7 +431,10 @@ fn on_cm_event(
                 calls_received: 0,
                 credits_returned: 0,
                 verbs: ConnCounters::default(),
-                peer_private_data: event.rpcrdma_private_data().map(|p| format!("{p:?}")),
+                // RFC 8797 §4: absent or undecodable private data means the 1 KiB defaults.
+                peer_private_data: PrivateData::decode(&event.private_data)
+                    .ok()
+                    .map(|p| format!("{p:?}")),
                 dropped_by_server: false,
                 open: true,
             });
