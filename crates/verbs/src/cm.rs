@@ -1,5 +1,6 @@
 //! rdma_cm: the event channel, communication ids (RDMA_PS_TCP, i.e. RC), address and route
-//! resolution, connect / listen / accept / reject / disconnect with private data (opaque bytes here; RFC 8797 encoding is wire's).
+//! resolution, connect / listen / accept / reject / disconnect with private data (bytes here: the
+//! RFC 8797 encoding is `wire::private_data`'s).
 //!
 //! Events are copied into an owned [`CmEvent`] and acked at once: `rdma_destroy_id` blocks until
 //! every event on the id is acked, so holding C events across calls would risk a hang on drop.
