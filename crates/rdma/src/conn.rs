@@ -203,111 +203,94 @@ impl Connection {
     /// Post one of the engine's work requests. Failures that the engine must see (no buffer,
     /// post refused) come back as events; the caller feeds them in.
     pub fn post(&mut self, work: WorkRequest) -> Vec<Event> {
+        let Some(wr_id) = wr_id_of(&work) else {
+            // Disconnect: once closing, the close is under way already.
+            if !self.close.closing() && self.close.request() {
+                let _ = self.id.disconnect();
+            }
+            return Vec::new();
+        };
         if self.close.closing() {
             // Closing: the QP is (or is about to be) in error; nothing more leaves.
-            return match work {
-                WorkRequest::PostRecv { wr_id, .. }
-                | WorkRequest::PostSend { wr_id, .. }
-                | WorkRequest::RdmaRead { wr_id, .. }
-                | WorkRequest::RdmaWrite { wr_id, .. } => {
-                    vec![failed(wr_id, CompletionError::Flushed)]
-                }
-                WorkRequest::Disconnect => Vec::new(),
-            };
+            return vec![failed(wr_id, CompletionError::Flushed)];
         }
-        match work {
-            WorkRequest::PostRecv { wr_id, capacity } => {
-                let posted = self.buffer(capacity).and_then(|(slot, mr)| {
-                    let sge = mr.sge(0, capacity).ok()?;
-                    match self.id.post_recv(wr_id, &sge) {
-                        Ok(()) => Some(slot),
-                        Err(_) => {
-                            self.pool.release(slot);
-                            None
-                        }
-                    }
-                });
-                match posted {
-                    Some(slot) => {
-                        self.pending.insert(wr_id, Pending::Recv(slot));
-                        Vec::new()
-                    }
-                    None => vec![failed(wr_id, CompletionError::Flushed)],
-                }
-            }
-            WorkRequest::PostSend { wr_id, payload } => self
+        let posted = match work {
+            WorkRequest::PostRecv { capacity, .. } => self.post_recv(wr_id, capacity),
+            WorkRequest::PostSend { payload, .. } => self
                 .post_from_buffer(wr_id, &payload, SendOp::Send)
-                .map(Pending::Send)
-                .map_or_else(
-                    |error| vec![failed(wr_id, error)],
-                    |pending| {
-                        self.pending.insert(wr_id, pending);
-                        Vec::new()
-                    },
-                ),
+                .map(Pending::Send),
+            // Nothing to move: complete at once, as the HCA would.
+            WorkRequest::RdmaRead { length: 0, .. } => {
+                return vec![Event::ReadCompleted {
+                    wr_id,
+                    data: Vec::new(),
+                }]
+            }
             WorkRequest::RdmaRead {
-                wr_id,
                 handle,
                 offset,
                 length,
-            } => {
-                if length == 0 {
-                    return vec![Event::ReadCompleted {
-                        wr_id,
-                        data: Vec::new(),
-                    }];
-                }
-                let Some((slot, mr)) = self.buffer(length as usize) else {
-                    return vec![failed(wr_id, CompletionError::LocalLength)];
-                };
-                let op = SendOp::RdmaRead {
-                    remote: RemoteRegion {
-                        addr: offset,
-                        rkey: handle,
-                    },
-                };
-                let posted = mr
-                    .sge(0, length as usize)
-                    .and_then(|sge| self.id.post_send(wr_id, op, &sge, true));
-                match posted {
-                    Ok(()) => {
-                        self.pending.insert(wr_id, Pending::Read(slot, length));
-                        Vec::new()
-                    }
-                    Err(_) => {
-                        self.pool.release(slot);
-                        vec![failed(wr_id, CompletionError::Flushed)]
-                    }
-                }
+                ..
+            } => self.post_rdma_read(wr_id, remote(handle, offset), length),
+            WorkRequest::RdmaWrite { data, .. } if data.is_empty() => {
+                return vec![Event::WriteCompleted { wr_id }]
             }
             WorkRequest::RdmaWrite {
-                wr_id,
                 handle,
                 offset,
                 data,
+                ..
             } => {
-                if data.is_empty() {
-                    return vec![Event::WriteCompleted { wr_id }];
-                }
                 let op = SendOp::RdmaWrite {
-                    remote: RemoteRegion {
-                        addr: offset,
-                        rkey: handle,
-                    },
+                    remote: remote(handle, offset),
                 };
-                match self.post_from_buffer(wr_id, &data, op) {
-                    Ok(slot) => {
-                        self.pending.insert(wr_id, Pending::Write(slot));
-                        Vec::new()
-                    }
-                    Err(error) => vec![failed(wr_id, error)],
-                }
+                self.post_from_buffer(wr_id, &data, op).map(Pending::Write)
             }
-            WorkRequest::Disconnect => {
-                if self.close.request() {
-                    let _ = self.id.disconnect();
-                }
+            WorkRequest::Disconnect => return Vec::new(),
+        };
+        match posted {
+            Ok(pending) => {
+                self.pending.insert(wr_id, pending);
                 Vec::new()
+            }
+            Err(error) => vec![failed(wr_id, error)],
+        }
+    }
+
+    /// Post a Receive into a pool buffer of `capacity` bytes. Any failure is reported as a flush.
+    fn post_recv(&mut self, wr_id: WrId, capacity: usize) -> Result<Pending, CompletionError> {
+        let (slot, mr) = self.buffer(capacity).ok_or(CompletionError::Flushed)?;
+        let posted = mr
+            .sge(0, capacity)
+            .and_then(|sge| self.id.post_recv(wr_id, &sge));
+        match posted {
+            Ok(()) => Ok(Pending::Recv(slot)),
+            Err(_) => {
+                self.pool.release(slot);
+                Err(CompletionError::Flushed)
+            }
+        }
+    }
+
+    /// Post an RDMA Read of `length` (> 0) bytes from the peer's `remote` into a pool buffer.
+    fn post_rdma_read(
+        &mut self,
+        wr_id: WrId,
+        remote: RemoteRegion,
+        length: u32,
+    ) -> Result<Pending, CompletionError> {
+        let (slot, mr) = self
+            .buffer(length as usize)
+            .ok_or(CompletionError::LocalLength)?;
+        let posted = mr.sge(0, length as usize).and_then(|sge| {
+            self.id
+                .post_send(wr_id, SendOp::RdmaRead { remote }, &sge, true)
+        });
+        match posted {
+            Ok(()) => Ok(Pending::Read(slot, length)),
+            Err(_) => {
+                self.pool.release(slot);
+                Err(CompletionError::Flushed)
             }
         }
     }
@@ -393,6 +376,25 @@ impl Connection {
                 Event::WriteCompleted { wr_id: wc.wr_id }
             }
         })
+    }
+}
+
+/// The work request's id; `None` for a Disconnect, which has none.
+fn wr_id_of(work: &WorkRequest) -> Option<WrId> {
+    match work {
+        WorkRequest::PostRecv { wr_id, .. }
+        | WorkRequest::PostSend { wr_id, .. }
+        | WorkRequest::RdmaRead { wr_id, .. }
+        | WorkRequest::RdmaWrite { wr_id, .. } => Some(*wr_id),
+        WorkRequest::Disconnect => None,
+    }
+}
+
+/// Where the peer's memory is: the segment's handle is its rkey, its offset the address.
+fn remote(handle: u32, offset: u64) -> RemoteRegion {
+    RemoteRegion {
+        addr: offset,
+        rkey: handle,
     }
 }
 
