@@ -196,7 +196,10 @@ impl Connection {
 
     fn buffer(&mut self, len: usize) -> Option<(Slot, Mr)> {
         let pd = self.pd.clone();
-        let slot = self.pool.acquire(len, |size| pd.register(size).ok())?;
+        // Bounce buffers are local: no peer names them, so they grant no remote access.
+        let slot = self
+            .pool
+            .acquire(len, |size| pd.register_local(size).ok())?;
         self.pool.get(slot).cloned().map(|mr| (slot, mr))
     }
 

@@ -18,6 +18,10 @@ pub const MAX_MR_LEN: usize = 1 << 30;
 pub const MR_ACCESS: u32 =
     sys::IBV_ACCESS_LOCAL_WRITE | sys::IBV_ACCESS_REMOTE_READ | sys::IBV_ACCESS_REMOTE_WRITE;
 
+/// Access rights of a local-only buffer (Send and RDMA Write sources, Receive and RDMA Read
+/// destinations): the local HCA writes into it, the peer cannot reach it at all.
+pub const LOCAL_ACCESS: u32 = sys::IBV_ACCESS_LOCAL_WRITE;
+
 /// What a peer may do to a chunk's memory, and nothing more (RFC 8166 §3.4: the Responder RDMA
 /// Reads a Read chunk and RDMA Writes a Write or Reply chunk).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,6 +76,12 @@ impl Pd {
     /// Allocate a zeroed buffer of `len` bytes and register it with [`MR_ACCESS`].
     pub fn register(&self, len: usize) -> Result<Mr> {
         self.register_with_access(len, MR_ACCESS)
+    }
+
+    /// Allocate a zeroed buffer of `len` bytes and register it with [`LOCAL_ACCESS`] (a bounce
+    /// buffer no peer may name).
+    pub fn register_local(&self, len: usize) -> Result<Mr> {
+        self.register_with_access(len, LOCAL_ACCESS)
     }
 
     /// Allocate a zeroed buffer of `len` bytes and register it so the peer may reach it only by
@@ -381,5 +391,7 @@ mod tests {
             sys::IBV_ACCESS_LOCAL_WRITE | sys::IBV_ACCESS_REMOTE_WRITE
         );
         assert_eq!(RemoteAccess::Write.flags() & sys::IBV_ACCESS_REMOTE_READ, 0);
+        // A bounce buffer: written by the local HCA (Receives, RDMA Read results), by no peer.
+        assert_eq!(LOCAL_ACCESS, sys::IBV_ACCESS_LOCAL_WRITE);
     }
 }
