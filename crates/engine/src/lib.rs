@@ -2,10 +2,13 @@
 //! responder, driven by completion [`verbs::Event`]s and emitting [`verbs::WorkRequest`]s.
 //!
 //! Architecture Invariant: no I/O, no clock, no threads, no `unsafe`. A driver (the simulator in
-//! `rpcrdma-sim`, later a verbs driver) posts what [`verbs::Endpoint::poll_work`] returns and feeds
-//! back what the hardware reports; every scenario therefore also runs deterministically.
+//! `rpcrdma-sim`, the verbs driver in `rpcrdma-rdma`) posts the work requests the engine returns
+//! and feeds back what the hardware reports; the requester's chunk memory is registered through
+//! [`memory::Registrar`], whose handles and addresses the engine writes into the headers it
+//! encodes, so no driver touches a header. Every scenario therefore also runs deterministically.
 #![forbid(unsafe_code)]
 
+pub mod memory;
 pub mod requester;
 pub mod responder;
 pub mod trace;

@@ -1,9 +1,11 @@
 //! The requester (client) side of an RPC-over-RDMA v1 connection.
 //!
 //! It marshals calls into a transport header plus inline message, registering memory for Read,
-//! Write and Reply chunks; it matches replies to transmissions, reads chunk data back, invalidates
-//! the registrations and tracks the credit grant. Unlike xprtrdma it *lets* its user send the same
-//! XID again on a live connection: each transmission gets its own chunks and its own credit.
+//! Write and Reply chunks through its [`Registrar`] (the handles and addresses it returns go into
+//! the header as it is encoded); it matches replies to transmissions, invalidates the
+//! registrations, taking what the peer wrote into them, and tracks the credit grant. Unlike
+//! xprtrdma it *lets* its user send the same XID again on a live connection: each transmission
+//! gets its own chunks and its own credit.
 
 use std::collections::VecDeque;
 
@@ -12,8 +14,9 @@ use wire::rpcrdma::{
 };
 use wire::{DecodeError, Xdr};
 
+use crate::memory::{ChunkBuffer, RegisterError, Registrar, Registration};
 use crate::trace::{describe_header, describe_rpc};
-use crate::verbs::{Access, CompletionError, Endpoint, Event, MemoryTable, WorkRequest, WrId};
+use crate::verbs::{CompletionError, Endpoint, Event, MemoryTable, WorkRequest, WrId};
 use crate::{negotiated, ConnectionConfig};
 
 /// Identifies one transmission of a call (a retransmit is a new transmission with the same XID).
@@ -113,6 +116,8 @@ pub enum CallError {
     TooLarge {
         len: usize,
     },
+    /// A chunk buffer could not be registered.
+    Registration(RegisterError),
 }
 
 #[derive(Debug, Clone)]
@@ -130,9 +135,10 @@ impl Transmission {
     }
 }
 
-/// Requester connection state machine.
+/// Requester connection state machine, registering chunk memory with `M` (the simulator's
+/// [`MemoryTable`] unless a driver brings its own).
 #[derive(Debug)]
-pub struct Requester {
+pub struct Requester<M = MemoryTable> {
     /// What this side supports; `config` is what was agreed for the current connection.
     local: ConnectionConfig,
     config: ConnectionConfig,
@@ -145,7 +151,7 @@ pub struct Requester {
     receives_posted: usize,
     /// When false, Receives are not posted on connect until [`Requester::post_receives`].
     auto_post_receives: bool,
-    memory: MemoryTable,
+    memory: M,
     work: VecDeque<WorkRequest>,
     outputs: VecDeque<RequesterOutput>,
     trace: Vec<String>,
@@ -153,7 +159,15 @@ pub struct Requester {
 }
 
 impl Requester {
+    /// A requester whose chunk memory is a [`MemoryTable`] (the simulator's), handles from 0x1000.
     pub fn new(config: ConnectionConfig) -> Self {
+        Requester::with_memory(config, MemoryTable::new(0x1000))
+    }
+}
+
+impl<M: Registrar> Requester<M> {
+    /// A requester registering its chunk buffers with `memory`.
+    pub fn with_memory(config: ConnectionConfig, memory: M) -> Self {
         Requester {
             local: config,
             config,
@@ -164,7 +178,7 @@ impl Requester {
             next_wr: 1,
             receives_posted: 0,
             auto_post_receives: true,
-            memory: MemoryTable::new(0x1000),
+            memory,
             work: VecDeque::new(),
             outputs: VecDeque::new(),
             trace: Vec::new(),
@@ -217,6 +231,11 @@ impl Requester {
         std::mem::take(&mut self.trace)
     }
 
+    /// The chunk memory (a driver attaches its device to it, tests inspect it).
+    pub fn memory_mut(&mut self) -> &mut M {
+        &mut self.memory
+    }
+
     fn wr(&mut self) -> WrId {
         let id = self.next_wr;
         self.next_wr += 1;
@@ -250,39 +269,22 @@ impl Requester {
             reply_chunk: None,
         };
         if let Some((position, data)) = call.read_chunk {
-            let length = data.len() as u32;
-            let handle = self.memory.register(data, Access::RemoteRead);
-            transmission.read_handles.push(handle);
+            let target = self.register(&transmission, ChunkBuffer::Read(data))?;
+            transmission.read_handles.push(target.handle);
             chunks.reads.push(ReadSegment {
                 position,
-                target: Segment {
-                    handle,
-                    length,
-                    offset: 0,
-                },
+                target: segment(target),
             });
         }
         if let Some(capacity) = call.write_chunk_capacity {
-            let handle = self
-                .memory
-                .register(vec![0; capacity as usize], Access::RemoteWrite);
-            transmission.write_chunk = Some(handle);
-            chunks.writes.push(vec![Segment {
-                handle,
-                length: capacity,
-                offset: 0,
-            }]);
+            let target = self.register(&transmission, ChunkBuffer::Write(capacity))?;
+            transmission.write_chunk = Some(target.handle);
+            chunks.writes.push(vec![segment(target)]);
         }
         if let Some(capacity) = call.reply_chunk_capacity {
-            let handle = self
-                .memory
-                .register(vec![0; capacity as usize], Access::RemoteWrite);
-            transmission.reply_chunk = Some(handle);
-            chunks.reply = Some(vec![Segment {
-                handle,
-                length: capacity,
-                offset: 0,
-            }]);
+            let target = self.register(&transmission, ChunkBuffer::Write(capacity))?;
+            transmission.reply_chunk = Some(target.handle);
+            chunks.reply = Some(vec![segment(target)]);
         }
         let header_len = 16 + chunks.encoded_len();
         let mut inline = call.message;
@@ -295,18 +297,14 @@ impl Requester {
                     len: header_len + inline.len(),
                 });
             }
-            let length = inline.len() as u32;
-            let handle = self
-                .memory
-                .register(std::mem::take(&mut inline), Access::RemoteRead);
-            transmission.read_handles.push(handle);
+            let target = self.register(
+                &transmission,
+                ChunkBuffer::Read(std::mem::take(&mut inline)),
+            )?;
+            transmission.read_handles.push(target.handle);
             chunks.reads.push(ReadSegment {
                 position: 0,
-                target: Segment {
-                    handle,
-                    length,
-                    offset: 0,
-                },
+                target: segment(target),
             });
             Body::Nomsg(chunks)
         } else {
@@ -349,6 +347,19 @@ impl Requester {
     /// Bytes currently registered for chunks.
     pub fn registered_bytes(&self) -> usize {
         self.memory.registered_bytes()
+    }
+
+    /// Register one chunk buffer of `transmission`; on failure what it registered so far is
+    /// released, so a refused call holds no memory.
+    fn register(
+        &mut self,
+        transmission: &Transmission,
+        buffer: ChunkBuffer,
+    ) -> Result<Registration, CallError> {
+        self.memory.register(buffer).map_err(|error| {
+            self.release(transmission);
+            CallError::Registration(error)
+        })
     }
 
     fn release(&mut self, transmission: &Transmission) {
@@ -485,10 +496,9 @@ impl Requester {
             abandoned: abandoned.iter().map(|t| (t.xid, t.id)).collect(),
         });
     }
-}
 
-impl Endpoint for Requester {
-    fn handle_event(&mut self, event: Event) {
+    /// Feed one completion or CM event.
+    pub fn handle_event(&mut self, event: Event) {
         match event {
             Event::Connected { peer_private_data } => {
                 self.config = negotiated(&self.local, peer_private_data.as_deref());
@@ -517,15 +527,41 @@ impl Endpoint for Requester {
         }
     }
 
-    fn poll_work(&mut self) -> Option<WorkRequest> {
+    /// Next work request to post, if any.
+    pub fn poll_work(&mut self) -> Option<WorkRequest> {
         self.work.pop_front()
     }
 
-    fn private_data(&self) -> Option<Vec<u8>> {
+    /// The CM private data this side sends when connecting (RFC 8797).
+    pub fn private_data(&self) -> Option<Vec<u8>> {
         Some(self.local.private_data().encode().to_vec())
+    }
+}
+
+/// The simulator's view: it serves the peer's RDMA Read/Write from the requester's table.
+impl Endpoint for Requester<MemoryTable> {
+    fn handle_event(&mut self, event: Event) {
+        Requester::handle_event(self, event);
+    }
+
+    fn poll_work(&mut self) -> Option<WorkRequest> {
+        Requester::poll_work(self)
+    }
+
+    fn private_data(&self) -> Option<Vec<u8>> {
+        Requester::private_data(self)
     }
 
     fn memory(&mut self) -> &mut MemoryTable {
         &mut self.memory
+    }
+}
+
+/// The segment a registration names.
+fn segment(target: Registration) -> Segment {
+    Segment {
+        handle: target.handle,
+        length: target.length,
+        offset: target.address,
     }
 }

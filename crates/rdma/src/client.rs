@@ -6,12 +6,13 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use engine::requester::TransmissionId;
-use engine::verbs::{Endpoint, Event};
+use engine::verbs::Event;
 use engine::{CallError, ConnectionConfig, OutgoingCall, Requester, RequesterOutput};
 use verbs::cq::wait_any_readable;
 use verbs::{CmEventKind, EventChannel, VerbsError};
 
 use crate::conn::{conn_params, Connection, Role};
+use crate::memory::DeviceMemory;
 
 /// Longest single sleep of the event loop (bounds how late a deadline is noticed).
 const MAX_SLEEP: Duration = Duration::from_millis(200);
@@ -48,7 +49,8 @@ pub struct RdmaClient {
     server: SocketAddr,
     channel: EventChannel,
     conn: Option<Connection>,
-    pub engine: Requester,
+    /// The requester, registering its chunk memory in the connection's protection domain.
+    pub engine: Requester<DeviceMemory>,
     config: ConnectionConfig,
     timeout: Duration,
     /// When set, Receive completions are kept here instead of reaching the engine.
@@ -69,7 +71,7 @@ impl RdmaClient {
             server,
             channel: EventChannel::new()?,
             conn: None,
-            engine: Requester::new(config),
+            engine: Requester::with_memory(config, DeviceMemory::default()),
             config,
             timeout,
             hold_receives: false,
@@ -90,6 +92,7 @@ impl RdmaClient {
         self.channel
             .expect_event(CmEventKind::RouteResolved, self.timeout)?;
         let conn = Connection::set_up(id, self.config.credits, Role::Requester)?;
+        self.engine.memory_mut().attach(conn.pd().clone());
         // RFC 8797 §4: the requester's inline sizes travel in the CM connect request.
         let private = self.engine.private_data().unwrap_or_default();
         conn.id
@@ -130,9 +133,8 @@ impl RdmaClient {
         while self.conn.is_some() && Instant::now() < deadline {
             self.pump(MAX_SLEEP)?;
         }
-        if let Some(mut conn) = self.conn.take() {
-            conn.lost();
-            self.engine.handle_event(Event::ConnectionLost);
+        if self.conn.take().is_some() {
+            self.lost();
         }
         self.held.clear();
         self.collect();
@@ -172,7 +174,7 @@ impl RdmaClient {
         let mut events = Vec::new();
         if let Some(conn) = &mut self.conn {
             while let Some(work) = self.engine.poll_work() {
-                events.extend(conn.post(work, self.engine.memory()));
+                events.extend(conn.post(work));
             }
         } else {
             while self.engine.poll_work().is_some() {}
@@ -199,9 +201,6 @@ impl RdmaClient {
         for event in std::mem::take(&mut self.held) {
             self.engine.handle_event(event);
         }
-        if let Some(conn) = &mut self.conn {
-            conn.sweep(self.engine.memory());
-        }
         self.flush_work();
         self.collect();
     }
@@ -225,7 +224,7 @@ impl RdmaClient {
             // Completions are drained even without a notification: one may have landed between
             // the last drain and re-arming.
             if let Some(conn) = &mut self.conn {
-                let events = conn.completions(self.engine.memory())?;
+                let events = conn.completions()?;
                 progressed |= !events.is_empty();
                 for event in events {
                     if self.hold_receives && matches!(event, Event::RecvCompleted { .. }) {
@@ -234,7 +233,6 @@ impl RdmaClient {
                         self.engine.handle_event(event);
                     }
                 }
-                conn.sweep(self.engine.memory());
             }
         }
         if ready.first().copied().unwrap_or(false) {
@@ -246,22 +244,28 @@ impl RdmaClient {
                 ) {
                     if let Some(mut conn) = self.conn.take() {
                         // Completions already reported stay valid; flushed ones are moot.
-                        if let Ok(events) = conn.completions(self.engine.memory()) {
+                        if let Ok(events) = conn.completions() {
                             for event in events {
                                 if !self.hold_receives {
                                     self.engine.handle_event(event);
                                 }
                             }
                         }
-                        conn.lost();
                     }
-                    self.engine.handle_event(Event::ConnectionLost);
+                    self.lost();
                 }
             }
         }
         self.flush_work();
         self.collect();
         Ok(progressed)
+    }
+
+    /// The connection is gone: the engine abandons its transmissions (invalidating their chunk
+    /// registrations), and nothing more is registered until the next connection.
+    fn lost(&mut self) {
+        self.engine.handle_event(Event::ConnectionLost);
+        self.engine.memory_mut().detach();
     }
 
     /// Pump until `done` holds or `timeout` passes; returns whether `done` held.

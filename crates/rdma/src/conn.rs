@@ -4,13 +4,12 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use engine::verbs::{CompletionError, Event, MemoryTable, WorkRequest, WrId};
+use engine::verbs::{CompletionError, Event, WorkRequest, WrId};
 use verbs::{
     CmEvent, CmEventKind, CmId, CompletionChannel, ConnParams, Cq, EventChannel, Mr, Pd, QpCaps,
     RemoteRegion, SendOp, VerbsError, WorkCompletion,
 };
 
-use crate::chunks::{ChunkMap, Registered};
 use crate::pool::{Pool, Slot};
 
 /// RDMA Reads a peer may have in flight against us, and we against it (explicit, not the
@@ -26,7 +25,7 @@ const POLL_MAX: usize = 256;
 /// Which side of RPC-over-RDMA this connection drives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
-    /// Client: chunk handles in calls and replies are translated (see [`crate::chunks`]).
+    /// Client: its chunk memory is registered by the engine through [`crate::memory`].
     Requester,
     Responder,
 }
@@ -54,10 +53,8 @@ pub struct Connection {
     pub id: CmId,
     pd: Pd,
     cq: Cq,
-    role: Role,
     pool: Pool<Mr>,
     pending: BTreeMap<WrId, Pending>,
-    chunks: ChunkMap<Mr>,
     pub counters: ConnCounters,
     close: CloseGate,
 }
@@ -162,10 +159,8 @@ impl Connection {
             id,
             pd,
             cq,
-            role,
             pool: Pool::new(POOL_BYTES),
             pending: BTreeMap::new(),
-            chunks: ChunkMap::default(),
             counters: ConnCounters::default(),
             close: match role {
                 Role::Requester => CloseGate::established(),
@@ -194,148 +189,111 @@ impl Connection {
         self.pending.len()
     }
 
-    /// Real chunk registrations held for the requester.
-    pub fn chunk_registrations(&self) -> usize {
-        self.chunks.len()
+    /// The protection domain: the requester's chunk memory is registered in it.
+    pub fn pd(&self) -> &Pd {
+        &self.pd
     }
 
     fn buffer(&mut self, len: usize) -> Option<(Slot, Mr)> {
         let pd = self.pd.clone();
-        let slot = self.pool.acquire(len, |size| pd.register(size).ok())?;
+        // Bounce buffers are local: no peer names them, so they grant no remote access.
+        let slot = self
+            .pool
+            .acquire(len, |size| pd.register_local(size).ok())?;
         self.pool.get(slot).cloned().map(|mr| (slot, mr))
     }
 
     /// Post one of the engine's work requests. Failures that the engine must see (no buffer,
     /// post refused) come back as events; the caller feeds them in.
-    pub fn post(&mut self, work: WorkRequest, table: &MemoryTable) -> Vec<Event> {
+    pub fn post(&mut self, work: WorkRequest) -> Vec<Event> {
+        let Some(wr_id) = wr_id_of(&work) else {
+            // Disconnect: once closing, the close is under way already.
+            if !self.close.closing() && self.close.request() {
+                let _ = self.id.disconnect();
+            }
+            return Vec::new();
+        };
         if self.close.closing() {
             // Closing: the QP is (or is about to be) in error; nothing more leaves.
-            return match work {
-                WorkRequest::PostRecv { wr_id, .. }
-                | WorkRequest::PostSend { wr_id, .. }
-                | WorkRequest::RdmaRead { wr_id, .. }
-                | WorkRequest::RdmaWrite { wr_id, .. } => {
-                    vec![failed(wr_id, CompletionError::Flushed)]
-                }
-                WorkRequest::Disconnect => Vec::new(),
-            };
+            return vec![failed(wr_id, CompletionError::Flushed)];
         }
-        match work {
-            WorkRequest::PostRecv { wr_id, capacity } => {
-                let posted = self.buffer(capacity).and_then(|(slot, mr)| {
-                    let sge = mr.sge(0, capacity).ok()?;
-                    match self.id.post_recv(wr_id, &sge) {
-                        Ok(()) => Some(slot),
-                        Err(_) => {
-                            self.pool.release(slot);
-                            None
-                        }
-                    }
-                });
-                match posted {
-                    Some(slot) => {
-                        self.pending.insert(wr_id, Pending::Recv(slot));
-                        Vec::new()
-                    }
-                    None => vec![failed(wr_id, CompletionError::Flushed)],
-                }
-            }
-            WorkRequest::PostSend { wr_id, payload } => {
-                let payload = if self.role == Role::Requester {
-                    let pd = self.pd.clone();
-                    let rewritten = self.chunks.outgoing(payload, table, |request| {
-                        let mr = pd.register(request.len.max(1) as usize)?;
-                        // Pd::register grants remote Read and Write whatever the chunk kind;
-                        // the engine's table still enforces the direction in the simulator.
-                        if let Some(contents) = request.contents {
-                            mr.write(0, contents)?;
-                        }
-                        Ok::<_, VerbsError>(Registered {
-                            rkey: mr.rkey(),
-                            addr: mr.addr(),
-                            registration: mr,
-                        })
-                    });
-                    match rewritten {
-                        Ok(payload) => payload,
-                        Err(_) => return vec![failed(wr_id, CompletionError::LocalLength)],
-                    }
-                } else {
-                    payload
-                };
-                self.post_from_buffer(wr_id, &payload, SendOp::Send)
-                    .map(Pending::Send)
-                    .map_or_else(
-                        |error| vec![failed(wr_id, error)],
-                        |pending| {
-                            self.pending.insert(wr_id, pending);
-                            Vec::new()
-                        },
-                    )
+        let posted = match work {
+            WorkRequest::PostRecv { capacity, .. } => self.post_recv(wr_id, capacity),
+            WorkRequest::PostSend { payload, .. } => self
+                .post_from_buffer(wr_id, &payload, SendOp::Send)
+                .map(Pending::Send),
+            // Nothing to move: complete at once, as the HCA would.
+            WorkRequest::RdmaRead { length: 0, .. } => {
+                return vec![Event::ReadCompleted {
+                    wr_id,
+                    data: Vec::new(),
+                }]
             }
             WorkRequest::RdmaRead {
-                wr_id,
                 handle,
                 offset,
                 length,
-            } => {
-                if length == 0 {
-                    return vec![Event::ReadCompleted {
-                        wr_id,
-                        data: Vec::new(),
-                    }];
-                }
-                let Some((slot, mr)) = self.buffer(length as usize) else {
-                    return vec![failed(wr_id, CompletionError::LocalLength)];
-                };
-                let op = SendOp::RdmaRead {
-                    remote: RemoteRegion {
-                        addr: offset,
-                        rkey: handle,
-                    },
-                };
-                let posted = mr
-                    .sge(0, length as usize)
-                    .and_then(|sge| self.id.post_send(wr_id, op, &sge, true));
-                match posted {
-                    Ok(()) => {
-                        self.pending.insert(wr_id, Pending::Read(slot, length));
-                        Vec::new()
-                    }
-                    Err(_) => {
-                        self.pool.release(slot);
-                        vec![failed(wr_id, CompletionError::Flushed)]
-                    }
-                }
+                ..
+            } => self.post_rdma_read(wr_id, remote(handle, offset), length),
+            WorkRequest::RdmaWrite { data, .. } if data.is_empty() => {
+                return vec![Event::WriteCompleted { wr_id }]
             }
             WorkRequest::RdmaWrite {
-                wr_id,
                 handle,
                 offset,
                 data,
+                ..
             } => {
-                if data.is_empty() {
-                    return vec![Event::WriteCompleted { wr_id }];
-                }
                 let op = SendOp::RdmaWrite {
-                    remote: RemoteRegion {
-                        addr: offset,
-                        rkey: handle,
-                    },
+                    remote: remote(handle, offset),
                 };
-                match self.post_from_buffer(wr_id, &data, op) {
-                    Ok(slot) => {
-                        self.pending.insert(wr_id, Pending::Write(slot));
-                        Vec::new()
-                    }
-                    Err(error) => vec![failed(wr_id, error)],
-                }
+                self.post_from_buffer(wr_id, &data, op).map(Pending::Write)
             }
-            WorkRequest::Disconnect => {
-                if self.close.request() {
-                    let _ = self.id.disconnect();
-                }
+            WorkRequest::Disconnect => return Vec::new(),
+        };
+        match posted {
+            Ok(pending) => {
+                self.pending.insert(wr_id, pending);
                 Vec::new()
+            }
+            Err(error) => vec![failed(wr_id, error)],
+        }
+    }
+
+    /// Post a Receive into a pool buffer of `capacity` bytes. Any failure is reported as a flush.
+    fn post_recv(&mut self, wr_id: WrId, capacity: usize) -> Result<Pending, CompletionError> {
+        let (slot, mr) = self.buffer(capacity).ok_or(CompletionError::Flushed)?;
+        let posted = mr
+            .sge(0, capacity)
+            .and_then(|sge| self.id.post_recv(wr_id, &sge));
+        match posted {
+            Ok(()) => Ok(Pending::Recv(slot)),
+            Err(_) => {
+                self.pool.release(slot);
+                Err(CompletionError::Flushed)
+            }
+        }
+    }
+
+    /// Post an RDMA Read of `length` (> 0) bytes from the peer's `remote` into a pool buffer.
+    fn post_rdma_read(
+        &mut self,
+        wr_id: WrId,
+        remote: RemoteRegion,
+        length: u32,
+    ) -> Result<Pending, CompletionError> {
+        let (slot, mr) = self
+            .buffer(length as usize)
+            .ok_or(CompletionError::LocalLength)?;
+        let posted = mr.sge(0, length as usize).and_then(|sge| {
+            self.id
+                .post_send(wr_id, SendOp::RdmaRead { remote }, &sge, true)
+        });
+        match posted {
+            Ok(()) => Ok(Pending::Read(slot, length)),
+            Err(_) => {
+                self.pool.release(slot);
+                Err(CompletionError::Flushed)
             }
         }
     }
@@ -363,16 +321,15 @@ impl Connection {
     }
 
     /// Consume a CQ notification (call when the completion fd is readable, or periodically) and
-    /// return the completions as engine events. The requester's table receives what the peer
-    /// wrote into chunk registrations before the reply event is returned.
-    pub fn completions(&mut self, table: &mut MemoryTable) -> Result<Vec<Event>, VerbsError> {
+    /// return the completions as engine events.
+    pub fn completions(&mut self) -> Result<Vec<Event>, VerbsError> {
         let mut events = Vec::new();
         // Bounded: each round drains at most POLL_MAX, and we stop on a short round.
         for _ in 0..64 {
             let batch = self.cq.on_notification(POLL_MAX)?;
             let short = batch.len() < POLL_MAX;
             for wc in batch {
-                if let Some(event) = self.complete(&wc, table) {
+                if let Some(event) = self.complete(&wc) {
                     events.push(event);
                 }
             }
@@ -383,7 +340,7 @@ impl Connection {
         Ok(events)
     }
 
-    fn complete(&mut self, wc: &WorkCompletion, table: &mut MemoryTable) -> Option<Event> {
+    fn complete(&mut self, wc: &WorkCompletion) -> Option<Event> {
         let pending = self.pending.remove(&wc.wr_id)?;
         let slot = match pending {
             Pending::Recv(s) | Pending::Send(s) | Pending::Read(s, _) | Pending::Write(s) => s,
@@ -401,13 +358,6 @@ impl Connection {
                 // byte_len comes from the peer's Send; never read past our own buffer.
                 let len = (wc.byte_len as usize).min(mr.len());
                 let payload = mr.to_vec(0, len).unwrap_or_default();
-                let payload = if self.role == Role::Requester {
-                    self.chunks.incoming(payload, table, |chunk_mr, len| {
-                        chunk_mr.to_vec(0, (len as usize).min(chunk_mr.len())).ok()
-                    })
-                } else {
-                    payload
-                };
                 Event::RecvCompleted {
                     wr_id: wc.wr_id,
                     payload,
@@ -430,15 +380,24 @@ impl Connection {
             }
         })
     }
+}
 
-    /// After the engine handled events: release chunk registrations it invalidated.
-    pub fn sweep(&mut self, table: &MemoryTable) {
-        self.chunks.sweep(table);
+/// The work request's id; `None` for a Disconnect, which has none.
+fn wr_id_of(work: &WorkRequest) -> Option<WrId> {
+    match work {
+        WorkRequest::PostRecv { wr_id, .. }
+        | WorkRequest::PostSend { wr_id, .. }
+        | WorkRequest::RdmaRead { wr_id, .. }
+        | WorkRequest::RdmaWrite { wr_id, .. } => Some(*wr_id),
+        WorkRequest::Disconnect => None,
     }
+}
 
-    /// The connection is gone: release chunk registrations (the engine released its side).
-    pub fn lost(&mut self) {
-        self.chunks.clear();
+/// Where the peer's memory is: the segment's handle is its rkey, its offset the address.
+fn remote(handle: u32, offset: u64) -> RemoteRegion {
+    RemoteRegion {
+        addr: offset,
+        rkey: handle,
     }
 }
 
@@ -458,6 +417,35 @@ pub fn expect(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use engine::ConnectionConfig;
+    use verbs::cm::MAX_CONNECT_PRIVATE_DATA;
+    use wire::private_data::PrivateData;
+
+    #[test]
+    fn conn_params_carry_rfc8797_private_data_and_read_depths() {
+        let config = ConnectionConfig {
+            inline_send: 4096,
+            inline_recv: 8192,
+            credits: 8,
+        };
+        let private = config.private_data().encode().to_vec();
+        let params = conn_params(private, Role::Requester, None);
+        // The client is read by the server and reads nothing itself.
+        assert_eq!(
+            (params.responder_resources, params.initiator_depth),
+            (READ_DEPTH, 0)
+        );
+        let raw = params
+            .to_raw(MAX_CONNECT_PRIVATE_DATA, "connect private data")
+            .unwrap();
+        assert_eq!(raw.private_data_len, 8);
+        // The bytes the CM carries decode back to what the engine advertised (RFC 8797 §4).
+        assert_eq!(&params.private_data[..4], &[0xf6, 0xab, 0x0e, 0x18]);
+        assert_eq!(
+            PrivateData::decode(&params.private_data).unwrap(),
+            config.private_data()
+        );
+    }
 
     #[test]
     fn a_close_asked_for_before_established_waits_for_it() {

@@ -25,6 +25,7 @@ use server::drc::policy_by_name;
 use server::Server;
 use verbs::cq::wait_any_readable;
 use verbs::{CmEvent, CmEventKind, EventChannel, VerbsError};
+use wire::private_data::PrivateData;
 use wire::svcrdma::KernelModel;
 
 use crate::conn::{conn_params, ConnCounters, Connection, Role};
@@ -282,7 +283,7 @@ pub fn serve(options: &ServeOptions, controls: Controls<'_>) -> Result<ServeStat
             let slot = &mut slots[l.slot];
             // Drained on every wake-up, not only when the fd fired: a completion may land
             // between draining and re-arming the CQ.
-            let events = match l.conn.completions(slot.server.memory()) {
+            let events = match l.conn.completions() {
                 Ok(events) => events,
                 Err(error) => {
                     eprintln!("rig serve: completion queue: {error}");
@@ -359,7 +360,7 @@ fn drive(server: &mut Server, conn: &mut Connection) {
     for _ in 0..UPPER_LAYER_BUDGET {
         let mut events = Vec::new();
         while let Some(work) = server.poll_work() {
-            events.extend(conn.post(work, server.memory()));
+            events.extend(conn.post(work));
         }
         let had_events = !events.is_empty();
         for event in events {
@@ -430,7 +431,10 @@ fn on_cm_event(
                 calls_received: 0,
                 credits_returned: 0,
                 verbs: ConnCounters::default(),
-                peer_private_data: event.rpcrdma_private_data().map(|p| format!("{p:?}")),
+                // RFC 8797 §4: absent or undecodable private data means the 1 KiB defaults.
+                peer_private_data: PrivateData::decode(&event.private_data)
+                    .ok()
+                    .map(|p| format!("{p:?}")),
                 dropped_by_server: false,
                 open: true,
             });
@@ -465,14 +469,13 @@ fn on_cm_event(
             if let Some(index) = live.iter().position(|l| event.is_for(&l.conn.id)) {
                 let mut l = live.swap_remove(index);
                 let slot = &mut slots[l.slot];
-                if let Ok(events) = l.conn.completions(slot.server.memory()) {
+                if let Ok(events) = l.conn.completions() {
                     for event in events {
                         slot.server.handle_event(event);
                     }
                 }
                 slot.server.handle_event(Event::ConnectionLost);
                 drive(&mut slot.server, &mut l.conn);
-                l.conn.lost();
                 slot.busy = false;
                 slot.last_used = clock;
                 books.connections.close(l.number);

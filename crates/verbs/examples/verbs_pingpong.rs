@@ -295,8 +295,10 @@ fn private_data_params(
     initiator_depth: u8,
     accepts_invalidate: bool,
 ) -> ConnParams {
-    ConnParams::rpcrdma(
-        PrivateData::new(INLINE_SIZE, INLINE_SIZE, accepts_invalidate),
+    ConnParams::new(
+        PrivateData::new(INLINE_SIZE, INLINE_SIZE, accepts_invalidate)
+            .encode()
+            .to_vec(),
         responder_resources,
         initiator_depth,
     )
@@ -311,7 +313,7 @@ fn run_server(bind: SocketAddr, options: &Options, report: &mut Report) -> AnyRe
     println!("listening on {bind}");
 
     let mut request = channel.expect_event(CmEventKind::ConnectRequest, timeout)?;
-    let client_private = request.rpcrdma_private_data();
+    let client_private = PrivateData::decode(&request.private_data).ok();
     report.check(
         "connect request carries RFC 8797 private data",
         client_private.is_some(),
@@ -407,7 +409,7 @@ fn run_client(server: SocketAddr, options: &Options, report: &mut Report) -> Any
         .id
         .connect(&private_data_params(READ_DEPTH, READ_DEPTH, false))?;
     let established = channel.expect_event(CmEventKind::Established, timeout)?;
-    let server_private = established.rpcrdma_private_data();
+    let server_private = PrivateData::decode(&established.private_data).ok();
     report.check(
         "accept carries RFC 8797 private data",
         server_private.is_some(),

@@ -1,5 +1,6 @@
 //! rdma_cm: the event channel, communication ids (RDMA_PS_TCP, i.e. RC), address and route
-//! resolution, connect / listen / accept / reject / disconnect with RFC 8797 private data.
+//! resolution, connect / listen / accept / reject / disconnect with private data (bytes here: the
+//! RFC 8797 encoding is `wire::private_data`'s).
 //!
 //! Events are copied into an owned [`CmEvent`] and acked at once: `rdma_destroy_id` blocks until
 //! every event on the id is acked, so holding C events across calls would risk a hang on drop.
@@ -10,8 +11,6 @@ use std::os::fd::RawFd;
 use std::ptr::NonNull;
 use std::rc::Rc;
 use std::time::Duration;
-
-use wire::private_data::PrivateData;
 
 use crate::cq::{Cq, CqInner};
 use crate::device::Context;
@@ -268,12 +267,6 @@ impl CmEvent {
     pub fn is_for(&self, id: &CmId) -> bool {
         std::ptr::eq(self.id, id.raw.as_ptr())
     }
-
-    /// The peer's RPC-over-RDMA private data, if it sent any (RFC 8797 §4; absence means the peer
-    /// uses the default 1 KiB inline sizes, RFC 8797 §5).
-    pub fn rpcrdma_private_data(&self) -> Option<PrivateData> {
-        PrivateData::decode(&self.private_data).ok()
-    }
 }
 
 /// Connection parameters for `rdma_connect` / `rdma_accept`.
@@ -291,10 +284,11 @@ pub struct ConnParams {
 }
 
 impl ConnParams {
-    /// Parameters carrying RFC 8797 private data and explicit RDMA Read depths.
-    pub fn rpcrdma(private: PrivateData, responder_resources: u8, initiator_depth: u8) -> Self {
+    /// Parameters carrying `private_data` (opaque here: RPC-over-RDMA puts its RFC 8797 bytes
+    /// there) and explicit RDMA Read depths.
+    pub fn new(private_data: Vec<u8>, responder_resources: u8, initiator_depth: u8) -> Self {
         ConnParams {
-            private_data: private.encode().to_vec(),
+            private_data,
             responder_resources,
             initiator_depth,
             retry_count: 7,
@@ -636,18 +630,17 @@ mod tests {
     }
 
     #[test]
-    fn conn_params_carry_rfc8797_private_data_and_read_depths() {
-        let private = PrivateData::new(4096, 8192, true);
-        let params = ConnParams::rpcrdma(private, 4, 2);
+    fn conn_params_carry_private_data_and_read_depths() {
+        let private = vec![0xf6, 0xab, 0x0e, 0x18, 1, 0, 3, 7];
+        let params = ConnParams::new(private.clone(), 4, 2);
         let raw = params
             .to_raw(MAX_CONNECT_PRIVATE_DATA, "connect private data")
             .unwrap();
         assert_eq!(raw.private_data_len, 8);
         assert_eq!((raw.responder_resources, raw.initiator_depth), (4, 2));
         assert_eq!(raw.private_data, params.private_data.as_ptr().cast());
-        // The bytes the CM would carry decode back to what we advertised.
-        assert_eq!(PrivateData::decode(&params.private_data).unwrap(), private);
-        assert_eq!(&params.private_data[..4], &[0xf6, 0xab, 0x0e, 0x18]);
+        // The CM carries the caller's bytes as they are.
+        assert_eq!(params.private_data, private);
     }
 
     #[test]

@@ -41,7 +41,7 @@ pub use cm::{CmEvent, CmEventKind, CmId, ConnParams, EventChannel};
 pub use cq::{CompletionChannel, Cq};
 pub use device::{list_devices, probe, Context, DeviceInfo, PortInfo};
 pub use error::{Result, VerbsError, NO_DEVICE_HINT};
-pub use mem::{Mr, Mw, Pd, Sge};
+pub use mem::{Mr, Mw, Pd, RemoteAccess, Sge};
 pub use qp::QpCaps;
 pub use wc::{ImmOrInv, WcFlagLayout, WcOpcode, WcStatus, WorkCompletion};
 pub use wr::{inc_rkey, BindWindowWr, LocalSge, RecvWr, RemoteRegion, SendOp, SendWr};

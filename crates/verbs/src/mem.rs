@@ -18,6 +18,31 @@ pub const MAX_MR_LEN: usize = 1 << 30;
 pub const MR_ACCESS: u32 =
     sys::IBV_ACCESS_LOCAL_WRITE | sys::IBV_ACCESS_REMOTE_READ | sys::IBV_ACCESS_REMOTE_WRITE;
 
+/// Access rights of a local-only buffer (Send and RDMA Write sources, Receive and RDMA Read
+/// destinations): the local HCA writes into it, the peer cannot reach it at all.
+pub const LOCAL_ACCESS: u32 = sys::IBV_ACCESS_LOCAL_WRITE;
+
+/// What a peer may do to a chunk's memory, and nothing more (RFC 8166 §3.4: the Responder RDMA
+/// Reads a Read chunk and RDMA Writes a Write or Reply chunk).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RemoteAccess {
+    /// RDMA Read only (a Read chunk). The CPU fills it before the segment is advertised.
+    Read,
+    /// RDMA Write only (a Write or Reply chunk). ibv_reg_mr(3) requires local write with remote
+    /// write.
+    Write,
+}
+
+impl RemoteAccess {
+    /// The `ibv_access_flags` of a region the peer may reach this way.
+    pub fn flags(self) -> u32 {
+        match self {
+            RemoteAccess::Read => sys::IBV_ACCESS_REMOTE_READ,
+            RemoteAccess::Write => sys::IBV_ACCESS_LOCAL_WRITE | sys::IBV_ACCESS_REMOTE_WRITE,
+        }
+    }
+}
+
 pub(crate) struct PdInner {
     pub(crate) raw: NonNull<sys::ibv_pd>,
 }
@@ -51,6 +76,18 @@ impl Pd {
     /// Allocate a zeroed buffer of `len` bytes and register it with [`MR_ACCESS`].
     pub fn register(&self, len: usize) -> Result<Mr> {
         self.register_with_access(len, MR_ACCESS)
+    }
+
+    /// Allocate a zeroed buffer of `len` bytes and register it with [`LOCAL_ACCESS`] (a bounce
+    /// buffer no peer may name).
+    pub fn register_local(&self, len: usize) -> Result<Mr> {
+        self.register_with_access(len, LOCAL_ACCESS)
+    }
+
+    /// Allocate a zeroed buffer of `len` bytes and register it so the peer may reach it only by
+    /// `access` (a chunk's memory; [`Pd::register`] grants remote read *and* write).
+    pub fn register_remote(&self, len: usize, access: RemoteAccess) -> Result<Mr> {
+        self.register_with_access(len, access.flags())
     }
 
     /// Like [`Pd::register`], plus the right to bind memory windows over it ([`Mw`]): the peer then
@@ -342,5 +379,19 @@ mod tests {
     #[test]
     fn access_rights_allow_local_write_and_remote_read_write() {
         assert_eq!(MR_ACCESS, 1 | 2 | 4);
+    }
+
+    #[test]
+    fn a_chunk_region_grants_only_the_remote_access_its_chunk_needs() {
+        // Read chunk: remote read, no write of any kind.
+        assert_eq!(RemoteAccess::Read.flags(), sys::IBV_ACCESS_REMOTE_READ);
+        // Write/Reply chunk: remote write (with the local write verbs requires), no remote read.
+        assert_eq!(
+            RemoteAccess::Write.flags(),
+            sys::IBV_ACCESS_LOCAL_WRITE | sys::IBV_ACCESS_REMOTE_WRITE
+        );
+        assert_eq!(RemoteAccess::Write.flags() & sys::IBV_ACCESS_REMOTE_READ, 0);
+        // A bounce buffer: written by the local HCA (Receives, RDMA Read results), by no peer.
+        assert_eq!(LOCAL_ACCESS, sys::IBV_ACCESS_LOCAL_WRITE);
     }
 }
