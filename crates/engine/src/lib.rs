@@ -1,9 +1,12 @@
 //! Sans-IO RPC-over-RDMA version 1 (RFC 8166) connection state machines: a requester and a
 //! responder, driven by completion [`verbs::Event`]s and emitting [`verbs::WorkRequest`]s.
+//! What each observes is recorded as typed events ([`trace`]), rendered to text only when a
+//! trace is taken.
 //!
 //! Architecture Invariant: no I/O, no clock, no threads, no `unsafe`. A driver (the simulator in
-//! `rpcrdma-sim`, later a verbs driver) posts what [`verbs::Endpoint::poll_work`] returns and feeds
-//! back what the hardware reports; every scenario therefore also runs deterministically.
+//! `rpcrdma-sim`, the verbs driver in `rpcrdma-rdma`) posts what [`verbs::Endpoint::poll_work`]
+//! returns and feeds back what the hardware reports; every scenario therefore also runs
+//! deterministically.
 #![forbid(unsafe_code)]
 
 pub mod requester;
@@ -15,8 +18,10 @@ pub use requester::{
     CallError, OutgoingCall, ReceivedReply, ReplyPath, Requester, RequesterOutput,
 };
 pub use responder::{
-    CallToken, IncomingCall, OutgoingReply, RejectReason, ReplyError, Responder, ResponderOutput,
+    CallToken, IncomingCall, OutgoingReply, RejectReason, ReplyError, ReplyFailure, Responder,
+    ResponderOutput, RpcCall,
 };
+pub use trace::{RequesterEvent, ResponderEvent, RpcSummary};
 
 /// RFC 8166 §3.3.2: the inline threshold both sides assume without RFC 8797 negotiation.
 pub const DEFAULT_INLINE_THRESHOLD: usize = 1024;

@@ -12,7 +12,7 @@ use wire::rpcrdma::{
 };
 use wire::{DecodeError, Xdr};
 
-use crate::trace::{describe_header, describe_rpc};
+use crate::trace::{RequesterEvent, RpcSummary};
 use crate::verbs::{Access, CompletionError, Endpoint, Event, MemoryTable, WorkRequest, WrId};
 use crate::{negotiated, ConnectionConfig};
 
@@ -148,7 +148,7 @@ pub struct Requester {
     memory: MemoryTable,
     work: VecDeque<WorkRequest>,
     outputs: VecDeque<RequesterOutput>,
-    trace: Vec<String>,
+    trace: Vec<RequesterEvent>,
     max_receive_bytes_seen: usize,
 }
 
@@ -213,8 +213,9 @@ impl Requester {
         self.outputs.pop_front()
     }
 
+    /// The trace since the last take, rendered one line per event.
     pub fn take_trace(&mut self) -> Vec<String> {
-        std::mem::take(&mut self.trace)
+        self.trace.drain(..).map(|e| e.to_string()).collect()
     }
 
     fn wr(&mut self) -> WrId {
@@ -319,12 +320,11 @@ impl Requester {
             body,
         };
         let mut payload = header.to_bytes();
-        self.trace.push(format!(
-            "cli send {} {}",
-            describe_header(&header),
-            describe_rpc(&inline)
-        ));
         payload.extend_from_slice(&inline);
+        self.trace.push(RequesterEvent::Sent {
+            header,
+            rpc: RpcSummary::of(&inline),
+        });
         self.next_transmission += 1;
         let id = transmission.id;
         self.outstanding.push(transmission);
@@ -340,7 +340,8 @@ impl Requester {
         if !self.connected {
             return;
         }
-        self.trace.push(format!("cli send raw {}B", payload.len()));
+        self.trace
+            .push(RequesterEvent::SentRaw { len: payload.len() });
         let wr_id = self.wr();
         self.work
             .push_back(WorkRequest::PostSend { wr_id, payload });
@@ -373,7 +374,8 @@ impl Requester {
         let (header, consumed) = match Header::decode_prefix(&payload) {
             Ok(h) => h,
             Err(e) => {
-                self.trace.push(format!("cli recv bad-header {}", e.rule()));
+                self.trace
+                    .push(RequesterEvent::BadHeader { rule: e.rule() });
                 self.outputs.push_back(RequesterOutput::BadHeader(e));
                 return;
             }
@@ -397,8 +399,9 @@ impl Requester {
         });
         let index = by_handle.or_else(|| self.outstanding.iter().position(|t| t.xid == header.xid));
         let Some(index) = index else {
-            self.trace
-                .push(format!("cli recv {} unmatched", describe_header(&header)));
+            self.trace.push(RequesterEvent::Unmatched {
+                header: header.clone(),
+            });
             self.outputs
                 .push_back(RequesterOutput::UnmatchedReply { xid: header.xid });
             return;
@@ -406,8 +409,9 @@ impl Requester {
         let transmission = self.outstanding.remove(index);
         match &header.body {
             Body::Error(error) => {
-                self.trace
-                    .push(format!("cli recv {}", describe_header(&header)));
+                self.trace.push(RequesterEvent::TransportError {
+                    header: header.clone(),
+                });
                 self.release(&transmission);
                 self.outputs.push_back(RequesterOutput::TransportError {
                     xid: header.xid,
@@ -447,11 +451,10 @@ impl Requester {
                 for handle in &transmission.read_handles {
                     self.memory.invalidate(*handle);
                 }
-                self.trace.push(format!(
-                    "cli recv {} {}",
-                    describe_header(&header),
-                    describe_rpc(&message)
-                ));
+                self.trace.push(RequesterEvent::Reply {
+                    header: header.clone(),
+                    rpc: RpcSummary::of(&message),
+                });
                 self.outputs
                     .push_back(RequesterOutput::Reply(ReceivedReply {
                         xid: header.xid,
@@ -463,8 +466,9 @@ impl Requester {
             }
             Body::Msgp { .. } | Body::Done => {
                 // Not a reply a responder sends; the transmission stays unanswered.
-                self.trace
-                    .push(format!("cli recv {} ignored", describe_header(&header)));
+                self.trace.push(RequesterEvent::Ignored {
+                    header: header.clone(),
+                });
                 self.outstanding.insert(index, transmission);
             }
         }
@@ -480,7 +484,7 @@ impl Requester {
         for t in &abandoned {
             self.release(t);
         }
-        self.trace.push("cli disconnected".to_string());
+        self.trace.push(RequesterEvent::Disconnected);
         self.outputs.push_back(RequesterOutput::Disconnected {
             abandoned: abandoned.iter().map(|t| (t.xid, t.id)).collect(),
         });
@@ -492,10 +496,10 @@ impl Endpoint for Requester {
         match event {
             Event::Connected { peer_private_data } => {
                 self.config = negotiated(&self.local, peer_private_data.as_deref());
-                self.trace.push(format!(
-                    "cli connected inline send={} recv={}",
-                    self.config.inline_send, self.config.inline_recv
-                ));
+                self.trace.push(RequesterEvent::Connected {
+                    inline_send: self.config.inline_send,
+                    inline_recv: self.config.inline_recv,
+                });
                 self.connected = true;
                 // RFC 8166 §3.3.3: credits are per connection; a new one starts at one.
                 self.credits_granted = 1;
@@ -510,7 +514,7 @@ impl Endpoint for Requester {
             | Event::WriteCompleted { .. } => {}
             Event::WorkFailed { error, .. } => {
                 if error != CompletionError::Flushed {
-                    self.trace.push(format!("cli work failed {error:?}"));
+                    self.trace.push(RequesterEvent::WorkFailed { error });
                 }
             }
             Event::ConnectionLost => self.on_connection_lost(),
