@@ -408,12 +408,13 @@ impl Responder {
     /// only then is its call pulled or delivered. The transport header is decoded once (by the
     /// codec; the model only walks the bytes as the kernel does) and so is the RPC header.
     fn judge_receive(&mut self, mut payload: Vec<u8>) {
-        let xid = (payload.len() >= 4)
+        // The XID as far as the bytes give one, for answering a header that does not decode.
+        let raw_xid = (payload.len() >= 4)
             .then(|| u32::from_be_bytes([payload[0], payload[1], payload[2], payload[3]]));
-        if !self.passes_model(&payload, xid) {
+        if !self.passes_model(&payload, raw_xid) {
             return;
         }
-        let Some((header, consumed)) = self.decode_strictly(&payload, xid) else {
+        let Some((header, consumed)) = self.decode_strictly(&payload, raw_xid) else {
             return;
         };
         // The bytes after the header: the RPC call under RDMA_MSG, nothing otherwise (but the
@@ -424,8 +425,8 @@ impl Responder {
         };
         let admitted = self.admit(&header, payload.len() - consumed);
         let xid = header.xid;
-        let plan = match admitted {
-            Ok(plan) => plan,
+        let (chunks, plan) = match admitted {
+            Ok(admitted) => admitted,
             Err((reason, error)) => {
                 self.trace.push(ResponderEvent::Received {
                     header,
@@ -443,11 +444,8 @@ impl Responder {
         };
         let token = self.next_token;
         self.next_token += 1;
-        // Admitted: a call, so the header has chunk lists. The Write list and Reply chunk stay
-        // with the call until it is answered; the header itself goes to the trace.
-        let Some(chunks) = header.chunks() else {
-            return;
-        };
+        // The Write list and Reply chunk stay with the call until it is answered; the header
+        // itself goes to the trace.
         let route = Route {
             xid,
             connection: self.connection,
@@ -523,13 +521,13 @@ impl Responder {
     }
 
     /// What a decoded header carries: a call (RDMA_MSG, RDMA_NOMSG) whose chunks pass every
-    /// check before anything is pulled, giving where each Read chunk goes; or why it is refused
+    /// check before anything is pulled, with where each Read chunk goes; or why it is refused
     /// and with what it is answered.
-    fn admit(
+    fn admit<'h>(
         &self,
-        header: &Header,
+        header: &'h Header,
         inline_len: usize,
-    ) -> Result<ReadPlan, (RejectReason, Option<ErrorBody>)> {
+    ) -> Result<(&'h ChunkLists, ReadPlan), (RejectReason, Option<ErrorBody>)> {
         let (chunks, inline_len) = match &header.body {
             Body::Msg(chunks) => (chunks, inline_len),
             Body::Nomsg(chunks) => (chunks, 0),
@@ -544,7 +542,7 @@ impl Responder {
         let plan = ddp::plan(&chunks.reads, header.proc(), inline_len, budget)
             .map_err(|e| (RejectReason::ReadChunks(e), Some(ErrorBody::Chunk)))?;
         check_write_chunks(chunks).map_err(|reason| (reason, Some(ErrorBody::Chunk)))?;
-        Ok(plan)
+        Ok((chunks, plan))
     }
 
     /// Post an RDMA Read for every Read segment of call `token`; returns (position, wr_id, no
