@@ -73,12 +73,21 @@ fuzz-nightly seconds="600":
 
 # Trace: in memory, and `rig trace show` end to end (rig built first) on a small-message and a
 # large-I/O capture, MB/s and the tshark ratio with 9 and with 3 fields.
+# Then the responder's heap allocations per call (responder-allocs) and the server's memory (soak).
 # Benchmarks: codec throughput over the real messages of the fixture pcaps; trace decode vs tshark.
 bench:
     cargo bench -p rpcrdma-wire --bench decode
     cargo build --release -p rig
     cargo bench -p rpcrdma-trace --bench decode
+    just responder-allocs
     just soak
+
+# NULL, GETATTR, LOOKUP, WRITE (Read chunk), READ (Write chunk), READDIR (Reply chunk), CALLS each.
+# Heap allocations and bytes per received call on the responder side (engine responder + reference server).
+[positional-arguments]
+responder-allocs calls="2000" policy="acked":
+    cargo build --release -p rpcrdma-server --example responder_allocs
+    target/release/examples/responder_allocs "$1" "$2"
 
 # The reference server (what rig serve runs) under 1M simulated calls per DRC policy: peak RSS at
 # 10k, 100k and 1M calls (flat when records, DRC and queues stopped growing).

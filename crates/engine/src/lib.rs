@@ -1,5 +1,7 @@
 //! Sans-IO RPC-over-RDMA version 1 (RFC 8166) connection state machines: a requester and a
 //! responder, driven by completion [`verbs::Event`]s and emitting [`verbs::WorkRequest`]s.
+//! What each observes is recorded as typed events ([`trace`]), rendered to text only when a
+//! trace is taken.
 //!
 //! Architecture Invariant: no I/O, no clock, no threads, no `unsafe`. A driver (the simulator in
 //! `rpcrdma-sim`, the verbs driver in `rpcrdma-rdma`) posts the work requests the engine returns
@@ -18,8 +20,10 @@ pub use requester::{
     CallError, OutgoingCall, ReceivedReply, ReplyPath, Requester, RequesterOutput,
 };
 pub use responder::{
-    CallToken, IncomingCall, OutgoingReply, RejectReason, ReplyError, Responder, ResponderOutput,
+    CallToken, IncomingCall, OutgoingReply, RejectReason, ReplyError, ReplyFailure, Responder,
+    ResponderOutput, RpcCall,
 };
+pub use trace::{RequesterEvent, ResponderEvent, RpcSummary};
 
 /// RFC 8166 §3.3.2: the inline threshold both sides assume without RFC 8797 negotiation.
 pub const DEFAULT_INLINE_THRESHOLD: usize = 1024;

@@ -15,7 +15,7 @@ use wire::rpcrdma::{
 use wire::{DecodeError, Xdr};
 
 use crate::memory::{ChunkBuffer, RegisterError, Registrar, Registration};
-use crate::trace::{describe_header, describe_rpc};
+use crate::trace::{RequesterEvent, RpcSummary};
 use crate::verbs::{CompletionError, Endpoint, Event, MemoryTable, WorkRequest, WrId};
 use crate::{negotiated, ConnectionConfig};
 
@@ -154,7 +154,7 @@ pub struct Requester<M = MemoryTable> {
     memory: M,
     work: VecDeque<WorkRequest>,
     outputs: VecDeque<RequesterOutput>,
-    trace: Vec<String>,
+    trace: Vec<RequesterEvent>,
     max_receive_bytes_seen: usize,
 }
 
@@ -227,8 +227,9 @@ impl<M: Registrar> Requester<M> {
         self.outputs.pop_front()
     }
 
+    /// The trace since the last take, rendered one line per event.
     pub fn take_trace(&mut self) -> Vec<String> {
-        std::mem::take(&mut self.trace)
+        self.trace.drain(..).map(|e| e.to_string()).collect()
     }
 
     /// The chunk memory (a driver attaches its device to it, tests inspect it).
@@ -317,12 +318,11 @@ impl<M: Registrar> Requester<M> {
             body,
         };
         let mut payload = header.to_bytes();
-        self.trace.push(format!(
-            "cli send {} {}",
-            describe_header(&header),
-            describe_rpc(&inline)
-        ));
         payload.extend_from_slice(&inline);
+        self.trace.push(RequesterEvent::Sent {
+            header,
+            rpc: RpcSummary::of(&inline),
+        });
         self.next_transmission += 1;
         let id = transmission.id;
         self.outstanding.push(transmission);
@@ -338,7 +338,8 @@ impl<M: Registrar> Requester<M> {
         if !self.connected {
             return;
         }
-        self.trace.push(format!("cli send raw {}B", payload.len()));
+        self.trace
+            .push(RequesterEvent::SentRaw { len: payload.len() });
         let wr_id = self.wr();
         self.work
             .push_back(WorkRequest::PostSend { wr_id, payload });
@@ -384,7 +385,8 @@ impl<M: Registrar> Requester<M> {
         let (header, consumed) = match Header::decode_prefix(&payload) {
             Ok(h) => h,
             Err(e) => {
-                self.trace.push(format!("cli recv bad-header {}", e.rule()));
+                self.trace
+                    .push(RequesterEvent::BadHeader { rule: e.rule() });
                 self.outputs.push_back(RequesterOutput::BadHeader(e));
                 return;
             }
@@ -408,8 +410,9 @@ impl<M: Registrar> Requester<M> {
         });
         let index = by_handle.or_else(|| self.outstanding.iter().position(|t| t.xid == header.xid));
         let Some(index) = index else {
-            self.trace
-                .push(format!("cli recv {} unmatched", describe_header(&header)));
+            self.trace.push(RequesterEvent::Unmatched {
+                header: header.clone(),
+            });
             self.outputs
                 .push_back(RequesterOutput::UnmatchedReply { xid: header.xid });
             return;
@@ -417,8 +420,9 @@ impl<M: Registrar> Requester<M> {
         let transmission = self.outstanding.remove(index);
         match &header.body {
             Body::Error(error) => {
-                self.trace
-                    .push(format!("cli recv {}", describe_header(&header)));
+                self.trace.push(RequesterEvent::TransportError {
+                    header: header.clone(),
+                });
                 self.release(&transmission);
                 self.outputs.push_back(RequesterOutput::TransportError {
                     xid: header.xid,
@@ -458,11 +462,10 @@ impl<M: Registrar> Requester<M> {
                 for handle in &transmission.read_handles {
                     self.memory.invalidate(*handle);
                 }
-                self.trace.push(format!(
-                    "cli recv {} {}",
-                    describe_header(&header),
-                    describe_rpc(&message)
-                ));
+                self.trace.push(RequesterEvent::Reply {
+                    header: header.clone(),
+                    rpc: RpcSummary::of(&message),
+                });
                 self.outputs
                     .push_back(RequesterOutput::Reply(ReceivedReply {
                         xid: header.xid,
@@ -474,8 +477,9 @@ impl<M: Registrar> Requester<M> {
             }
             Body::Msgp { .. } | Body::Done => {
                 // Not a reply a responder sends; the transmission stays unanswered.
-                self.trace
-                    .push(format!("cli recv {} ignored", describe_header(&header)));
+                self.trace.push(RequesterEvent::Ignored {
+                    header: header.clone(),
+                });
                 self.outstanding.insert(index, transmission);
             }
         }
@@ -491,7 +495,7 @@ impl<M: Registrar> Requester<M> {
         for t in &abandoned {
             self.release(t);
         }
-        self.trace.push("cli disconnected".to_string());
+        self.trace.push(RequesterEvent::Disconnected);
         self.outputs.push_back(RequesterOutput::Disconnected {
             abandoned: abandoned.iter().map(|t| (t.xid, t.id)).collect(),
         });
@@ -502,10 +506,10 @@ impl<M: Registrar> Requester<M> {
         match event {
             Event::Connected { peer_private_data } => {
                 self.config = negotiated(&self.local, peer_private_data.as_deref());
-                self.trace.push(format!(
-                    "cli connected inline send={} recv={}",
-                    self.config.inline_send, self.config.inline_recv
-                ));
+                self.trace.push(RequesterEvent::Connected {
+                    inline_send: self.config.inline_send,
+                    inline_recv: self.config.inline_recv,
+                });
                 self.connected = true;
                 // RFC 8166 §3.3.3: credits are per connection; a new one starts at one.
                 self.credits_granted = 1;
@@ -520,7 +524,7 @@ impl<M: Registrar> Requester<M> {
             | Event::WriteCompleted { .. } => {}
             Event::WorkFailed { error, .. } => {
                 if error != CompletionError::Flushed {
-                    self.trace.push(format!("cli work failed {error:?}"));
+                    self.trace.push(RequesterEvent::WorkFailed { error });
                 }
             }
             Event::ConnectionLost => self.on_connection_lost(),

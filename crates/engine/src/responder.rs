@@ -8,18 +8,22 @@
 //! Send completion publishes it as the connection's acknowledged position, as the 2026 svcrdma
 //! series does.
 
+use std::cell::RefCell;
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
 use std::ops::Range;
 
 use wire::ddp::{self, ReadChunkError, ReadPlan};
-use wire::rpcrdma::{total_length, Body, ChunkLists, ErrorBody, Header, Segment, RPCRDMA_VERSION};
+use wire::rpc::{CallHeader, RpcMessage};
+use wire::rpcrdma::{
+    total_length, Body, ChunkLists, ErrorBody, Header, ReadSegment, Segment, RPCRDMA_VERSION,
+};
 use wire::svcrdma::{classify_with, KernelModel, Outcome, Profile, Rule};
-use wire::xdr::pad4;
+use wire::xdr::{pad4, Writer};
 use wire::DecodeError;
 use wire::Xdr;
 
-use crate::trace::{describe_header, describe_rpc};
+use crate::trace::{ResponderEvent, RpcSummary};
 use crate::verbs::{CompletionError, Endpoint, Event, MemoryTable, WorkRequest, WrId};
 use crate::{negotiated, ConnectionConfig};
 
@@ -32,10 +36,36 @@ pub struct IncomingCall {
     pub token: CallToken,
     pub xid: u32,
     pub message: Vec<u8>,
+    /// The RPC call header `message` starts with, decoded once here for the upper layer; `None`
+    /// when the message does not start with one.
+    pub rpc: Option<RpcCall>,
     /// Connection instance it arrived on (increments on every connect).
     pub connection: u64,
     /// Sequence number of its Receive on this connection.
     pub recv_seq: u64,
+}
+
+/// An RPC call header at the start of a message, and where the procedure's arguments begin.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RpcCall {
+    pub header: CallHeader,
+    /// Bytes the header takes: the arguments start here.
+    pub args_offset: usize,
+}
+
+/// Decode the RPC header at the start of `message`: what the trace says of it, and the call
+/// header the upper layer gets.
+fn decode_rpc(message: &[u8]) -> (RpcSummary, Option<RpcCall>) {
+    match RpcMessage::decode_prefix(message) {
+        Ok((RpcMessage::Call(header), args_offset)) => (
+            RpcSummary::of_call(&header, message.len()),
+            Some(RpcCall {
+                header,
+                args_offset,
+            }),
+        ),
+        other => (RpcSummary::of_decoded(message, other.map(|(m, _)| m)), None),
+    }
 }
 
 /// A reply as the upper layer hands it over.
@@ -116,7 +146,7 @@ impl fmt::Display for RejectReason {
 /// Why a call's reply could not be conveyed; it is answered with ERR_CHUNK instead (svcrdma
 /// rule 10: reply construction -E2BIG).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum ReplyFailure {
+pub enum ReplyFailure {
     /// The DDP data does not fit the call's first Write chunk (or lies outside the message).
     WriteChunkTooSmall,
     /// The reply does not fit the call's Reply chunk.
@@ -159,6 +189,8 @@ struct Pull {
     recv_seq: u64,
     route: Route,
     inline: Vec<u8>,
+    /// The RPC call header decoded from `inline` (RDMA_MSG), kept when the chunks go after it.
+    rpc: Option<RpcCall>,
     /// Where each pulled chunk goes ([`wire::ddp::plan`], checked before pulling).
     plan: ReadPlan,
     /// (position, wr_id, pulled bytes) per Read segment, wire order.
@@ -188,7 +220,7 @@ pub struct Responder {
     memory: MemoryTable,
     work: VecDeque<WorkRequest>,
     outputs: VecDeque<ResponderOutput>,
-    trace: Vec<String>,
+    trace: Vec<ResponderEvent>,
 }
 
 impl Responder {
@@ -263,8 +295,14 @@ impl Responder {
         self.outputs.pop_front()
     }
 
+    /// The trace since the last take, rendered one line per event.
     pub fn take_trace(&mut self) -> Vec<String> {
-        std::mem::take(&mut self.trace)
+        self.trace.drain(..).map(|e| e.to_string()).collect()
+    }
+
+    /// The typed events since the last take (the buffer keeps its capacity).
+    pub fn drain_events(&mut self) -> std::vec::Drain<'_, ResponderEvent> {
+        self.trace.drain(..)
     }
 
     fn wr(&mut self) -> WrId {
@@ -314,10 +352,10 @@ impl Responder {
         reason: RejectReason,
         error: Option<ErrorBody>,
     ) {
-        self.trace.push(format!(
-            "srv reject xid={} {reason}",
-            xid.map_or("?".to_string(), |x| format!("{x:#x}"))
-        ));
+        self.trace.push(ResponderEvent::Rejected {
+            xid,
+            reason: reason.clone(),
+        });
         if let (Some(error), Some(xid)) = (error, xid) {
             self.post_error(xid, error);
         }
@@ -337,20 +375,20 @@ impl Responder {
             credits: self.config.credits,
             body: Body::Error(error),
         };
-        self.trace
-            .push(format!("srv send {}", describe_header(&header)));
-        let wr_id = self.wr();
-        self.work.push_back(WorkRequest::PostSend {
-            wr_id,
-            payload: header.to_bytes(),
+        let payload = header.to_bytes();
+        self.trace.push(ResponderEvent::Sent {
+            header,
+            reply: None,
         });
+        let wr_id = self.wr();
+        self.work
+            .push_back(WorkRequest::PostSend { wr_id, payload });
     }
 
     /// The reply to an already delivered call cannot be conveyed (svcrdma rule 10: -E2BIG →
     /// ERR_CHUNK). The call was delivered, so this is not a rejected Receive.
     fn reply_failed(&mut self, xid: u32, reason: ReplyFailure) {
-        self.trace
-            .push(format!("srv reply xid={xid:#x} failed: {reason}"));
+        self.trace.push(ResponderEvent::ReplyFailed { xid, reason });
         self.post_error(xid, ErrorBody::Chunk);
     }
 
@@ -366,120 +404,156 @@ impl Responder {
         self.post_receives();
     }
 
-    fn judge_receive(&mut self, payload: Vec<u8>) {
-        let xid = (payload.len() >= 4)
+    /// A Receive passes the svcrdma model, then the strict codec, then the chunk checks, and
+    /// only then is its call pulled or delivered. The transport header is decoded once (by the
+    /// codec; the model only walks the bytes as the kernel does) and so is the RPC header.
+    fn judge_receive(&mut self, mut payload: Vec<u8>) {
+        // The XID as far as the bytes give one, for answering a header that does not decode.
+        let raw_xid = (payload.len() >= 4)
             .then(|| u32::from_be_bytes([payload[0], payload[1], payload[2], payload[3]]));
-        // First the svcrdma rule model (anchors §2): what Linux would answer, and why.
-        let verdict = classify_with(&payload, &self.model);
-        match verdict.outcome {
-            Outcome::Accept => {}
-            Outcome::ErrVers => {
-                // RFC 8166 §4.5.1: a version this responder does not speak is answered ERR_VERS
-                // with the range it does (svcrdma: low = high = 1).
-                let vers = ErrorBody::Vers {
-                    low: RPCRDMA_VERSION,
-                    high: RPCRDMA_VERSION,
-                };
-                self.reject(xid, RejectReason::Svcrdma(verdict.rule), Some(vers));
-                return;
-            }
-            // RFC 8166 §4.5.2: a header the responder cannot parse is answered ERR_CHUNK.
-            Outcome::ErrChunk => {
-                self.reject(
-                    xid,
-                    RejectReason::Svcrdma(verdict.rule),
-                    Some(ErrorBody::Chunk),
-                );
-                return;
-            }
-            Outcome::ErrChunkThenClose => {
-                self.reject(
-                    xid,
-                    RejectReason::Svcrdma(verdict.rule),
-                    Some(ErrorBody::Chunk),
-                );
-                self.work.push_back(WorkRequest::Disconnect);
-                return;
-            }
-            // svcrdma rule 5: RDMA_DONE and RDMA_ERROR are dropped silently.
-            Outcome::Drop => {
-                self.reject(xid, RejectReason::Svcrdma(verdict.rule), None);
-                return;
-            }
-            Outcome::Disconnect => {
-                self.reject(xid, RejectReason::Svcrdma(verdict.rule), None);
-                self.work.push_back(WorkRequest::Disconnect);
-                return;
-            }
-        }
-        // Then the strict codec: what the kernel accepts but RFC 8166 forbids is still refused,
-        // mapped to a wire outcome the way svcrdma would answer it.
-        let (header, consumed) = match Header::decode_prefix(&payload) {
-            Ok(h) => h,
-            Err(e) => {
-                let outcome = Outcome::from(&e);
-                self.trace.push(format!("srv strict decode: {}", e.rule()));
-                let error = match outcome {
-                    Outcome::ErrVers => Some(ErrorBody::Vers {
-                        low: RPCRDMA_VERSION,
-                        high: RPCRDMA_VERSION,
-                    }),
-                    Outcome::Drop => None,
-                    _ => Some(ErrorBody::Chunk),
-                };
-                self.reject(xid, RejectReason::Malformed(e), error);
-                return;
-            }
-        };
-        self.trace.push(format!(
-            "srv recv {} {}",
-            describe_header(&header),
-            describe_rpc(&payload[consumed..])
-        ));
-        let proc_ = header.proc();
-        let (chunks, inline) = match header.body {
-            Body::Msg(chunks) => (chunks, payload[consumed..].to_vec()),
-            Body::Nomsg(chunks) => (chunks, Vec::new()),
-            // svcrdma rule 5: RDMA_DONE and RDMA_ERROR are dropped silently.
-            Body::Done | Body::Error(_) => {
-                self.reject(Some(header.xid), RejectReason::DoneOrError, None);
-                return;
-            }
-            // svcrdma rule 5: RDMA_MSGP (RFC 8166 §4.6.1, no longer supported) is ERR_CHUNK.
-            Body::Msgp { .. } => {
-                self.reject(Some(header.xid), RejectReason::Msgp, Some(ErrorBody::Chunk));
-                return;
-            }
-        };
-        // RFC 8166 §3.4.4/§3.4.5/§3.5.3: the Read chunks, placed before anything is pulled,
-        // within the profile's page budget (the one Read chunk limit).
-        let budget = self.model.read_budget();
-        let plan = match ddp::plan(&chunks.reads, proc_, inline.len(), budget) {
-            Ok(plan) => plan,
-            Err(e) => {
-                let reason = RejectReason::ReadChunks(e);
-                self.reject(Some(header.xid), reason, Some(ErrorBody::Chunk));
-                return;
-            }
-        };
-        if let Err(reason) = check_write_chunks(&chunks) {
-            self.reject(Some(header.xid), reason, Some(ErrorBody::Chunk));
+        if !self.passes_model(&payload, raw_xid) {
             return;
         }
+        let Some((header, consumed)) = self.decode_strictly(&payload, raw_xid) else {
+            return;
+        };
+        // The bytes after the header: the RPC call under RDMA_MSG, nothing otherwise (but the
+        // trace says what they were, whatever they were).
+        let (rpc_summary, rpc) = match header.body {
+            Body::Msg(_) => decode_rpc(&payload[consumed..]),
+            _ => (RpcSummary::of(&payload[consumed..]), None),
+        };
+        let admitted = self.admit(&header, payload.len() - consumed);
+        let xid = header.xid;
+        let (chunks, plan) = match admitted {
+            Ok(admitted) => admitted,
+            Err((reason, error)) => {
+                self.trace.push(ResponderEvent::Received {
+                    header,
+                    rpc: rpc_summary,
+                });
+                self.reject(Some(xid), reason, error);
+                return;
+            }
+        };
+        let inline = if matches!(header.body, Body::Msg(_)) {
+            payload.drain(..consumed);
+            payload
+        } else {
+            Vec::new()
+        };
         let token = self.next_token;
         self.next_token += 1;
+        // The Write list and Reply chunk stay with the call until it is answered; the header
+        // itself goes to the trace.
         let route = Route {
-            xid: header.xid,
+            xid,
             connection: self.connection,
             writes: chunks.writes.clone(),
             reply: chunks.reply.clone(),
         };
-        if chunks.reads.is_empty() {
-            self.deliver(token, header.xid, route, inline);
+        let segments = self.pull_reads(token, &chunks.reads);
+        self.trace.push(ResponderEvent::Received {
+            header,
+            rpc: rpc_summary,
+        });
+        if segments.is_empty() {
+            self.deliver(token, xid, route, inline, rpc);
             return;
         }
-        let mut segments = Vec::new();
-        for read in &chunks.reads {
+        self.pulls.insert(
+            token,
+            Pull {
+                xid,
+                recv_seq: self.recv_seq,
+                route,
+                inline,
+                rpc,
+                plan,
+                segments,
+            },
+        );
+    }
+
+    /// The svcrdma rule model first (anchors §2): what Linux would answer, and why. Returns
+    /// whether the Receive goes on to the strict codec.
+    fn passes_model(&mut self, payload: &[u8], xid: Option<u32>) -> bool {
+        let verdict = classify_with(payload, &self.model);
+        let reason = RejectReason::Svcrdma(verdict.rule);
+        match verdict.outcome {
+            Outcome::Accept => return true,
+            // RFC 8166 §4.5.1: a version this responder does not speak is answered ERR_VERS
+            // with the range it does (svcrdma: low = high = 1).
+            Outcome::ErrVers => self.reject(xid, reason, Some(ERR_VERS)),
+            // RFC 8166 §4.5.2: a header the responder cannot parse is answered ERR_CHUNK.
+            Outcome::ErrChunk => self.reject(xid, reason, Some(ErrorBody::Chunk)),
+            Outcome::ErrChunkThenClose => {
+                self.reject(xid, reason, Some(ErrorBody::Chunk));
+                self.work.push_back(WorkRequest::Disconnect);
+            }
+            // svcrdma rule 5: RDMA_DONE and RDMA_ERROR are dropped silently.
+            Outcome::Drop => self.reject(xid, reason, None),
+            Outcome::Disconnect => {
+                self.reject(xid, reason, None);
+                self.work.push_back(WorkRequest::Disconnect);
+            }
+        }
+        false
+    }
+
+    /// Then the strict codec: what the kernel accepts but RFC 8166 forbids is still refused,
+    /// mapped to a wire outcome the way svcrdma would answer it.
+    fn decode_strictly(&mut self, payload: &[u8], xid: Option<u32>) -> Option<(Header, usize)> {
+        match Header::decode_prefix(payload) {
+            Ok(decoded) => Some(decoded),
+            Err(e) => {
+                self.trace
+                    .push(ResponderEvent::StrictDecode { rule: e.rule() });
+                let error = match Outcome::from(&e) {
+                    Outcome::ErrVers => Some(ERR_VERS),
+                    Outcome::Drop => None,
+                    _ => Some(ErrorBody::Chunk),
+                };
+                self.reject(xid, RejectReason::Malformed(e), error);
+                None
+            }
+        }
+    }
+
+    /// What a decoded header carries: a call (RDMA_MSG, RDMA_NOMSG) whose chunks pass every
+    /// check before anything is pulled, with where each Read chunk goes; or why it is refused
+    /// and with what it is answered.
+    fn admit<'h>(
+        &self,
+        header: &'h Header,
+        inline_len: usize,
+    ) -> Result<(&'h ChunkLists, ReadPlan), (RejectReason, Option<ErrorBody>)> {
+        let (chunks, inline_len) = match &header.body {
+            Body::Msg(chunks) => (chunks, inline_len),
+            Body::Nomsg(chunks) => (chunks, 0),
+            // svcrdma rule 5: RDMA_DONE and RDMA_ERROR are dropped silently.
+            Body::Done | Body::Error(_) => return Err((RejectReason::DoneOrError, None)),
+            // svcrdma rule 5: RDMA_MSGP (RFC 8166 §4.6.1, no longer supported) is ERR_CHUNK.
+            Body::Msgp { .. } => return Err((RejectReason::Msgp, Some(ErrorBody::Chunk))),
+        };
+        // RFC 8166 §3.4.4/§3.4.5/§3.5.3: the Read chunks, placed before anything is pulled,
+        // within the profile's page budget (the one Read chunk limit).
+        let budget = self.model.read_budget();
+        let plan = ddp::plan(&chunks.reads, header.proc(), inline_len, budget)
+            .map_err(|e| (RejectReason::ReadChunks(e), Some(ErrorBody::Chunk)))?;
+        check_write_chunks(chunks).map_err(|reason| (reason, Some(ErrorBody::Chunk)))?;
+        Ok((chunks, plan))
+    }
+
+    /// Post an RDMA Read for every Read segment of call `token`; returns (position, wr_id, no
+    /// data yet) per segment, wire order.
+    fn pull_reads(
+        &mut self,
+        token: CallToken,
+        reads: &[ReadSegment],
+    ) -> Vec<(u32, WrId, Option<Vec<u8>>)> {
+        let mut segments = Vec::with_capacity(reads.len());
+        for read in reads {
             let wr_id = self.wr();
             self.work.push_back(WorkRequest::RdmaRead {
                 wr_id,
@@ -490,25 +564,23 @@ impl Responder {
             self.read_wrs.insert(wr_id, token);
             segments.push((read.position, wr_id, None));
         }
-        self.pulls.insert(
-            token,
-            Pull {
-                xid: header.xid,
-                recv_seq: self.recv_seq,
-                route,
-                inline,
-                plan,
-                segments,
-            },
-        );
+        segments
     }
 
-    fn deliver(&mut self, token: CallToken, xid: u32, route: Route, message: Vec<u8>) {
+    fn deliver(
+        &mut self,
+        token: CallToken,
+        xid: u32,
+        route: Route,
+        message: Vec<u8>,
+        rpc: Option<RpcCall>,
+    ) {
         self.routes.insert(token, route);
         self.outputs.push_back(ResponderOutput::Call(IncomingCall {
             token,
             xid,
             message,
+            rpc,
             connection: self.connection,
             recv_seq: self.recv_seq,
         }));
@@ -531,16 +603,20 @@ impl Responder {
             return;
         };
         // Segments of one position concatenate into their chunk (wire order); the plan puts each
-        // chunk at its place, XDR round-up restored (RFC 8166 §3.4.5.2).
-        let mut by_position: BTreeMap<u32, Vec<u8>> = BTreeMap::new();
-        for (position, _, data) in pull.segments {
-            by_position
-                .entry(position)
-                .or_default()
-                .extend(data.unwrap_or_default());
-        }
+        // chunk at its place, XDR round-up restored (RFC 8166 §3.4.5.2). The plan asks for each
+        // position once, so the pulled bytes move into it.
+        let segments = RefCell::new(pull.segments);
         let spliced = pull.plan.splice(&pull.inline, |position| {
-            by_position.get(&position).cloned().unwrap_or_default()
+            let mut segments = segments.borrow_mut();
+            let mut parts = segments
+                .iter_mut()
+                .filter(|s| s.0 == position)
+                .map(|s| s.2.take().unwrap_or_default());
+            let first = parts.next().unwrap_or_default();
+            parts.fold(first, |mut chunk, part| {
+                chunk.extend(part);
+                chunk
+            })
         });
         let message = match spliced {
             Ok(message) => message,
@@ -557,14 +633,27 @@ impl Responder {
                 return;
             }
         };
-        self.trace.push(format!(
-            "srv pulled xid={:#x} {}",
-            pull.xid,
-            describe_rpc(&message)
-        ));
+        // The RPC header decoded from the inline body still starts the message when every chunk
+        // went in after it; otherwise (RDMA_NOMSG, or a chunk inside the header) decode it now.
+        let header_kept = pull.rpc.filter(|rpc| {
+            pull.plan.call_chunk.is_none()
+                && pull
+                    .plan
+                    .chunks
+                    .iter()
+                    .all(|(_, offset)| *offset >= rpc.args_offset as u64)
+        });
+        let (rpc_summary, rpc) = match header_kept {
+            Some(rpc) => (RpcSummary::of_call(&rpc.header, message.len()), Some(rpc)),
+            None => decode_rpc(&message),
+        };
+        self.trace.push(ResponderEvent::Pulled {
+            xid: pull.xid,
+            rpc: rpc_summary,
+        });
         let recv_seq = self.recv_seq;
         self.recv_seq = pull.recv_seq;
-        self.deliver(token, pull.xid, pull.route, message);
+        self.deliver(token, pull.xid, pull.route, message, rpc);
         self.recv_seq = recv_seq;
     }
 
@@ -572,7 +661,7 @@ impl Responder {
     pub fn drop_call(&mut self, token: CallToken) {
         if let Some(route) = self.routes.remove(&token) {
             self.trace
-                .push(format!("srv drop xid={:#x} (no reply)", route.xid));
+                .push(ResponderEvent::CallDropped { xid: route.xid });
         }
         self.post_receives();
     }
@@ -589,34 +678,38 @@ impl Responder {
         // The call is answered (or fails below): its slot may take a new Receive.
         self.post_receives();
         if !self.connected || route.connection != self.connection {
-            self.trace.push(format!(
-                "srv reply xid={:#x} lost: connection gone",
-                route.xid
-            ));
+            self.trace
+                .push(ResponderEvent::ReplyLost { xid: route.xid });
             return Err(ReplyError::ConnectionGone);
         }
+        let Route {
+            xid,
+            mut writes,
+            reply: reply_chunk,
+            ..
+        } = route;
         let mut message = reply.message;
-        let mut writes: Vec<Vec<Segment>> = route.writes.clone();
-        // Unused Write chunks go back with zero lengths (RFC 8166 §4.2.2: the responder reports
-        // how much it wrote into each chunk).
-        for chunk in &mut writes {
-            for seg in chunk.iter_mut() {
-                seg.length = 0;
-            }
-        }
-        if let (Some(range), Some(first)) = (reply.ddp.clone(), route.writes.first()) {
+        // The DDP data goes to the first Write chunk; the Write list goes back with the lengths
+        // written, unused chunks with zero (RFC 8166 §4.2.2: the responder reports how much it
+        // wrote into each chunk).
+        let mut used = 0;
+        if let (Some(range), Some(first)) = (reply.ddp, writes.first_mut()) {
             let in_bounds = range.start <= range.end && range.end <= message.len();
-            let capacity = total_length(first);
-            if !in_bounds || (range.end - range.start) as u64 > capacity {
+            if !in_bounds || (range.end - range.start) as u64 > total_length(first) {
                 // svcrdma rule 10: reply construction -E2BIG → ERR_CHUNK.
-                self.reply_failed(route.xid, ReplyFailure::WriteChunkTooSmall);
+                self.reply_failed(xid, ReplyFailure::WriteChunkTooSmall);
                 return Ok(None);
             }
-            let data: Vec<u8> = message[range.clone()].to_vec();
-            writes[0] = self.push_into(first, &data);
+            self.push_into(first, &message[range.clone()]);
+            used = 1;
             // Remove the data and its XDR padding from the inline stream (reduced stream).
             let pad_end = (range.start + pad4(range.end - range.start)).min(message.len());
             message.drain(range.start..pad_end);
+        }
+        for chunk in writes.iter_mut().skip(used) {
+            for seg in chunk.iter_mut() {
+                seg.length = 0;
+            }
         }
         let mut chunks = ChunkLists {
             reads: Vec::new(),
@@ -625,50 +718,52 @@ impl Responder {
         };
         let inline_header_len = 16 + chunks.encoded_len();
         let body;
-        if let Some(reply_chunk) = &route.reply {
+        if let Some(mut reply_chunk) = reply_chunk {
             // As svcrdma does: when the requester provided a Reply chunk, the reply goes there
             // (RFC 8166 §3.5.4, RDMA_NOMSG) — the chunk of *this* transmission.
-            let capacity = total_length(reply_chunk);
-            if message.len() as u64 > capacity {
-                self.reply_failed(route.xid, ReplyFailure::ReplyChunkTooSmall);
+            if message.len() as u64 > total_length(&reply_chunk) {
+                self.reply_failed(xid, ReplyFailure::ReplyChunkTooSmall);
                 return Ok(None);
             }
-            chunks.reply = Some(self.push_into(reply_chunk, &message));
+            self.push_into(&mut reply_chunk, &message);
+            chunks.reply = Some(reply_chunk);
             message.clear();
             body = Body::Nomsg(chunks);
         } else if inline_header_len + message.len() <= self.config.inline_send {
             body = Body::Msg(chunks);
         } else {
             // RFC 8166 §3.3.2: the reply Send may not exceed the requester's inline threshold.
-            self.reply_failed(route.xid, ReplyFailure::OverInlineThreshold);
+            self.reply_failed(xid, ReplyFailure::OverInlineThreshold);
             return Ok(None);
         }
         let header = Header {
-            xid: route.xid,
+            xid,
             vers: RPCRDMA_VERSION,
             credits: self.config.credits,
             body,
         };
         self.post_seq += 1;
         let position = self.post_seq;
-        self.trace.push(format!(
-            "srv send {} {} pos={position}",
-            describe_header(&header),
-            describe_rpc(&message)
-        ));
-        let mut payload = header.to_bytes();
-        payload.extend_from_slice(&message);
+        let mut payload = Writer::with_capacity(header.encoded_len() + message.len());
+        header.encode(&mut payload);
+        payload.raw(&message);
+        self.trace.push(ResponderEvent::Sent {
+            header,
+            reply: Some((RpcSummary::of(&message), position)),
+        });
         let wr_id = self.wr();
         self.send_positions.insert(wr_id, position);
-        self.work
-            .push_back(WorkRequest::PostSend { wr_id, payload });
+        self.work.push_back(WorkRequest::PostSend {
+            wr_id,
+            payload: payload.into_bytes(),
+        });
         Ok(Some(position))
     }
 
-    /// RDMA Write `data` across `segments` in order; returns the segments with the lengths written.
-    fn push_into(&mut self, segments: &[Segment], data: &[u8]) -> Vec<Segment> {
+    /// RDMA Write `data` across `segments` in order; each segment's length becomes what was
+    /// written into it.
+    fn push_into(&mut self, segments: &mut [Segment], data: &[u8]) {
         let mut rest = data;
-        let mut out = Vec::with_capacity(segments.len());
         for seg in segments {
             let n = rest.len().min(seg.length as usize);
             if n > 0 {
@@ -681,12 +776,8 @@ impl Responder {
                 });
             }
             rest = &rest[n..];
-            out.push(Segment {
-                length: n as u32,
-                ..*seg
-            });
+            seg.length = n as u32;
         }
-        out
     }
 
     fn on_connection_lost(&mut self) {
@@ -698,12 +789,18 @@ impl Responder {
         self.pulls.clear();
         self.read_wrs.clear();
         self.send_positions.clear();
-        self.trace.push("srv disconnected".to_string());
+        self.trace.push(ResponderEvent::Disconnected);
         self.outputs.push_back(ResponderOutput::Disconnected {
             connection: self.connection,
         });
     }
 }
+
+/// RFC 8166 §4.5.1: ERR_VERS names the versions this responder speaks (svcrdma: low = high = 1).
+const ERR_VERS: ErrorBody = ErrorBody::Vers {
+    low: RPCRDMA_VERSION,
+    high: RPCRDMA_VERSION,
+};
 
 /// svcrdma rule 7: a Write or Reply chunk with no segments describes no memory (RFC 8166 §3.4.6).
 fn check_write_chunks(chunks: &ChunkLists) -> Result<(), RejectReason> {
@@ -721,10 +818,10 @@ impl Endpoint for Responder {
         match event {
             Event::Connected { peer_private_data } => {
                 self.config = negotiated(&self.local, peer_private_data.as_deref());
-                self.trace.push(format!(
-                    "srv connected inline send={} recv={}",
-                    self.config.inline_send, self.config.inline_recv
-                ));
+                self.trace.push(ResponderEvent::Connected {
+                    inline_send: self.config.inline_send,
+                    inline_recv: self.config.inline_recv,
+                });
                 self.connection += 1;
                 self.connected = true;
                 self.recv_seq = 0;
@@ -738,7 +835,7 @@ impl Endpoint for Responder {
                 if let Some(position) = self.send_positions.remove(&wr_id) {
                     // Completions arrive in posting order, so this only ever rises.
                     self.acked = self.acked.max(position);
-                    self.trace.push(format!("srv acked pos={position}"));
+                    self.trace.push(ResponderEvent::Acked { position });
                     self.outputs.push_back(ResponderOutput::Acked {
                         connection: self.connection,
                         position,
@@ -751,7 +848,7 @@ impl Endpoint for Responder {
                 // A flushed Send never raises the acked position.
                 self.send_positions.remove(&wr_id);
                 if error != CompletionError::Flushed {
-                    self.trace.push(format!("srv work failed {error:?}"));
+                    self.trace.push(ResponderEvent::WorkFailed { error });
                 }
             }
             Event::ConnectionLost => self.on_connection_lost(),

@@ -7,8 +7,9 @@
 //! executions per (XID, procedure), so verdicts are exact, not inferred from replies.
 //!
 //! Everything the server remembers is bounded ([`records`]): the DRC by its policy's cap, the
-//! executions, decisions and trace lines by [`records::RecordLimits`], so a server that runs for
-//! days under a fuzzer holds what it held after the first minutes.
+//! executions, decisions and trace events by [`records::RecordLimits`], so a server that runs for
+//! days under a fuzzer holds what it held after the first minutes. The trace is kept as typed
+//! events ([`trace::ServerEvent`]) and rendered only when taken.
 //!
 //! Architecture Invariant: the server reaches the transport only through [`engine::Responder`];
 //! a verbs driver can host it unchanged.
@@ -17,32 +18,33 @@
 pub mod drc;
 pub mod fs;
 pub mod records;
+pub mod trace;
 
 use std::collections::{BTreeMap, VecDeque};
 
 use records::{RecordLimits, RecordSizes, Records};
 
 use engine::verbs::{Endpoint, Event, MemoryTable, WorkRequest};
-use engine::{ConnectionConfig, IncomingCall, OutgoingReply, Responder, ResponderOutput};
+use engine::{ConnectionConfig, IncomingCall, OutgoingReply, Responder, ResponderOutput, RpcCall};
 use serde::Serialize;
 use wire::mount3::{Mount3Call, Mount3Proc, MOUNT_V3};
 use wire::nfs3::{DdpData, Nfs3Call, Nfs3Proc, Nfs3Reply, NfsRes, NFS_V3};
 use wire::rpc::{
-    AcceptStat, CallHeader, OpaqueAuth, ReplyBody, ReplyHeader, RpcMessage, MOUNT_PROGRAM,
-    NFS_PROGRAM,
+    AcceptStat, CallHeader, OpaqueAuth, ReplyBody, ReplyHeader, MOUNT_PROGRAM, NFS_PROGRAM,
 };
 use wire::xdr::pad4;
 use wire::{Reader, Writer, Xdr};
 
 use crate::drc::{checksum, Decision, DrcPolicy, DrcRequest, EntryId};
 use crate::fs::Fs;
+use crate::trace::ServerEvent;
 
 /// One execution of a procedure, as the server saw it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Execution {
     pub xid: u32,
-    pub procedure: String,
-    pub status: String,
+    pub procedure: &'static str,
+    pub status: &'static str,
     pub connection: u64,
 }
 
@@ -66,7 +68,7 @@ impl Held {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct DrcEvent {
     pub xid: u32,
-    pub procedure: String,
+    pub procedure: &'static str,
     pub decision: &'static str,
 }
 
@@ -79,8 +81,28 @@ enum Program {
 #[derive(Debug)]
 struct Parsed {
     header: CallHeader,
+    /// Where the arguments start in the call message.
+    args_offset: usize,
     program: Program,
-    procedure: String,
+    procedure: &'static str,
+}
+
+impl Program {
+    /// The name executions and decisions are recorded under: the NFSv3 procedure's, or the
+    /// MOUNT procedure's after `MOUNT.`.
+    fn procedure(&self) -> &'static str {
+        match self {
+            Program::Nfs(call) => call.proc_().name(),
+            Program::Mount(call) => match call.proc_() {
+                Mount3Proc::Null => "MOUNT.NULL",
+                Mount3Proc::Mnt => "MOUNT.MNT",
+                Mount3Proc::Dump => "MOUNT.DUMP",
+                Mount3Proc::Umnt => "MOUNT.UMNT",
+                Mount3Proc::Umntall => "MOUNT.UMNTALL",
+                Mount3Proc::Export => "MOUNT.EXPORT",
+            },
+        }
+    }
 }
 
 /// Why a call never reaches a procedure.
@@ -207,23 +229,23 @@ impl Server {
         self.parked.values().map(Vec::len).sum()
     }
 
-    /// The trace lines since the last call (at most [`RecordLimits::trace_lines`]: a first
-    /// line says how many older ones were dropped).
+    /// The trace since the last call, one line per event (at most
+    /// [`RecordLimits::trace_lines`]: a first line says how many older ones were dropped).
     pub fn take_trace(&mut self) -> Vec<String> {
         self.sync_trace();
         self.records.take_trace()
     }
 
-    /// Move the engine's lines in first, so the log reads in causal order.
+    /// Move the engine's events in first, so the log reads in causal order.
     fn sync_trace(&mut self) {
-        for line in self.responder.take_trace() {
-            self.records.trace_line(line);
+        for event in self.responder.drain_events() {
+            self.records.trace_event(ServerEvent::Responder(event));
         }
     }
 
-    fn note(&mut self, line: String) {
+    fn note(&mut self, event: ServerEvent) {
         self.sync_trace();
-        self.records.trace_line(line);
+        self.records.trace_event(event);
     }
 
     fn absorb_outputs(&mut self) {
@@ -248,10 +270,10 @@ impl Server {
                     self.drc.acked(connection, position);
                     let evicted = before - self.drc.len();
                     if evicted > 0 {
-                        self.note(format!(
-                            "srv drc {} evicted {evicted} (acked)",
-                            self.drc.name()
-                        ));
+                        self.note(ServerEvent::Evicted {
+                            policy: self.drc.name(),
+                            entries: evicted,
+                        });
                     }
                 }
                 // acked-mark drops the lost connection's receive state and bounds how many lost
@@ -263,11 +285,16 @@ impl Server {
         }
     }
 
-    fn parse(message: &[u8]) -> Result<Parsed, ParseError> {
-        let Ok((RpcMessage::Call(header), consumed)) = RpcMessage::decode_prefix(message) else {
+    /// The call's procedure and arguments, after the RPC header the responder decoded.
+    fn parse(message: &[u8], rpc: Option<RpcCall>) -> Result<Parsed, ParseError> {
+        let Some(RpcCall {
+            header,
+            args_offset,
+        }) = rpc
+        else {
             return Err(ParseError::NotACall);
         };
-        let mut args = Reader::new(&message[consumed..]);
+        let mut args = Reader::new(message.get(args_offset..).unwrap_or_default());
         let program = match header.prog {
             NFS_PROGRAM => {
                 if header.vers != NFS_V3 {
@@ -308,26 +335,20 @@ impl Server {
             }
             _ => return Err(ParseError::Refused(header, AcceptStat::ProgUnavail)),
         };
-        let procedure = match &program {
-            Program::Nfs(c) => c.proc_().name().to_string(),
-            Program::Mount(c) => format!("MOUNT.{}", c.proc_().name()),
-        };
         Ok(Parsed {
             header,
+            args_offset,
+            procedure: program.procedure(),
             program,
-            procedure,
         })
     }
 
-    fn reply_header(xid: u32, stat: AcceptStat) -> Vec<u8> {
-        ReplyHeader {
-            xid,
-            body: ReplyBody::Accepted {
-                verf: OpaqueAuth::none(),
-                stat,
-            },
-        }
-        .to_bytes()
+    /// A successful reply: the RPC header, then `results` (a DRC replay).
+    fn replay(xid: u32, results: &[u8]) -> Vec<u8> {
+        let mut w = Writer::with_capacity(SUCCESS_HEADER_LEN + results.len());
+        ReplyHeader::success(xid).encode(&mut w);
+        w.raw(results);
+        w.into_bytes()
     }
 
     fn post(&mut self, token: engine::CallToken, reply: OutgoingReply, entry: Option<EntryId>) {
@@ -338,20 +359,23 @@ impl Server {
         }
     }
 
-    fn dispatch(&mut self, call: IncomingCall) {
-        let parsed = match Server::parse(&call.message) {
+    fn dispatch(&mut self, mut call: IncomingCall) {
+        let parsed = match Server::parse(&call.message, call.rpc.take()) {
             Ok(parsed) => parsed,
             Err(ParseError::NotACall) => {
                 // Not even an RPC call header: svc drops it.
                 self.drc.discarded(call.connection, call.recv_seq);
-                self.note(format!("srv rpc xid={:#x} undecodable: dropped", call.xid));
+                self.note(ServerEvent::Undecodable { xid: call.xid });
                 self.responder.drop_call(call.token);
                 return;
             }
             Err(ParseError::Refused(header, stat)) => {
                 self.drc.discarded(call.connection, call.recv_seq);
-                self.note(format!("srv rpc xid={:#x} {}", call.xid, stat.name()));
-                let message = Server::reply_header(header.xid, stat);
+                self.note(ServerEvent::Refused {
+                    xid: call.xid,
+                    stat,
+                });
+                let message = reply_header(header.xid, stat).to_bytes();
                 self.post(call.token, OutgoingReply { message, ddp: None }, None);
                 return;
             }
@@ -366,8 +390,8 @@ impl Server {
             });
             return;
         };
-        let args_len = call.message.len();
-        let args_start = args_len.saturating_sub(nfs_call.to_bytes().len());
+        // nfsd checksums the arguments, which start right after the RPC header.
+        let args_start = parsed.args_offset.min(call.message.len());
         let request = DrcRequest {
             connection: call.connection,
             recv_seq: call.recv_seq,
@@ -381,16 +405,15 @@ impl Server {
             cacheable: !nfs_call.proc_().is_idempotent(),
         };
         let decision = self.drc.lookup(&request);
-        self.note(format!(
-            "srv drc {} xid={:#x} {} {}",
-            self.drc.name(),
-            parsed.header.xid,
-            parsed.procedure,
-            decision.name()
-        ));
+        self.note(ServerEvent::Decision {
+            policy: self.drc.name(),
+            xid: parsed.header.xid,
+            procedure: parsed.procedure,
+            decision: decision.name(),
+        });
         self.records.decision(DrcEvent {
             xid: parsed.header.xid,
-            procedure: parsed.procedure.clone(),
+            procedure: parsed.procedure,
             decision: decision.name(),
         });
         match decision {
@@ -405,8 +428,7 @@ impl Server {
                 xid: parsed.header.xid,
             }),
             Decision::Replay { entry, results } => {
-                let mut message = Server::reply_header(parsed.header.xid, AcceptStat::Success);
-                message.extend_from_slice(&results);
+                let message = Server::replay(parsed.header.xid, &results);
                 self.post(
                     call.token,
                     OutgoingReply { message, ddp: None },
@@ -418,15 +440,10 @@ impl Server {
 
     fn execute(&mut self, call: IncomingCall, parsed: Parsed, entry: Option<EntryId>) {
         let xid = parsed.header.xid;
-        let mut message = Server::reply_header(xid, AcceptStat::Success);
-        let header_len = message.len();
-        let mut ddp = None;
-        let status = match &parsed.program {
+        let header = ReplyHeader::success(xid);
+        let (message, ddp, status) = match &parsed.program {
             Program::Nfs(nfs_call) => {
                 let reply = self.fs.nfs(nfs_call);
-                let mut w = Writer::new();
-                reply.encode(&mut w);
-                message.extend_from_slice(w.as_bytes());
                 // RFC 8267: READ data and the READLINK path may go to a Write chunk; both are the
                 // last item of their results.
                 let ddp_len = match &reply {
@@ -440,51 +457,79 @@ impl Server {
                     },
                     _ => None,
                 };
-                if let Some(n) = ddp_len {
-                    let start = message.len() - pad4(n);
-                    ddp = Some(start..start + n);
-                }
-                reply.status().name().to_string()
+                let mut w = Writer::with_capacity(
+                    SUCCESS_HEADER_LEN + RESULTS_ROOM + ddp_len.map_or(0, pad4),
+                );
+                header.encode(&mut w);
+                reply.encode(&mut w);
+                let ddp = ddp_len.map(|n| {
+                    let start = w.len() - pad4(n);
+                    start..start + n
+                });
+                (w.into_bytes(), ddp, reply.status().name())
             }
             Program::Mount(mount_call) => {
-                let reply = self.fs.mount(mount_call);
-                let mut w = Writer::new();
-                reply.encode(&mut w);
-                message.extend_from_slice(w.as_bytes());
-                "MNT3_OK".to_string()
+                let mut w = Writer::with_capacity(SUCCESS_HEADER_LEN + RESULTS_ROOM);
+                header.encode(&mut w);
+                self.fs.mount(mount_call).encode(&mut w);
+                (w.into_bytes(), None, "MNT3_OK")
             }
         };
         self.records.execution(Execution {
             xid,
-            procedure: parsed.procedure.clone(),
-            status: status.clone(),
+            procedure: parsed.procedure,
+            status,
             connection: call.connection,
         });
-        self.note(format!(
-            "srv exec xid={xid:#x} {} -> {status}",
-            parsed.procedure
-        ));
-        let results = message[header_len..].to_vec();
-        if let Some(entry) = entry {
-            self.drc.complete(entry, &results);
+        self.note(ServerEvent::Executed {
+            xid,
+            procedure: parsed.procedure,
+            status,
+        });
+        let Some(entry) = entry else {
+            self.post(call.token, OutgoingReply { message, ddp }, None);
+            return;
+        };
+        // The DRC keeps the results (what follows the RPC header) to replay them.
+        let results_at = SUCCESS_HEADER_LEN.min(message.len());
+        self.drc.complete(entry, &message[results_at..]);
+        let parked = self.parked.remove(&entry).unwrap_or_default();
+        let results = if parked.is_empty() {
+            Vec::new()
+        } else {
+            message[results_at..].to_vec()
+        };
+        self.post(call.token, OutgoingReply { message, ddp }, Some(entry));
+        for parked in parked {
+            self.note(ServerEvent::ParkedAnswered {
+                policy: self.drc.name(),
+                xid: parked.xid,
+            });
+            let message = Server::replay(parked.xid, &results);
+            self.post(
+                parked.token,
+                OutgoingReply { message, ddp: None },
+                Some(entry),
+            );
         }
-        self.post(call.token, OutgoingReply { message, ddp }, entry);
-        if let Some(entry) = entry {
-            for parked in self.parked.remove(&entry).unwrap_or_default() {
-                self.note(format!(
-                    "srv drc {} xid={:#x} answer parked duplicate",
-                    self.drc.name(),
-                    parked.xid
-                ));
-                let mut message = Server::reply_header(parked.xid, AcceptStat::Success);
-                message.extend_from_slice(&results);
-                self.post(
-                    parked.token,
-                    OutgoingReply { message, ddp: None },
-                    Some(entry),
-                );
-            }
-        }
+    }
+}
+
+/// RFC 5531 §9: an accepted reply's header with an AUTH_NONE verifier is xid, REPLY,
+/// MSG_ACCEPTED, the verifier's flavor and empty body, and SUCCESS.
+const SUCCESS_HEADER_LEN: usize = 24;
+/// Room reserved for results besides READ and READLINK data: what GETATTR, LOOKUP, WRITE and the
+/// other small results take, so most replies are one allocation.
+const RESULTS_ROOM: usize = 256;
+
+/// An accepted reply header with an AUTH_NONE verifier.
+fn reply_header(xid: u32, stat: AcceptStat) -> ReplyHeader {
+    ReplyHeader {
+        xid,
+        body: ReplyBody::Accepted {
+            verf: OpaqueAuth::none(),
+            stat,
+        },
     }
 }
 

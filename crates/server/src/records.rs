@@ -2,11 +2,29 @@
 //! (`rig serve` under the wire fuzzer sees millions of calls): the most recent executions and
 //! DRC decisions in rings, per-(XID, procedure) execution counts for the most recent XIDs (what
 //! `rig serve --stats` reports and `rig judge` counts from), totals that never forget, and the
-//! trace lines in a ring. Every limit is a [`RecordLimits`] field; what went over it is counted.
+//! trace events in a ring. Every limit is a [`RecordLimits`] field; what went over it is counted.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
+use std::hash::RandomState;
 
+use hashbrown::{Equivalent, HashMap};
+
+use crate::trace::ServerEvent;
 use crate::{DrcEvent, Execution};
+
+/// A counted (XID, procedure) pair; procedure names are static, so recording one allocates
+/// nothing.
+type CountKey = (u32, &'static str);
+
+/// A [`CountKey`] to look up by a procedure name of any lifetime (hashes as the key does).
+#[derive(Hash)]
+struct CountLookup<'a>(u32, &'a str);
+
+impl Equivalent<CountKey> for CountLookup<'_> {
+    fn equivalent(&self, key: &CountKey) -> bool {
+        self.0 == key.0 && self.1 == key.1
+    }
+}
 
 /// How much of each record is kept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -20,7 +38,7 @@ pub struct RecordLimits {
     pub statuses_per_xid: usize,
     /// Most recent DRC decisions kept in order (totals per decision are exact).
     pub recent_decisions: usize,
-    /// Trace lines kept until taken; older lines are dropped and counted.
+    /// Trace events kept until taken; older ones are dropped and counted.
     pub trace_lines: usize,
 }
 
@@ -70,14 +88,14 @@ impl RecordSizes {
 pub struct Records {
     limits: RecordLimits,
     recent: VecDeque<Execution>,
-    counts: HashMap<(u32, String), ExecutionCount>,
+    counts: HashMap<CountKey, ExecutionCount, RandomState>,
     /// Counted pairs, oldest first.
-    order: VecDeque<(u32, String)>,
+    order: VecDeque<CountKey>,
     executions_total: u64,
     forgotten: u64,
     decisions: VecDeque<DrcEvent>,
     decision_totals: BTreeMap<&'static str, u64>,
-    trace: VecDeque<String>,
+    trace: VecDeque<ServerEvent>,
     trace_dropped: u64,
 }
 
@@ -89,7 +107,10 @@ impl Records {
             // under insert/remove churn a hash table filled past half its capacity doubles
             // once (its tombstones are cleared by a resize, not in place), which showed as a
             // 2 MB step in peak RSS after ~90k calls. At twice the limit it rehashes in place.
-            counts: HashMap::with_capacity(limits.counted_xids.saturating_mul(2)),
+            counts: HashMap::with_capacity_and_hasher(
+                limits.counted_xids.saturating_mul(2),
+                RandomState::new(),
+            ),
             order: VecDeque::with_capacity(limits.counted_xids.saturating_add(1)),
             recent: VecDeque::with_capacity(limits.recent_executions.saturating_add(1)),
             decisions: VecDeque::with_capacity(limits.recent_decisions.saturating_add(1)),
@@ -124,7 +145,7 @@ impl Records {
 
     pub fn execution(&mut self, execution: Execution) {
         self.executions_total += 1;
-        let key = (execution.xid, execution.procedure.clone());
+        let key = (execution.xid, execution.procedure);
         let count = match self.counts.get_mut(&key) {
             Some(count) => count,
             None => {
@@ -136,13 +157,13 @@ impl Records {
                 while self.order.len() >= self.limits.counted_xids {
                     self.forget_oldest();
                 }
-                self.order.push_back(key.clone());
+                self.order.push_back(key);
                 self.counts.entry(key).or_default()
             }
         };
         count.executions += 1;
         if count.statuses.len() < self.limits.statuses_per_xid {
-            count.statuses.push(execution.status.clone());
+            count.statuses.push(execution.status.to_owned());
         }
         self.push_recent(execution);
     }
@@ -175,7 +196,7 @@ impl Records {
         self.decisions.push_back(event);
     }
 
-    pub fn trace_line(&mut self, line: String) {
+    pub fn trace_event(&mut self, event: ServerEvent) {
         if self.trace.len() >= self.limits.trace_lines {
             if self.trace.pop_front().is_none() {
                 self.trace_dropped += 1;
@@ -183,10 +204,11 @@ impl Records {
             }
             self.trace_dropped += 1;
         }
-        self.trace.push_back(line);
+        self.trace.push_back(event);
     }
 
-    /// The trace lines since the last call; a first line says how many were dropped, if any.
+    /// The trace since the last call, one line per event; a first line says how many were
+    /// dropped, if any.
     pub fn take_trace(&mut self) -> Vec<String> {
         let mut out = Vec::with_capacity(self.trace.len() + 1);
         if self.trace_dropped > 0 {
@@ -196,7 +218,7 @@ impl Records {
             ));
             self.trace_dropped = 0;
         }
-        out.extend(self.trace.drain(..));
+        out.extend(self.trace.drain(..).map(|e| e.to_string()));
         out
     }
 
@@ -208,7 +230,7 @@ impl Records {
     /// Executions of `xid` as `procedure` (0 once the pair is forgotten).
     pub fn executions_of(&self, xid: u32, procedure: &str) -> u64 {
         self.counts
-            .get(&(xid, procedure.to_string()))
+            .get(&CountLookup(xid, procedure))
             .map_or(0, |c| c.executions)
     }
 
@@ -216,7 +238,7 @@ impl Records {
     pub fn counts(&self) -> impl Iterator<Item = (u32, &str, &ExecutionCount)> + '_ {
         self.counts
             .iter()
-            .map(|((xid, procedure), count)| (*xid, procedure.as_str(), count))
+            .map(|((xid, procedure), count)| (*xid, *procedure, count))
     }
 
     /// Every execution ever, forgotten ones included.
@@ -254,11 +276,11 @@ impl Records {
 mod tests {
     use super::*;
 
-    fn exec(xid: u32, status: &str) -> Execution {
+    fn exec(xid: u32, status: &'static str) -> Execution {
         Execution {
             xid,
-            procedure: "REMOVE".into(),
-            status: status.into(),
+            procedure: "REMOVE",
+            status,
             connection: 1,
         }
     }
@@ -284,18 +306,24 @@ mod tests {
         assert_eq!((r.forgotten(), r.executions_total()), (1, 5));
         assert_eq!(r.executions().len(), 3);
         assert_eq!(r.executions().back().unwrap().xid, 9);
-        for line in ["a", "b", "c"] {
-            r.trace_line(line.into());
+        for xid in [1, 2, 3] {
+            r.trace_event(ServerEvent::Undecodable { xid });
         }
         let taken = r.take_trace();
         assert_eq!(taken.len(), 3);
         assert!(taken[0].contains("1 earlier lines dropped"), "{taken:?}");
-        assert_eq!(&taken[1..], ["b", "c"]);
+        assert_eq!(
+            &taken[1..],
+            [
+                "srv rpc xid=0x2 undecodable: dropped",
+                "srv rpc xid=0x3 undecodable: dropped"
+            ]
+        );
         assert!(r.take_trace().is_empty());
         for decision in ["miss", "hit", "hit"] {
             r.decision(DrcEvent {
                 xid: 1,
-                procedure: "REMOVE".into(),
+                procedure: "REMOVE",
                 decision,
             });
         }

@@ -241,6 +241,14 @@ impl Writer {
         Writer::default()
     }
 
+    /// An empty writer with room for `capacity` bytes (one allocation for a message whose
+    /// length is known up front).
+    pub fn with_capacity(capacity: usize) -> Self {
+        Writer {
+            buf: Vec::with_capacity(capacity),
+        }
+    }
+
     /// The bytes written so far.
     pub fn into_bytes(self) -> Vec<u8> {
         self.buf
