@@ -16,7 +16,8 @@ use std::ops::Range;
 use wire::ddp::{self, ReadChunkError, ReadPlan};
 use wire::rpc::{CallHeader, RpcMessage};
 use wire::rpcrdma::{
-    total_length, Body, ChunkLists, ErrorBody, Header, ReadSegment, Segment, RPCRDMA_VERSION,
+    total_length, Body, ChunkLists, EmptyChunk, ErrorBody, Header, ReadSegment, Segment,
+    RPCRDMA_VERSION,
 };
 use wire::svcrdma::{classify_with, KernelModel, Outcome, Profile, Rule};
 use wire::xdr::{pad4, Writer};
@@ -541,7 +542,15 @@ impl Responder {
         let budget = self.model.read_budget();
         let plan = ddp::plan(&chunks.reads, header.proc(), inline_len, budget)
             .map_err(|e| (RejectReason::ReadChunks(e), Some(ErrorBody::Chunk)))?;
-        check_write_chunks(chunks).map_err(|reason| (reason, Some(ErrorBody::Chunk)))?;
+        chunks
+            .check_write_chunks_describe_memory()
+            .map_err(|empty| {
+                let reason = match empty {
+                    EmptyChunk::Reply => RejectReason::EmptyReplyChunk,
+                    _ => RejectReason::EmptyWriteChunk,
+                };
+                (reason, Some(ErrorBody::Chunk))
+            })?;
         Ok((chunks, plan))
     }
 
@@ -801,17 +810,6 @@ const ERR_VERS: ErrorBody = ErrorBody::Vers {
     low: RPCRDMA_VERSION,
     high: RPCRDMA_VERSION,
 };
-
-/// svcrdma rule 7: a Write or Reply chunk with no segments describes no memory (RFC 8166 §3.4.6).
-fn check_write_chunks(chunks: &ChunkLists) -> Result<(), RejectReason> {
-    if chunks.writes.iter().any(|c| c.is_empty()) {
-        return Err(RejectReason::EmptyWriteChunk);
-    }
-    if chunks.reply.as_ref().is_some_and(|c| c.is_empty()) {
-        return Err(RejectReason::EmptyReplyChunk);
-    }
-    Ok(())
-}
 
 impl Endpoint for Responder {
     fn handle_event(&mut self, event: Event) {

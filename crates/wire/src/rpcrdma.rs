@@ -154,10 +154,33 @@ pub struct ChunkLists {
     pub reply: Option<WriteChunk>,
 }
 
+/// A Write or Reply chunk of a call that describes no memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum EmptyChunk {
+    /// The Write list's chunk at this index has no segments.
+    Write { index: usize },
+    /// The Reply chunk has no segments.
+    Reply,
+}
+
 impl ChunkLists {
     /// No Read, Write or Reply chunk at all.
     pub fn is_empty(&self) -> bool {
         self.reads.is_empty() && self.writes.is_empty() && self.reply.is_none()
+    }
+
+    /// RFC 8166 §3.4.6: a Write or Reply chunk is the memory the Responder writes into; one with
+    /// no segments describes none, so a call carrying one cannot be answered (svcrdma rule 7;
+    /// the kernel model checks the raw segcount word, `svcrdma::Rule::WriteSegcountZero`).
+    pub fn check_write_chunks_describe_memory(&self) -> std::result::Result<(), EmptyChunk> {
+        if let Some(index) = self.writes.iter().position(|chunk| chunk.is_empty()) {
+            return Err(EmptyChunk::Write { index });
+        }
+        if self.reply.as_ref().is_some_and(|chunk| chunk.is_empty()) {
+            return Err(EmptyChunk::Reply);
+        }
+        Ok(())
     }
 
     /// The Read list grouped into chunks by position, ordered by position; segments keep their
@@ -485,6 +508,32 @@ impl Xdr for Header {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_write_or_reply_chunk_without_segments_describes_no_memory() {
+        let segment = Segment {
+            handle: 1,
+            length: 8,
+            offset: 0,
+        };
+        let mut chunks = ChunkLists {
+            writes: vec![vec![segment], vec![]],
+            ..ChunkLists::default()
+        };
+        assert_eq!(
+            chunks.check_write_chunks_describe_memory(),
+            Err(EmptyChunk::Write { index: 1 })
+        );
+        chunks.writes.pop();
+        assert_eq!(chunks.check_write_chunks_describe_memory(), Ok(()));
+        chunks.reply = Some(vec![]);
+        assert_eq!(
+            chunks.check_write_chunks_describe_memory(),
+            Err(EmptyChunk::Reply)
+        );
+        chunks.reply = Some(vec![segment]);
+        assert_eq!(chunks.check_write_chunks_describe_memory(), Ok(()));
+    }
 
     fn seg(handle: u32, length: u32, offset: u64) -> Segment {
         Segment {
