@@ -602,5 +602,16 @@ mod tests {
         assert!(
             reinsert_read_chunks(b"AAAA", &[(4, b"xxxx".to_vec()), (2, b"y".to_vec())]).is_err()
         );
+        // A chunk starting inside the previous one's data is an overlap (wire::ddp::place),
+        // also where its position, less the chunks before it, still falls in the inline stream.
+        let inside = reinsert_read_chunks(b"AAAAAAAA", &[(4, vec![1; 8]), (8, b"y".to_vec())]);
+        assert_eq!(
+            inside.unwrap_err(),
+            "Read chunk position 8 overlaps an earlier chunk"
+        );
+        assert_eq!(
+            reinsert_read_chunks(b"AAAA", &[(8, b"x".to_vec())]).unwrap_err(),
+            "Read chunk position 8 is beyond the inline stream (RFC 8166 §3.4.5)"
+        );
     }
 }
