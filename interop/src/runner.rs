@@ -161,14 +161,14 @@ pub fn probe_kvm(image: &KernelImage, progress: &Progress) -> Result<bool> {
     let _ = fs::remove_file(&console);
     let mut qemu = qemu_booting(image, "kvm", "host", None, 256);
     qemu.args([
-            "-append",
-            "console=ttyS0 earlyprintk=serial,ttyS0 panic=-1 no_timer_check rig.probe=1",
-        ])
-        .arg("-serial")
-        .arg(format!("file:{}", console.display()))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
+        "-append",
+        "console=ttyS0 earlyprintk=serial,ttyS0 panic=-1 no_timer_check rig.probe=1",
+    ])
+    .arg("-serial")
+    .arg(format!("file:{}", console.display()))
+    .stdin(Stdio::null())
+    .stdout(Stdio::null())
+    .stderr(Stdio::null());
     let mut child = GroupChild::spawn("kvm-probe", qemu)?;
     // `earlyprintk` makes a kernel that runs at all print its banner within its first
     // milliseconds; one KVM cannot run (the host's PVM variant) gets as far as the real-mode
@@ -290,15 +290,9 @@ pub(crate) fn qemu_command(
     } = *launch;
     let (ip, peer, mac) = addresses(role);
     let cpu = if accel == "kvm" { "host" } else { "max" };
-    let mut qemu = qemu_booting(
-        image,
-        accel,
-        cpu,
-        Some(settings.vcpus),
-        settings.memory_mib,
-    );
+    let mut qemu = qemu_booting(image, accel, cpu, Some(settings.vcpus), settings.memory_mib);
     // snapshot=on: both guests share one read-only base; their writes go to temp overlays.
-        // A saved guest's own writes stay in its qcow2, which a restore only reads.
+    // A saved guest's own writes stay in its qcow2, which a restore only reads.
     qemu.arg("-drive")
         .arg(match boot {
             Boot::Cold => format!("file={},format=raw,if=virtio,snapshot=on", rootfs.display()),

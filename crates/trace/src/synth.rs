@@ -142,7 +142,12 @@ impl Synth {
 
     /// A SEND from `from` to `to` (SEND_ONLY, or FIRST/MIDDLE/LAST above [`MTU`]).
     pub fn send(&mut self, from: &mut Side, to: &Side, payload: &[u8]) {
-        let opcodes = [op::SEND_ONLY, op::SEND_FIRST, op::SEND_MIDDLE, op::SEND_LAST];
+        let opcodes = [
+            op::SEND_ONLY,
+            op::SEND_FIRST,
+            op::SEND_MIDDLE,
+            op::SEND_LAST,
+        ];
         for (opcode, piece) in mtu_pieces(payload, opcodes) {
             let psn = from.next_psn(1);
             self.packet(from.addr, to.addr, opcode, to.qp, psn, &[], piece);
@@ -151,7 +156,12 @@ impl Synth {
 
     /// An RDMA WRITE of `data` by `from` into `to`'s memory at (`rkey`, `va`).
     pub fn write(&mut self, from: &mut Side, to: &Side, rkey: u32, va: u64, data: &[u8]) {
-        let opcodes = [op::WRITE_ONLY, op::WRITE_FIRST, op::WRITE_MIDDLE, op::WRITE_LAST];
+        let opcodes = [
+            op::WRITE_ONLY,
+            op::WRITE_FIRST,
+            op::WRITE_MIDDLE,
+            op::WRITE_LAST,
+        ];
         for (i, (opcode, piece)) in mtu_pieces(data, opcodes).into_iter().enumerate() {
             let ext = if i == 0 {
                 reth(va, rkey, data.len() as u32)
