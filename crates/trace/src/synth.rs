@@ -257,21 +257,19 @@ pub fn call(
     proc_: u32,
     args: &[u8],
 ) -> Vec<u8> {
-    let header = Header {
-        xid,
-        vers: 1,
-        credits: 32,
-        body: Body::Msg(chunks),
-    };
-    let mut out = header.to_bytes();
-    out.extend(wire::rpc::CallHeader::new(xid, prog, vers, proc_).to_bytes());
-    out.extend_from_slice(args);
-    out
+    let rpc = wire::rpc::CallHeader::new(xid, prog, vers, proc_).to_bytes();
+    rdma_msg(xid, chunks, &rpc, args)
 }
 
 /// An RPC-over-RDMA RDMA_MSG Reply: transport header with `chunks`, an accepted RPC reply,
 /// then `results`.
 pub fn reply(xid: u32, chunks: ChunkLists, results: &[u8]) -> Vec<u8> {
+    let rpc = wire::rpc::ReplyHeader::success(xid).to_bytes();
+    rdma_msg(xid, chunks, &rpc, results)
+}
+
+/// An RDMA_MSG (32 credits) with `chunks`, then the RPC header `rpc` and the `body` after it.
+fn rdma_msg(xid: u32, chunks: ChunkLists, rpc: &[u8], body: &[u8]) -> Vec<u8> {
     let header = Header {
         xid,
         vers: 1,
@@ -279,8 +277,8 @@ pub fn reply(xid: u32, chunks: ChunkLists, results: &[u8]) -> Vec<u8> {
         body: Body::Msg(chunks),
     };
     let mut out = header.to_bytes();
-    out.extend(wire::rpc::ReplyHeader::success(xid).to_bytes());
-    out.extend_from_slice(results);
+    out.extend_from_slice(rpc);
+    out.extend_from_slice(body);
     out
 }
 

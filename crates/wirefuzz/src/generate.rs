@@ -510,10 +510,12 @@ fn generate_family(
         | Family::ReplyChunkTooSmall
         | Family::WriteChunkTooSmall => mutate_write_and_reply(u, family, &mut shape, xid)?,
         Family::HandleUnregistered | Family::OffsetOutsideRegion => {
-            mutate_segments(u, family, base, &mut shape)?
+            let unregistered = family == Family::HandleUnregistered;
+            mutate_segments(u, unregistered, base, &mut shape)?;
+            Mutation::default()
         }
         Family::InlineOverThreshold | Family::InlineNearThreshold => {
-            grow_inline(u, family, &mut shape, xid)?
+            grow_inline(u, family == Family::InlineOverThreshold, &mut shape, xid)?
         }
     };
     Ok(finish(
@@ -822,73 +824,61 @@ fn mutate_write_and_reply(
 }
 
 /// The families that point the chunks of `base`'s list at memory no target registered: an
-/// unknown handle, or an offset outside the region.
+/// unknown handle (`unregistered`), else an offset outside the region.
 fn mutate_segments(
     u: &mut Unstructured<'_>,
-    family: Family,
+    unregistered: bool,
     base: Base,
     shape: &mut Shape,
-) -> arbitrary::Result<Mutation> {
-    let mutation = Mutation::default();
-    match family {
-        Family::HandleUnregistered | Family::OffsetOutsideRegion => {
-            let handle_family = family == Family::HandleUnregistered;
-            let raw = UNREGISTERED_HANDLE | u32::from(u.arbitrary::<u16>()?);
-            let outside = if u.ratio(1u8, 2u8)? {
-                u64::MAX - u64::from(u.arbitrary::<u16>()?)
-            } else {
-                u64::from(shape.regions[0].length) + u64::from(u.int_in_range(0u32..=1 << 20)?)
-            };
-            let mutate = |s: &mut Seg| {
-                if handle_family {
-                    s.handle = SegHandle::Raw(raw);
-                } else {
-                    s.offset = outside;
-                }
-            };
-            match base {
-                Base::Write => shape.reads.iter_mut().for_each(|(_, s)| mutate(s)),
-                Base::Read => shape.writes[0].segs.iter_mut().for_each(mutate),
-                _ => {
-                    if let Some(reply) = &mut shape.reply {
-                        reply.segs.iter_mut().for_each(mutate);
-                    }
-                }
+) -> arbitrary::Result<()> {
+    let raw = UNREGISTERED_HANDLE | u32::from(u.arbitrary::<u16>()?);
+    let outside = if u.ratio(1u8, 2u8)? {
+        u64::MAX - u64::from(u.arbitrary::<u16>()?)
+    } else {
+        u64::from(shape.regions[0].length) + u64::from(u.int_in_range(0u32..=1 << 20)?)
+    };
+    let mutate = |s: &mut Seg| {
+        if unregistered {
+            s.handle = SegHandle::Raw(raw);
+        } else {
+            s.offset = outside;
+        }
+    };
+    match base {
+        Base::Write => shape.reads.iter_mut().for_each(|(_, s)| mutate(s)),
+        Base::Read => shape.writes[0].segs.iter_mut().for_each(mutate),
+        _ => {
+            if let Some(reply) = &mut shape.reply {
+                reply.segs.iter_mut().for_each(mutate);
             }
         }
-        // The other families' mutations: see generate_family.
-        _ => {}
     }
-    Ok(mutation)
+    Ok(())
 }
 
-/// The families that grow the inline body to near or over the Receive buffer size.
+/// The families that grow the inline body to near or `over` the Receive buffer size (RFC 8166
+/// §3.3.2: a Send longer than the peer's Receive buffers fails the Receive).
 fn grow_inline(
     u: &mut Unstructured<'_>,
-    family: Family,
+    over: bool,
     shape: &mut Shape,
     xid: u32,
 ) -> arbitrary::Result<Mutation> {
-    let mut mutation = Mutation::default();
-    match family {
-        Family::InlineOverThreshold | Family::InlineNearThreshold => {
-            // RFC 8166 §3.3.2: a Send longer than the peer's Receive buffers fails the Receive.
-            let header_len = shape.emit(xid).0.len();
-            let total = if family == Family::InlineOverThreshold {
-                mutation.target = Rule::ReceiveOverflow;
-                u.int_in_range(DEFAULT_MAX_REQ_SIZE + 1..=2 * DEFAULT_MAX_REQ_SIZE)?
-            } else {
-                u.int_in_range(1025..=DEFAULT_MAX_REQ_SIZE)?
-            };
-            let fill = u.arbitrary::<u8>()?;
-            shape
-                .inline
-                .resize(shape.inline.len() + (total - header_len), fill);
-        }
-        // The other families' mutations: see generate_family.
-        _ => {}
-    }
-    Ok(mutation)
+    let header_len = shape.emit(xid).0.len();
+    let (target, total) = if over {
+        let total = u.int_in_range(DEFAULT_MAX_REQ_SIZE + 1..=2 * DEFAULT_MAX_REQ_SIZE)?;
+        (Rule::ReceiveOverflow, total)
+    } else {
+        (Rule::Accepted, u.int_in_range(1025..=DEFAULT_MAX_REQ_SIZE)?)
+    };
+    let fill = u.arbitrary::<u8>()?;
+    shape
+        .inline
+        .resize(shape.inline.len() + (total - header_len), fill);
+    Ok(Mutation {
+        target,
+        ..Mutation::default()
+    })
 }
 
 fn raw_seg(handle: u32, length: u32) -> Seg {
