@@ -233,13 +233,7 @@ pub fn catalogue() -> Vec<Scenario> {
 
 /// Run the catalogue (or one scenario) against `options.server`.
 pub fn run(options: &Options, only: Option<&str>) -> Result<Vec<Verdict>, String> {
-    let scenarios: Vec<Scenario> = catalogue()
-        .into_iter()
-        .filter(|s| only.is_none_or(|name| s.name == name))
-        .collect();
-    if scenarios.is_empty() {
-        return Err(format!("unknown scenario {:?}", only.unwrap_or("")));
-    }
+    let scenarios = select(catalogue(), |s| s.name, only, "scenario")?;
     let root = match &options.root {
         RootSource::Handle(h) => Some(h.clone()),
         RootSource::MountTcp(addr) => Some(
@@ -840,6 +834,24 @@ pub fn table(verdicts: &[Verdict]) -> String {
         "exec* = executions (inferred from NFS statuses unless counted by rig judge); credit = unanswered/granted\n",
     );
     out
+}
+
+/// The scenarios of `catalogue` to run: every one, or the one `name`d `only` (else an error
+/// naming the `kind` of scenario asked for).
+pub(crate) fn select<S>(
+    catalogue: Vec<S>,
+    name: fn(&S) -> &'static str,
+    only: Option<&str>,
+    kind: &str,
+) -> Result<Vec<S>, String> {
+    let scenarios: Vec<S> = catalogue
+        .into_iter()
+        .filter(|s| only.is_none_or(|wanted| name(s) == wanted))
+        .collect();
+    if scenarios.is_empty() {
+        return Err(format!("unknown {kind} {:?}", only.unwrap_or("")));
+    }
+    Ok(scenarios)
 }
 
 /// The replies among a session's requester `outputs`, in order; each RDMA_ERROR is counted by

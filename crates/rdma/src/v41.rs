@@ -31,7 +31,7 @@ use wire::xdr::{Reader, Writer, Xdr};
 use crate::client::{ClientError, RdmaClient};
 pub use crate::judge::{is_refusal, REFUSALS};
 use crate::judge::{Basis, LOST_REPLY};
-use crate::scenarios::{replies_of, reply_bytes, run_until_replies, Verdict};
+use crate::scenarios::{replies_of, reply_bytes, run_until_replies, select, Verdict};
 
 /// The slot every scenario uses (one slot: the session's fore channel asks for few).
 pub const SLOT: u32 = 0;
@@ -552,13 +552,7 @@ pub fn catalogue() -> Vec<Scenario41> {
 
 /// Run the catalogue (or one scenario) against `options.server`.
 pub fn run(options: &Options, only: Option<&str>) -> Result<Vec<V41Verdict>, String> {
-    let scenarios: Vec<Scenario41> = catalogue()
-        .into_iter()
-        .filter(|s| only.is_none_or(|name| s.name == name))
-        .collect();
-    if scenarios.is_empty() {
-        return Err(format!("unknown NFSv4.1 scenario {:?}", only.unwrap_or("")));
-    }
+    let scenarios = select(catalogue(), |s| s.name, only, "NFSv4.1 scenario")?;
     Ok(scenarios.iter().map(|s| run_one(s, options)).collect())
 }
 
