@@ -143,6 +143,19 @@ impl<'a> Reader<'a> {
         field: &'static str,
         rule: &'static str,
     ) -> Result<&'a [u8]> {
+        let len = self.bounded_length(max, field, rule)?;
+        self.opaque_fixed(len as usize, field)
+    }
+
+    /// The length word of a variable-length item, at most `max` (else the error names `rule`,
+    /// where the bound comes from): every bounded opaque, string and DDP-eligible item reads it.
+    #[inline]
+    pub(crate) fn bounded_length(
+        &mut self,
+        max: u32,
+        field: &'static str,
+        rule: &'static str,
+    ) -> Result<u32> {
         let len = self.u32(field)?;
         if len > max {
             return Err(DecodeError::LengthOverLimit {
@@ -152,7 +165,7 @@ impl<'a> Reader<'a> {
                 rule,
             });
         }
-        self.opaque_fixed(len as usize, field)
+        Ok(len)
     }
 
     /// Optional data (RFC 4506 §4.19): a boolean then, if true, the item.

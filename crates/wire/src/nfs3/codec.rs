@@ -179,15 +179,7 @@ macro_rules! bounded_bytes {
 
         impl $crate::xdr::Xdr for $name {
             fn decode(r: &mut $crate::xdr::Reader<'_>) -> $crate::error::Result<Self> {
-                let len = r.u32(stringify!($name))?;
-                if len > $max {
-                    return Err($crate::error::DecodeError::LengthOverLimit {
-                        field: stringify!($name),
-                        length: len.into(),
-                        limit: ($max).into(),
-                        rule: $rule,
-                    });
-                }
+                let len = r.bounded_length($max, stringify!($name), $rule)?;
                 Ok($name(r.opaque_fixed(len as usize, stringify!($name))?.to_vec()))
             }
             fn encode(&self, w: &mut $crate::xdr::Writer) {
