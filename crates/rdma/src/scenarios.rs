@@ -11,7 +11,7 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use engine::{ConnectionConfig, OutgoingCall, RequesterOutput};
+use engine::{ConnectionConfig, OutgoingCall, ReceivedReply, RequesterOutput};
 use serde::{Deserialize, Serialize};
 use wire::mount3::{DirPath, Mount3Call};
 use wire::nfs3::{
@@ -233,13 +233,7 @@ pub fn catalogue() -> Vec<Scenario> {
 
 /// Run the catalogue (or one scenario) against `options.server`.
 pub fn run(options: &Options, only: Option<&str>) -> Result<Vec<Verdict>, String> {
-    let scenarios: Vec<Scenario> = catalogue()
-        .into_iter()
-        .filter(|s| only.is_none_or(|name| s.name == name))
-        .collect();
-    if scenarios.is_empty() {
-        return Err(format!("unknown scenario {:?}", only.unwrap_or("")));
-    }
+    let scenarios = select(catalogue(), |s| s.name, only, "scenario")?;
     let root = match &options.root {
         RootSource::Handle(h) => Some(h.clone()),
         RootSource::MountTcp(addr) => Some(
@@ -374,40 +368,23 @@ impl Session {
     }
 
     fn absorb(&mut self) {
-        for output in self.client.take_outputs() {
-            match output {
-                RequesterOutput::Reply(reply) => {
-                    let status = self.status_of(reply.xid, &reply.message, &reply.write_chunk_data);
-                    let mut bytes = reply.message;
-                    bytes.extend(reply.write_chunk_data.unwrap_or_default());
-                    self.replies
-                        .entry(reply.xid)
-                        .or_default()
-                        .push(Reply { bytes, status });
-                }
-                RequesterOutput::TransportError { xid, .. } => {
-                    *self.transport_errors.entry(xid).or_default() += 1;
-                }
-                _ => {}
-            }
+        for reply in replies_of(self.client.take_outputs(), &mut self.transport_errors) {
+            let status = self.status_of(reply.xid, &reply.message, &reply.write_chunk_data);
+            let xid = reply.xid;
+            let bytes = reply_bytes(reply);
+            self.replies
+                .entry(xid)
+                .or_default()
+                .push(Reply { bytes, status });
         }
     }
 
     /// Wait until `xid` has `n` replies (or the timeout); returns whether it has.
     fn wait_replies(&mut self, xid: u32, n: usize) -> bool {
-        let timeout = self.options.timeout;
-        let mut count = self.replies.get(&xid).map_or(0, Vec::len);
-        let _ = self.client.run_until(timeout, |c| {
-            let new = c
-                .outputs()
-                .iter()
-                .filter(|o| matches!(o, RequesterOutput::Reply(r) if r.xid == xid))
-                .count();
-            count + new >= n
-        });
+        let have = self.replies.get(&xid).map_or(0, Vec::len);
+        run_until_replies(&mut self.client, self.options.timeout, xid, have, n);
         self.absorb();
-        count = self.replies.get(&xid).map_or(0, Vec::len);
-        count >= n
+        self.replies.get(&xid).map_or(0, Vec::len) >= n
     }
 
     /// Send one fresh call and wait for its reply; returns its status.
@@ -857,6 +834,69 @@ pub fn table(verdicts: &[Verdict]) -> String {
         "exec* = executions (inferred from NFS statuses unless counted by rig judge); credit = unanswered/granted\n",
     );
     out
+}
+
+/// The scenarios of `catalogue` to run: every one, or the one `name`d `only` (else an error
+/// naming the `kind` of scenario asked for).
+pub(crate) fn select<S>(
+    catalogue: Vec<S>,
+    name: fn(&S) -> &'static str,
+    only: Option<&str>,
+    kind: &str,
+) -> Result<Vec<S>, String> {
+    let scenarios: Vec<S> = catalogue
+        .into_iter()
+        .filter(|s| only.is_none_or(|wanted| name(s) == wanted))
+        .collect();
+    if scenarios.is_empty() {
+        return Err(format!("unknown {kind} {:?}", only.unwrap_or("")));
+    }
+    Ok(scenarios)
+}
+
+/// The replies among a session's requester `outputs`, in order; each RDMA_ERROR is counted by
+/// XID in `transport_errors`, the other outputs dropped (both catalogues' sessions sort them so).
+pub(crate) fn replies_of(
+    outputs: Vec<RequesterOutput>,
+    transport_errors: &mut BTreeMap<u32, usize>,
+) -> Vec<ReceivedReply> {
+    let mut replies = Vec::new();
+    for output in outputs {
+        match output {
+            RequesterOutput::Reply(reply) => replies.push(reply),
+            RequesterOutput::TransportError { xid, .. } => {
+                *transport_errors.entry(xid).or_default() += 1;
+            }
+            _ => {}
+        }
+    }
+    replies
+}
+
+/// A reply as a session compares it: the message, then the bytes written to its Write chunk.
+pub(crate) fn reply_bytes(reply: ReceivedReply) -> Vec<u8> {
+    let mut bytes = reply.message;
+    bytes.extend(reply.write_chunk_data.unwrap_or_default());
+    bytes
+}
+
+/// Run `client` until `xid` has `n` replies, `have` of them already taken from its outputs (or
+/// until `timeout`).
+pub(crate) fn run_until_replies(
+    client: &mut RdmaClient,
+    timeout: Duration,
+    xid: u32,
+    have: usize,
+    n: usize,
+) {
+    let _ = client.run_until(timeout, |c| {
+        let new = c
+            .outputs()
+            .iter()
+            .filter(|o| matches!(o, RequesterOutput::Reply(r) if r.xid == xid))
+            .count();
+        have + new >= n
+    });
 }
 
 #[cfg(test)]

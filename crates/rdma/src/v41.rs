@@ -16,7 +16,7 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use engine::{ConnectionConfig, OutgoingCall, RequesterOutput};
+use engine::{ConnectionConfig, OutgoingCall};
 use serde::{Deserialize, Serialize};
 use wire::nfs4::{
     opnum, Array, Bitmap4, CallbackSecParms4, ChannelAttrs4, ClientOwner4, Component4,
@@ -31,7 +31,7 @@ use wire::xdr::{Reader, Writer, Xdr};
 use crate::client::{ClientError, RdmaClient};
 pub use crate::judge::{is_refusal, REFUSALS};
 use crate::judge::{Basis, LOST_REPLY};
-use crate::scenarios::Verdict;
+use crate::scenarios::{replies_of, reply_bytes, run_until_replies, select, Verdict};
 
 /// The slot every scenario uses (one slot: the session's fore channel asks for few).
 pub const SLOT: u32 = 0;
@@ -552,13 +552,7 @@ pub fn catalogue() -> Vec<Scenario41> {
 
 /// Run the catalogue (or one scenario) against `options.server`.
 pub fn run(options: &Options, only: Option<&str>) -> Result<Vec<V41Verdict>, String> {
-    let scenarios: Vec<Scenario41> = catalogue()
-        .into_iter()
-        .filter(|s| only.is_none_or(|name| s.name == name))
-        .collect();
-    if scenarios.is_empty() {
-        return Err(format!("unknown NFSv4.1 scenario {:?}", only.unwrap_or("")));
-    }
+    let scenarios = select(catalogue(), |s| s.name, only, "NFSv4.1 scenario")?;
     Ok(scenarios.iter().map(|s| run_one(s, options)).collect())
 }
 
@@ -751,33 +745,19 @@ impl Session41 {
     }
 
     fn absorb(&mut self) {
-        for output in self.client.take_outputs() {
-            match output {
-                RequesterOutput::Reply(reply) => {
-                    let mut bytes = reply.message;
-                    bytes.extend(reply.write_chunk_data.unwrap_or_default());
-                    self.replies.entry(reply.xid).or_default().push(bytes);
-                }
-                RequesterOutput::TransportError { xid, .. } => {
-                    *self.transport_errors.entry(xid).or_default() += 1;
-                }
-                _ => {}
-            }
+        for reply in replies_of(self.client.take_outputs(), &mut self.transport_errors) {
+            let xid = reply.xid;
+            self.replies
+                .entry(xid)
+                .or_default()
+                .push(reply_bytes(reply));
         }
     }
 
     /// Wait until `xid` has `n` replies (or the timeout); returns whether it has.
     fn wait_replies(&mut self, xid: u32, n: usize) -> bool {
-        let timeout = self.options.timeout;
         let have = self.replies.get(&xid).map_or(0, Vec::len);
-        let _ = self.client.run_until(timeout, |c| {
-            let new = c
-                .outputs()
-                .iter()
-                .filter(|o| matches!(o, RequesterOutput::Reply(r) if r.xid == xid))
-                .count();
-            have + new >= n
-        });
+        run_until_replies(&mut self.client, self.options.timeout, xid, have, n);
         self.absorb();
         self.replies.get(&xid).map_or(0, Vec::len) >= n
     }

@@ -115,14 +115,11 @@ pub fn decode_mad(mad: &[u8]) -> Result<Option<CmMessage>, DecodeError> {
                 code @ 1..=5 => Some(128u32 << code),
                 _ => None,
             };
-            let private_data = data
-                .get(REQ_PRIVATE_DATA + IP_CM_HEADER_LEN..)
-                .ok_or(DecodeError::Truncated {
-                    field: "cm.req.private_data",
-                    needed: REQ_PRIVATE_DATA + IP_CM_HEADER_LEN,
-                    available: data.len(),
-                })?
-                .to_vec();
+            let private_data = private_data(
+                data,
+                REQ_PRIVATE_DATA + IP_CM_HEADER_LEN,
+                "cm.req.private_data",
+            )?;
             CmMessage::Request {
                 local_comm_id,
                 service_id,
@@ -139,14 +136,7 @@ pub fn decode_mad(mad: &[u8]) -> Result<Option<CmMessage>, DecodeError> {
             let local_qpn = word(&mut d, "cm.rep.local_qpn")? >> 8;
             d.u32("cm.rep.local_eecn")?;
             let starting_psn = word(&mut d, "cm.rep.starting_psn")? >> 8;
-            let private_data = data
-                .get(REP_PRIVATE_DATA..)
-                .ok_or(DecodeError::Truncated {
-                    field: "cm.rep.private_data",
-                    needed: REP_PRIVATE_DATA,
-                    available: data.len(),
-                })?
-                .to_vec();
+            let private_data = private_data(data, REP_PRIVATE_DATA, "cm.rep.private_data")?;
             CmMessage::Reply {
                 local_comm_id,
                 remote_comm_id,
@@ -188,6 +178,17 @@ pub fn decode_mad(mad: &[u8]) -> Result<Option<CmMessage>, DecodeError> {
             attribute_id: other,
         },
     }))
+}
+
+/// The private data of a CM message: the bytes of `data` from offset `at` (where the message's
+/// fixed fields end) on.
+fn private_data(data: &[u8], at: usize, field: &'static str) -> Result<Vec<u8>, DecodeError> {
+    let bytes = data.get(at..).ok_or(DecodeError::Truncated {
+        field,
+        needed: at,
+        available: data.len(),
+    })?;
+    Ok(bytes.to_vec())
 }
 
 #[cfg(test)]

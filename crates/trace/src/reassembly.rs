@@ -1015,6 +1015,9 @@ impl Reassembler {
 
     /// Execute a request packet in sequence: advance the expected PSN, reassemble. `payload_at`
     /// is where its payload is in the capture, if known (a held packet's was copied).
+    /// Execute request packet `p`, in sequence on flow `key` (IBTA Vol 1 §9.7.5.1): a SEND or
+    /// RDMA WRITE packet joins its message, a READ request waits for its responses. `resume`:
+    /// where the sequence goes on after a late fill.
     fn execute(
         &mut self,
         at: At,
@@ -1024,164 +1027,32 @@ impl Reassembler {
         payload_at: Option<usize>,
     ) {
         let mtu = self.path_mtu.get(&pair(key.src, key.dst)).copied();
-        let limits = self.limits.clone();
-        let mut events = Vec::new();
-        let mut deliveries = Vec::new();
+        let mut out = Executed::default();
         let Some(state) = self.flows.get_mut(&key) else {
             return;
         };
         state.expected_psn = Some(ib::psn_add(p.psn, 1));
+        let limits = &self.limits;
         use Opcode::*;
-        match p.opcode {
+        let in_a_message = match p.opcode {
             SendFirst | SendMiddle | SendLast | SendLastImm | SendLastInvalidate | SendOnly
-            | SendOnlyImm | SendOnlyInvalidate => {
-                let starts = matches!(
-                    p.opcode,
-                    SendFirst | SendOnly | SendOnlyImm | SendOnlyInvalidate
-                );
-                let ends = !matches!(p.opcode, SendFirst | SendMiddle);
-                if starts {
-                    if let Some(old) = state.send.take() {
-                        events.push(TransportEvent::Incomplete {
-                            what: "send",
-                            psn: old.next_psn,
-                        });
-                    }
-                    state.send = Some(Partial {
-                        first_frame: at.frame,
-                        next_psn: p.psn,
-                        reth: None,
-                        data: Vec::new(),
-                        truncated: false,
-                    });
-                }
-                let Some(partial) = state.send.as_mut() else {
-                    events.push(TransportEvent::Orphan {
-                        psn: p.psn,
-                        opcode: p.opcode.name(),
-                    });
-                    return self.flush(at, key, events, deliveries);
-                };
-                append_bounded(partial, p.payload, limits.max_send_bytes, None);
-                partial.next_psn = ib::psn_add(p.psn, 1);
-                if ends {
-                    if let Some(done) = state.send.take() {
-                        if done.truncated {
-                            events.push(TransportEvent::Overlong {
-                                what: "send",
-                                declared: limits.max_send_bytes as u64,
-                            });
-                        }
-                        deliveries.push(Delivery::Send {
-                            at: At {
-                                first_frame: done.first_frame,
-                                ..at
-                            },
-                            flow: key,
-                            payload: done.data,
-                            immediate: p.immediate,
-                            invalidate_rkey: p.invalidate_rkey,
-                        });
-                    }
-                }
-            }
+            | SendOnlyImm | SendOnlyInvalidate => send_packet(state, at, key, p, limits, &mut out),
             WriteFirst | WriteMiddle | WriteLast | WriteLastImm | WriteOnly | WriteOnlyImm => {
-                if let Some(reth) = p.reth {
-                    if let Some(old) = state.write.take() {
-                        events.push(TransportEvent::Incomplete {
-                            what: "rdma_write",
-                            psn: old.next_psn,
-                        });
-                    }
-                    state.write = Some(Partial {
-                        first_frame: at.frame,
-                        next_psn: p.psn,
-                        reth: Some(reth),
-                        data: RdmaData::default(),
-                        truncated: false,
-                    });
-                }
-                let Some(partial) = state.write.as_mut() else {
-                    events.push(TransportEvent::Orphan {
-                        psn: p.psn,
-                        opcode: p.opcode.name(),
-                    });
-                    return self.flush(at, key, events, deliveries);
-                };
-                let cap = partial
-                    .reth
-                    .map(|r| r.dma_length as usize)
-                    .unwrap_or(0)
-                    .min(limits.max_rdma_bytes);
-                append_bounded(partial, p.payload, cap, payload_at);
-                partial.next_psn = ib::psn_add(p.psn, 1);
-                if matches!(
-                    p.opcode,
-                    WriteLast | WriteLastImm | WriteOnly | WriteOnlyImm
-                ) {
-                    if let Some(done) = state.write.take() {
-                        let reth = done.reth.unwrap_or(Reth {
-                            va: 0,
-                            rkey: 0,
-                            dma_length: 0,
-                        });
-                        if done.truncated {
-                            events.push(TransportEvent::Overlong {
-                                what: "rdma_write",
-                                declared: u64::from(reth.dma_length),
-                            });
-                        }
-                        deliveries.push(Delivery::Write {
-                            at: At {
-                                first_frame: done.first_frame,
-                                ..at
-                            },
-                            flow: key,
-                            reth,
-                            data: done.data,
-                            immediate: p.immediate,
-                        });
-                    }
-                }
+                write_packet(state, at, key, p, limits, payload_at, &mut out)
             }
             ReadRequest => {
-                if let Some(reth) = p.reth {
-                    // A READ request consumes one PSN per response packet (IBTA Vol 1 §9.7.6.1).
-                    let end_psn = mtu.map(|mtu| {
-                        let packets = u64::from(reth.dma_length).div_ceil(u64::from(mtu)).max(1);
-                        ib::psn_add(p.psn, (packets & 0xff_ffff) as u32)
-                    });
-                    state.expected_psn = end_psn;
-                    if state.reads.len() >= limits.max_outstanding_reads {
-                        if let Some(old) = state.reads.pop_front() {
-                            self.read_reservations.give_back(&old);
-                            events.push(TransportEvent::Incomplete {
-                                what: "rdma_read",
-                                psn: old.psn,
-                            });
-                        }
-                    }
-                    state.reads.push_back(OutstandingRead {
-                        frame: at.frame,
-                        psn: p.psn,
-                        end_psn,
-                        reth,
-                        next_psn: p.psn,
-                        first_response_frame: None,
-                        data: RdmaData::default(),
-                        reserved: 0,
-                        truncated: false,
-                    });
-                }
+                let reservations = &mut self.read_reservations;
+                read_request(state, reservations, at, p, mtu, limits, &mut out);
+                true
             }
             // Atomics carry no data we reassemble; responses are not requests.
-            _ => {}
-        }
-        if let Some(expected) = resume {
+            _ => true,
+        };
+        if let (true, Some(expected)) = (in_a_message, resume) {
             // A late fill does not move the sequence: new requests continue after the newest.
             state.expected_psn = Some(expected);
         }
-        self.flush(at, key, events, deliveries);
+        self.flush(at, key, out.events, out.deliveries);
     }
 
     fn flush(
@@ -1365,6 +1236,191 @@ fn duplicate(p: &IbPacket) -> TransportEvent {
     TransportEvent::Duplicate {
         psn: p.psn,
         opcode: p.opcode.name(),
+    }
+}
+
+/// What executing one request packet found: transport events, and the messages it completed.
+#[derive(Default)]
+struct Executed {
+    events: Vec<TransportEvent>,
+    deliveries: Vec<Delivery>,
+}
+
+/// A SEND packet on `state`: a FIRST or ONLY starts the message (an unfinished one is reported
+/// incomplete), a LAST or ONLY delivers it. `false` for a packet of no started message (an
+/// orphan, reported).
+fn send_packet(
+    state: &mut FlowState,
+    at: At,
+    key: FlowKey,
+    p: &IbPacket,
+    limits: &Limits,
+    out: &mut Executed,
+) -> bool {
+    use Opcode::*;
+    let starts = matches!(
+        p.opcode,
+        SendFirst | SendOnly | SendOnlyImm | SendOnlyInvalidate
+    );
+    let ends = !matches!(p.opcode, SendFirst | SendMiddle);
+    if starts {
+        if let Some(old) = state.send.take() {
+            out.events.push(TransportEvent::Incomplete {
+                what: "send",
+                psn: old.next_psn,
+            });
+        }
+        state.send = Some(Partial {
+            first_frame: at.frame,
+            next_psn: p.psn,
+            reth: None,
+            data: Vec::new(),
+            truncated: false,
+        });
+    }
+    let Some(partial) = state.send.as_mut() else {
+        out.events.push(TransportEvent::Orphan {
+            psn: p.psn,
+            opcode: p.opcode.name(),
+        });
+        return false;
+    };
+    append_bounded(partial, p.payload, limits.max_send_bytes, None);
+    partial.next_psn = ib::psn_add(p.psn, 1);
+    if ends {
+        if let Some(done) = state.send.take() {
+            if done.truncated {
+                out.events.push(TransportEvent::Overlong {
+                    what: "send",
+                    declared: limits.max_send_bytes as u64,
+                });
+            }
+            out.deliveries.push(Delivery::Send {
+                at: At {
+                    first_frame: done.first_frame,
+                    ..at
+                },
+                flow: key,
+                payload: done.data,
+                immediate: p.immediate,
+                invalidate_rkey: p.invalidate_rkey,
+            });
+        }
+    }
+    true
+}
+
+/// An RDMA WRITE packet on `state`: one with a RETH starts the message, a LAST or ONLY
+/// delivers it, its data bounded by the RETH's length. `false` for a packet of no started
+/// message (an orphan, reported).
+fn write_packet(
+    state: &mut FlowState,
+    at: At,
+    key: FlowKey,
+    p: &IbPacket,
+    limits: &Limits,
+    payload_at: Option<usize>,
+    out: &mut Executed,
+) -> bool {
+    use Opcode::*;
+    if let Some(reth) = p.reth {
+        if let Some(old) = state.write.take() {
+            out.events.push(TransportEvent::Incomplete {
+                what: "rdma_write",
+                psn: old.next_psn,
+            });
+        }
+        state.write = Some(Partial {
+            first_frame: at.frame,
+            next_psn: p.psn,
+            reth: Some(reth),
+            data: RdmaData::default(),
+            truncated: false,
+        });
+    }
+    let Some(partial) = state.write.as_mut() else {
+        out.events.push(TransportEvent::Orphan {
+            psn: p.psn,
+            opcode: p.opcode.name(),
+        });
+        return false;
+    };
+    let cap = partial
+        .reth
+        .map(|r| r.dma_length as usize)
+        .unwrap_or(0)
+        .min(limits.max_rdma_bytes);
+    append_bounded(partial, p.payload, cap, payload_at);
+    partial.next_psn = ib::psn_add(p.psn, 1);
+    if matches!(
+        p.opcode,
+        WriteLast | WriteLastImm | WriteOnly | WriteOnlyImm
+    ) {
+        if let Some(done) = state.write.take() {
+            let reth = done.reth.unwrap_or(Reth {
+                va: 0,
+                rkey: 0,
+                dma_length: 0,
+            });
+            if done.truncated {
+                out.events.push(TransportEvent::Overlong {
+                    what: "rdma_write",
+                    declared: u64::from(reth.dma_length),
+                });
+            }
+            out.deliveries.push(Delivery::Write {
+                at: At {
+                    first_frame: done.first_frame,
+                    ..at
+                },
+                flow: key,
+                reth,
+                data: done.data,
+                immediate: p.immediate,
+            });
+        }
+    }
+    true
+}
+
+/// An RDMA READ request on `state`: outstanding until its responses, which take the PSNs after
+/// it (one per `mtu` bytes); the oldest outstanding read is given up beyond the limit.
+fn read_request(
+    state: &mut FlowState,
+    reservations: &mut ReadReservations,
+    at: At,
+    p: &IbPacket,
+    mtu: Option<u32>,
+    limits: &Limits,
+    out: &mut Executed,
+) {
+    if let Some(reth) = p.reth {
+        // A READ request consumes one PSN per response packet (IBTA Vol 1 §9.7.6.1).
+        let end_psn = mtu.map(|mtu| {
+            let packets = u64::from(reth.dma_length).div_ceil(u64::from(mtu)).max(1);
+            ib::psn_add(p.psn, (packets & 0xff_ffff) as u32)
+        });
+        state.expected_psn = end_psn;
+        if state.reads.len() >= limits.max_outstanding_reads {
+            if let Some(old) = state.reads.pop_front() {
+                reservations.give_back(&old);
+                out.events.push(TransportEvent::Incomplete {
+                    what: "rdma_read",
+                    psn: old.psn,
+                });
+            }
+        }
+        state.reads.push_back(OutstandingRead {
+            frame: at.frame,
+            psn: p.psn,
+            end_psn,
+            reth,
+            next_psn: p.psn,
+            first_response_frame: None,
+            data: RdmaData::default(),
+            reserved: 0,
+            truncated: false,
+        });
     }
 }
 

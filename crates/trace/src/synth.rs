@@ -142,19 +142,13 @@ impl Synth {
 
     /// A SEND from `from` to `to` (SEND_ONLY, or FIRST/MIDDLE/LAST above [`MTU`]).
     pub fn send(&mut self, from: &mut Side, to: &Side, payload: &[u8]) {
-        let pieces: Vec<&[u8]> = if payload.is_empty() {
-            vec![payload]
-        } else {
-            payload.chunks(MTU).collect()
-        };
-        let last = pieces.len() - 1;
-        for (i, piece) in pieces.iter().enumerate() {
-            let opcode = match (i, last) {
-                (0, 0) => op::SEND_ONLY,
-                (0, _) => op::SEND_FIRST,
-                (i, l) if i == l => op::SEND_LAST,
-                _ => op::SEND_MIDDLE,
-            };
+        let opcodes = [
+            op::SEND_ONLY,
+            op::SEND_FIRST,
+            op::SEND_MIDDLE,
+            op::SEND_LAST,
+        ];
+        for (opcode, piece) in mtu_pieces(payload, opcodes) {
             let psn = from.next_psn(1);
             self.packet(from.addr, to.addr, opcode, to.qp, psn, &[], piece);
         }
@@ -162,19 +156,13 @@ impl Synth {
 
     /// An RDMA WRITE of `data` by `from` into `to`'s memory at (`rkey`, `va`).
     pub fn write(&mut self, from: &mut Side, to: &Side, rkey: u32, va: u64, data: &[u8]) {
-        let pieces: Vec<&[u8]> = if data.is_empty() {
-            vec![data]
-        } else {
-            data.chunks(MTU).collect()
-        };
-        let last = pieces.len() - 1;
-        for (i, piece) in pieces.iter().enumerate() {
-            let opcode = match (i, last) {
-                (0, 0) => op::WRITE_ONLY,
-                (0, _) => op::WRITE_FIRST,
-                (i, l) if i == l => op::WRITE_LAST,
-                _ => op::WRITE_MIDDLE,
-            };
+        let opcodes = [
+            op::WRITE_ONLY,
+            op::WRITE_FIRST,
+            op::WRITE_MIDDLE,
+            op::WRITE_LAST,
+        ];
+        for (i, (opcode, piece)) in mtu_pieces(data, opcodes).into_iter().enumerate() {
             let ext = if i == 0 {
                 reth(va, rkey, data.len() as u32)
             } else {
@@ -195,11 +183,13 @@ impl Synth {
         va: u64,
         data: &[u8],
     ) {
-        let pieces: Vec<&[u8]> = if data.is_empty() {
-            vec![data]
-        } else {
-            data.chunks(MTU).collect()
-        };
+        let opcodes = [
+            op::READ_RESPONSE_ONLY,
+            op::READ_RESPONSE_FIRST,
+            op::READ_RESPONSE_MIDDLE,
+            op::READ_RESPONSE_LAST,
+        ];
+        let pieces = mtu_pieces(data, opcodes);
         let psn = requester.next_psn(pieces.len() as u32);
         self.packet(
             requester.addr,
@@ -210,15 +200,13 @@ impl Synth {
             &reth(va, rkey, data.len() as u32),
             &[],
         );
-        let last = pieces.len() - 1;
-        for (i, piece) in pieces.iter().enumerate() {
-            let (opcode, aeth) = match (i, last) {
-                (0, 0) => (op::READ_RESPONSE_ONLY, true),
-                (0, _) => (op::READ_RESPONSE_FIRST, true),
-                (i, l) if i == l => (op::READ_RESPONSE_LAST, true),
-                _ => (op::READ_RESPONSE_MIDDLE, false),
+        for (i, (opcode, piece)) in pieces.into_iter().enumerate() {
+            // Every response but a MIDDLE one carries an AETH.
+            let ext: &[u8] = if opcode == op::READ_RESPONSE_MIDDLE {
+                &[]
+            } else {
+                &[0, 0, 0, 0]
             };
-            let ext: &[u8] = if aeth { &[0, 0, 0, 0] } else { &[] };
             self.packet(
                 responder.addr,
                 requester.addr,
@@ -230,6 +218,25 @@ impl Synth {
             );
         }
     }
+}
+
+/// `data` cut into packets of at most [`MTU`] bytes (one empty packet for no data), each with
+/// its opcode from `[only, first, middle, last]`: a message of one packet is ONLY, a longer one
+/// FIRST, MIDDLE…, LAST.
+fn mtu_pieces(data: &[u8], [only, first, middle, last]: [u8; 4]) -> Vec<(u8, &[u8])> {
+    if data.is_empty() {
+        return vec![(only, data)];
+    }
+    let count = data.len().div_ceil(MTU);
+    data.chunks(MTU)
+        .enumerate()
+        .map(|(i, piece)| match (i, count - 1) {
+            (0, 0) => (only, piece),
+            (0, _) => (first, piece),
+            (i, l) if i == l => (last, piece),
+            _ => (middle, piece),
+        })
+        .collect()
 }
 
 /// An RDMA Extended Transport Header.
@@ -250,21 +257,19 @@ pub fn call(
     proc_: u32,
     args: &[u8],
 ) -> Vec<u8> {
-    let header = Header {
-        xid,
-        vers: 1,
-        credits: 32,
-        body: Body::Msg(chunks),
-    };
-    let mut out = header.to_bytes();
-    out.extend(wire::rpc::CallHeader::new(xid, prog, vers, proc_).to_bytes());
-    out.extend_from_slice(args);
-    out
+    let rpc = wire::rpc::CallHeader::new(xid, prog, vers, proc_).to_bytes();
+    rdma_msg(xid, chunks, &rpc, args)
 }
 
 /// An RPC-over-RDMA RDMA_MSG Reply: transport header with `chunks`, an accepted RPC reply,
 /// then `results`.
 pub fn reply(xid: u32, chunks: ChunkLists, results: &[u8]) -> Vec<u8> {
+    let rpc = wire::rpc::ReplyHeader::success(xid).to_bytes();
+    rdma_msg(xid, chunks, &rpc, results)
+}
+
+/// An RDMA_MSG (32 credits) with `chunks`, then the RPC header `rpc` and the `body` after it.
+fn rdma_msg(xid: u32, chunks: ChunkLists, rpc: &[u8], body: &[u8]) -> Vec<u8> {
     let header = Header {
         xid,
         vers: 1,
@@ -272,8 +277,8 @@ pub fn reply(xid: u32, chunks: ChunkLists, results: &[u8]) -> Vec<u8> {
         body: Body::Msg(chunks),
     };
     let mut out = header.to_bytes();
-    out.extend(wire::rpc::ReplyHeader::success(xid).to_bytes());
-    out.extend_from_slice(results);
+    out.extend_from_slice(rpc);
+    out.extend_from_slice(body);
     out
 }
 

@@ -23,15 +23,37 @@ use crate::model::{NfsSummary, RpcSummary};
 pub const MAX_REBUILT_MESSAGE: usize = 16 << 20;
 
 /// Insert Read chunk data into the inline stream at their positions (RFC 8166 §3.4.5). `chunks`
-/// are `(position, data)` sorted by position, none at position zero.
+/// are `(position, data)` sorted by position, none at position zero. Placed and padded by
+/// [`wire::ddp::splice`], within [`MAX_REBUILT_MESSAGE`].
 pub fn reinsert_read_chunks(inline: &[u8], chunks: &[(u32, Vec<u8>)]) -> Result<Vec<u8>, String> {
-    let lengths: Vec<(u32, usize)> = chunks.iter().map(|(p, d)| (*p, d.len())).collect();
-    let layout = Reinsertion::plan(inline.len(), &lengths)?;
-    let mut out = layout.with_inline(inline);
-    for ((_, data), &at) in chunks.iter().zip(&layout.chunk_at) {
-        out[at..at + data.len()].copy_from_slice(data);
+    rebuilt_len(inline.len(), chunks.iter().map(|(_, data)| data.len()))?;
+    wire::ddp::splice(inline, chunks).map_err(position_error)
+}
+
+/// The length of the message rebuilt from an inline stream of `inline_len` bytes and chunks of
+/// `lengths` bytes (each with its XDR round-up), or why it is not rebuilt.
+fn rebuilt_len(inline_len: usize, lengths: impl Iterator<Item = usize>) -> Result<usize, String> {
+    let total = lengths
+        .map(wire::xdr::pad4)
+        .sum::<usize>()
+        .saturating_add(inline_len);
+    if total > MAX_REBUILT_MESSAGE {
+        return Err(format!("rebuilt message of {total} bytes exceeds limit"));
     }
-    Ok(out)
+    Ok(total)
+}
+
+/// The trace's words for a Read chunk [`wire::ddp::place`] could not place.
+fn position_error(e: wire::ddp::PositionError) -> String {
+    match e {
+        wire::ddp::PositionError::Overlap { position, .. } => {
+            format!("Read chunk position {position} overlaps an earlier chunk")
+        }
+        wire::ddp::PositionError::PastStream { position, .. } => {
+            format!("Read chunk position {position} is beyond the inline stream (RFC 8166 §3.4.5)")
+        }
+        other => other.to_string(),
+    }
 }
 
 /// Where [`reinsert_read_chunks`] puts each piece of the rebuilt message, from the lengths alone:
@@ -48,16 +70,24 @@ pub struct Reinsertion {
 
 impl Reinsertion {
     /// The layout for Read chunks of `(position, length)` into an inline stream of
-    /// `inline_len` bytes, or why they cannot be reinserted.
+    /// `inline_len` bytes, or why they cannot be reinserted: the offsets are
+    /// [`wire::ddp::place`]'s (XDR arithmetic), the same as [`wire::ddp::splice`] uses.
     pub fn plan(inline_len: usize, chunks: &[(u32, usize)]) -> Result<Self, String> {
-        let total: usize = chunks
+        let total = rebuilt_len(inline_len, chunks.iter().map(|&(_, len)| len))?;
+        let extents: Vec<wire::ddp::Extent> = chunks
             .iter()
-            .map(|&(_, len)| wire::xdr::pad4(len))
-            .sum::<usize>()
-            .saturating_add(inline_len);
-        if total > MAX_REBUILT_MESSAGE {
-            return Err(format!("rebuilt message of {total} bytes exceeds limit"));
-        }
+            .map(|&(position, len)| wire::ddp::Extent {
+                position,
+                length: len as u64,
+            })
+            .collect();
+        let offsets = wire::ddp::place(
+            &extents,
+            inline_len as u64,
+            u64::MAX,
+            wire::ddp::Accounting::Xdr,
+        )
+        .map_err(position_error)?;
         let mut layout = Reinsertion {
             total,
             chunk_at: Vec::with_capacity(chunks.len()),
@@ -65,23 +95,15 @@ impl Reinsertion {
         };
         let mut out_len = 0usize;
         let mut taken = 0usize;
-        for &(position, len) in chunks {
-            // Position counts the chunks already reinserted (positions are in the full stream).
-            let inline_at = (position as usize)
-                .checked_sub(out_len - taken)
-                .ok_or_else(|| {
-                    format!("Read chunk position {position} overlaps an earlier chunk")
-                })?;
-            if inline_at < taken || inline_at > inline_len {
-                return Err(format!(
-                    "Read chunk position {position} is beyond the inline stream (RFC 8166 §3.4.5)"
-                ));
-            }
+        for (&(_, len), offset) in chunks.iter().zip(offsets) {
+            // `place` kept every offset within the inline stream, at or after the previous one.
+            let inline_at = usize::try_from(offset)
+                .unwrap_or(inline_len)
+                .clamp(taken, inline_len);
             layout.inline_pieces.push((taken..inline_at, out_len));
             out_len += inline_at - taken;
             taken = inline_at;
             layout.chunk_at.push(out_len);
-            // RFC 8166 §3.4.5.2: the chunk omits XDR round-up; the receiver restores it.
             out_len += wire::xdr::pad4(len);
         }
         layout.inline_pieces.push((taken..inline_len, out_len));
@@ -334,6 +356,11 @@ fn finish(r: &Reader<'_>, what: &str) -> Result<(), String> {
     }
 }
 
+/// The procedure `key` names, as `known` maps the numbers of `program` (named in the error).
+fn procedure<P>(key: CallKey, program: &str, known: fn(u32) -> Option<P>) -> Result<P, String> {
+    known(key.proc_).ok_or_else(|| format!("{program}: unknown procedure {}", key.proc_))
+}
+
 fn decode_call_args(
     key: CallKey,
     body: &[u8],
@@ -346,8 +373,7 @@ fn decode_call_args(
     let mut detail = None;
     match (key.prog, key.vers) {
         (wire::rpc::NFS_PROGRAM, 3) => {
-            let proc_ = Nfs3Proc::from_u32(key.proc_)
-                .ok_or_else(|| format!("nfs3: unknown procedure {}", key.proc_))?;
+            let proc_ = procedure(key, "nfs3", Nfs3Proc::from_u32)?;
             let ddp = if reduced { Ddp::Moved } else { Ddp::Inline };
             let call = Nfs3Call::decode_reduced(proc_, &mut r, ddp)
                 .map_err(|e| format!("nfs3 call: {e}"))?;
@@ -355,14 +381,12 @@ fn decode_call_args(
             finish(&r, "nfs3 call")?;
         }
         (wire::rpc::NFSACL_PROGRAM, 3) => {
-            let proc_ = NfsaclProc::from_u32(key.proc_)
-                .ok_or_else(|| format!("nfsacl: unknown procedure {}", key.proc_))?;
+            let proc_ = procedure(key, "nfsacl", NfsaclProc::from_u32)?;
             NfsaclCall::decode(proc_, &mut r).map_err(|e| format!("nfsacl call: {e}"))?;
             finish(&r, "nfsacl call")?;
         }
         (wire::rpc::MOUNT_PROGRAM, 3) => {
-            let proc_ = wire::mount3::Mount3Proc::from_u32(key.proc_)
-                .ok_or_else(|| format!("mount3: unknown procedure {}", key.proc_))?;
+            let proc_ = procedure(key, "mount3", wire::mount3::Mount3Proc::from_u32)?;
             wire::mount3::Mount3Call::decode(proc_, &mut r)
                 .map_err(|e| format!("mount3 call: {e}"))?;
             finish(&r, "mount3 call")?;
@@ -405,8 +429,7 @@ fn decode_reply_results(
     let mut detail = None;
     match (key.prog, key.vers) {
         (wire::rpc::NFS_PROGRAM, 3) => {
-            let proc_ = Nfs3Proc::from_u32(key.proc_)
-                .ok_or_else(|| format!("nfs3: unknown procedure {}", key.proc_))?;
+            let proc_ = procedure(key, "nfs3", Nfs3Proc::from_u32)?;
             let ddp = if reduced { Ddp::Moved } else { Ddp::Inline };
             let reply = Nfs3Reply::decode_reduced(proc_, &mut r, ddp)
                 .map_err(|e| format!("nfs3 reply: {e}"))?;
@@ -423,8 +446,7 @@ fn decode_reply_results(
             }
         }
         (wire::rpc::NFSACL_PROGRAM, 3) => {
-            let proc_ = NfsaclProc::from_u32(key.proc_)
-                .ok_or_else(|| format!("nfsacl: unknown procedure {}", key.proc_))?;
+            let proc_ = procedure(key, "nfsacl", NfsaclProc::from_u32)?;
             let reply =
                 NfsaclReply::decode(proc_, &mut r).map_err(|e| format!("nfsacl reply: {e}"))?;
             status = match &reply {
@@ -436,8 +458,7 @@ fn decode_reply_results(
             finish(&r, "nfsacl reply")?;
         }
         (wire::rpc::MOUNT_PROGRAM, 3) => {
-            let proc_ = wire::mount3::Mount3Proc::from_u32(key.proc_)
-                .ok_or_else(|| format!("mount3: unknown procedure {}", key.proc_))?;
+            let proc_ = procedure(key, "mount3", wire::mount3::Mount3Proc::from_u32)?;
             wire::mount3::Mount3Reply::decode(proc_, &mut r)
                 .map_err(|e| format!("mount3 reply: {e}"))?;
             finish(&r, "mount3 reply")?;
@@ -580,6 +601,17 @@ mod tests {
         assert!(reinsert_read_chunks(b"AAAA", &[(8, b"x".to_vec())]).is_err());
         assert!(
             reinsert_read_chunks(b"AAAA", &[(4, b"xxxx".to_vec()), (2, b"y".to_vec())]).is_err()
+        );
+        // A chunk starting inside the previous one's data is an overlap (wire::ddp::place),
+        // also where its position, less the chunks before it, still falls in the inline stream.
+        let inside = reinsert_read_chunks(b"AAAAAAAA", &[(4, vec![1; 8]), (8, b"y".to_vec())]);
+        assert_eq!(
+            inside.unwrap_err(),
+            "Read chunk position 8 overlaps an earlier chunk"
+        );
+        assert_eq!(
+            reinsert_read_chunks(b"AAAA", &[(8, b"x".to_vec())]).unwrap_err(),
+            "Read chunk position 8 is beyond the inline stream (RFC 8166 §3.4.5)"
         );
     }
 }

@@ -136,6 +136,22 @@ impl Report {
             println!("FAIL {what}: {detail}");
         }
     }
+
+    /// Check `what`: the next event on `channel` is the disconnection.
+    fn check_disconnected(
+        &mut self,
+        what: &str,
+        channel: &EventChannel,
+        timeout: Duration,
+    ) -> AnyResult<()> {
+        let event = channel.next_event(timeout)?;
+        self.check(
+            what,
+            event.kind == CmEventKind::Disconnected,
+            event.kind.name(),
+        );
+        Ok(())
+    }
 }
 
 /// Server's region content before the client writes; the client's pattern differs at every byte.
@@ -383,13 +399,7 @@ fn run_server(bind: SocketAddr, options: &Options, report: &mut Report) -> AnyRe
     );
     connection.send(if region_ok { b"PASS" } else { b"FAIL" }, timeout)?;
 
-    let event = channel.next_event(timeout)?;
-    report.check(
-        "client disconnects",
-        event.kind == CmEventKind::Disconnected,
-        event.kind.name(),
-    );
-    Ok(())
+    report.check_disconnected("client disconnects", &channel, timeout)
 }
 
 fn run_client(server: SocketAddr, options: &Options, report: &mut Report) -> AnyResult<()> {
@@ -517,13 +527,7 @@ fn run_client(server: SocketAddr, options: &Options, report: &mut Report) -> Any
     );
 
     connection.id.disconnect()?;
-    let event = channel.next_event(timeout)?;
-    report.check(
-        "disconnect completes",
-        event.kind == CmEventKind::Disconnected,
-        event.kind.name(),
-    );
-    Ok(())
+    report.check_disconnected("disconnect completes", &channel, timeout)
 }
 
 /// `REGN addr(8) rkey(4) len(4)`, exactly 20 bytes.

@@ -567,15 +567,7 @@ impl DdpData {
         field: &'static str,
         rule: &'static str,
     ) -> Result<Self, DecodeError> {
-        let length = r.u32(field)?;
-        if length > max {
-            return Err(DecodeError::LengthOverLimit {
-                field,
-                length: length.into(),
-                limit: max.into(),
-                rule,
-            });
-        }
+        let length = r.bounded_length(max, field, rule)?;
         match ddp {
             Ddp::Inline => Ok(DdpData::Inline(
                 r.opaque_fixed(length as usize, field)?.to_vec(),

@@ -342,11 +342,16 @@ pub struct ReplyHeader {
 impl ReplyHeader {
     /// An accepted SUCCESS reply with an AUTH_NONE verifier.
     pub fn success(xid: u32) -> Self {
+        ReplyHeader::accepted(xid, AcceptStat::Success)
+    }
+
+    /// An accepted reply with `stat` and an AUTH_NONE verifier (RFC 5531 §9, `accepted_reply`).
+    pub fn accepted(xid: u32, stat: AcceptStat) -> Self {
         ReplyHeader {
             xid,
             body: ReplyBody::Accepted {
                 verf: OpaqueAuth::none(),
-                stat: AcceptStat::Success,
+                stat,
             },
         }
     }

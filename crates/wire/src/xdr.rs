@@ -126,30 +126,46 @@ impl<'a> Reader<'a> {
 
     /// Variable-length opaque data (RFC 4506 §4.10) of at most `max` bytes.
     pub fn opaque_var(&mut self, max: u32, field: &'static str) -> Result<&'a [u8]> {
-        let len = self.u32(field)?;
-        if len > max {
-            return Err(DecodeError::LengthOverLimit {
-                field,
-                length: len.into(),
-                limit: max.into(),
-                rule: "RFC 4506 §4.10 (opaque<max>)",
-            });
-        }
-        self.opaque_fixed(len as usize, field)
+        self.counted_bytes(max, field, "RFC 4506 §4.10 (opaque<max>)")
     }
 
     /// String (RFC 4506 §4.11) of at most `max` bytes; XDR strings are bytes, not UTF-8.
     pub fn string(&mut self, max: u32, field: &'static str) -> Result<&'a [u8]> {
+        self.counted_bytes(max, field, "RFC 4506 §4.11 (string<max>)")
+    }
+
+    /// A length word of at most `max` (else the error names `rule`), then that many bytes padded
+    /// to 4: the layout opaque<max> and string<max> share.
+    #[inline]
+    fn counted_bytes(
+        &mut self,
+        max: u32,
+        field: &'static str,
+        rule: &'static str,
+    ) -> Result<&'a [u8]> {
+        let len = self.bounded_length(max, field, rule)?;
+        self.opaque_fixed(len as usize, field)
+    }
+
+    /// The length word of a variable-length item, at most `max` (else the error names `rule`,
+    /// where the bound comes from): every bounded opaque, string and DDP-eligible item reads it.
+    #[inline]
+    pub(crate) fn bounded_length(
+        &mut self,
+        max: u32,
+        field: &'static str,
+        rule: &'static str,
+    ) -> Result<u32> {
         let len = self.u32(field)?;
         if len > max {
             return Err(DecodeError::LengthOverLimit {
                 field,
                 length: len.into(),
                 limit: max.into(),
-                rule: "RFC 4506 §4.11 (string<max>)",
+                rule,
             });
         }
-        self.opaque_fixed(len as usize, field)
+        Ok(len)
     }
 
     /// Optional data (RFC 4506 §4.19): a boolean then, if true, the item.

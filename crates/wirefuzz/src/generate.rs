@@ -453,6 +453,27 @@ fn maxpages_2026() -> u32 {
     Profile::Linux2026.model().maxpages
 }
 
+/// What a family's mutation decided beside the shape: the rule it aims at (linux-2026), the
+/// CM private data, and where the header is cut.
+#[derive(Debug)]
+struct Mutation {
+    target: Rule,
+    private_data: Option<Vec<u8>>,
+    truncate: Option<usize>,
+}
+
+impl Default for Mutation {
+    /// No mutation: the valid call, which every target accepts.
+    fn default() -> Mutation {
+        Mutation {
+            target: Rule::Accepted,
+            private_data: None,
+            truncate: None,
+        }
+    }
+}
+
+/// One case of `family`: its base call from `u`, then the mutation of the family's concern.
 fn generate_family(
     u: &mut Unstructured<'_>,
     family: Family,
@@ -460,14 +481,63 @@ fn generate_family(
     index: u64,
     xid: u32,
 ) -> arbitrary::Result<Case> {
+    let base = family_base(u, family)?;
+    let mut shape = base_shape(u, base, xid)?;
+    let mutation = match family {
+        Family::Valid
+        | Family::Version
+        | Family::ProcMsgp
+        | Family::ProcUnknown
+        | Family::ProcDone
+        | Family::ProcError
+        | Family::Credits
+        | Family::PrivateData => mutate_header(u, family, &mut shape)?,
+        Family::ShortHeader
+        | Family::TruncatedReadList
+        | Family::TruncatedWriteList
+        | Family::TruncatedReplyChunk => cut_header(u, family, &shape, xid)?,
+        Family::ReadPositionUnaligned
+        | Family::ReadPastInline
+        | Family::ReadOverlap
+        | Family::ReadPositionZero
+        | Family::ReadLengthHuge => mutate_read_list(u, family, &mut shape)?,
+        Family::WriteSegcountZero
+        | Family::ReplySegcountZero
+        | Family::WriteSegcountHuge
+        | Family::ReplySegcountHuge
+        | Family::WriteLengthHuge
+        | Family::ReplyLengthHuge
+        | Family::ReplyChunkTooSmall
+        | Family::WriteChunkTooSmall => mutate_write_and_reply(u, family, &mut shape, xid)?,
+        Family::HandleUnregistered | Family::OffsetOutsideRegion => {
+            let unregistered = family == Family::HandleUnregistered;
+            mutate_segments(u, unregistered, base, &mut shape)?;
+            Mutation::default()
+        }
+        Family::InlineOverThreshold | Family::InlineNearThreshold => {
+            grow_inline(u, family == Family::InlineOverThreshold, &mut shape, xid)?
+        }
+    };
+    Ok(finish(
+        seed,
+        index,
+        family,
+        base,
+        mutation.target,
+        xid,
+        mutation.private_data,
+        shape,
+        mutation.truncate,
+    ))
+}
+
+/// The valid call `family` mutates: the one carrying the list it aims at, else drawn from `u`.
+fn family_base(u: &mut Unstructured<'_>, family: Family) -> arbitrary::Result<Base> {
     let pick_base = |u: &mut Unstructured<'_>, from: &[Base]| -> arbitrary::Result<Base> {
         u.choose(from).copied()
     };
     let chunked = [Base::Write, Base::Read, Base::Readdir];
-    let mut target = Rule::Accepted;
-    let mut private_data = None;
-    let mut truncate = None;
-    let base = match family {
+    Ok(match family {
         Family::TruncatedReadList
         | Family::ReadPositionUnaligned
         | Family::ReadPastInline
@@ -489,8 +559,17 @@ fn generate_family(
         }
         Family::PrivateData => pick_base(u, &[Base::Null, Base::Getattr])?,
         _ => pick_base(u, &Base::ALL)?,
-    };
-    let mut shape = base_shape(u, base, xid)?;
+    })
+}
+
+/// The families that change the fixed header fields (RFC 8166 §4.1) or what rides beside the
+/// call: version, procedure, credits, CM private data; `Valid` changes nothing.
+fn mutate_header(
+    u: &mut Unstructured<'_>,
+    family: Family,
+    shape: &mut Shape,
+) -> arbitrary::Result<Mutation> {
+    let mut mutation = Mutation::default();
     match family {
         Family::Valid => {}
         Family::Version => {
@@ -499,7 +578,7 @@ fn generate_family(
             if u.ratio(1u8, 2u8)? {
                 shape.vers = u.int_in_range(2..=u32::MAX)?;
             }
-            target = Rule::BadVersion;
+            mutation.target = Rule::BadVersion;
         }
         Family::ProcMsgp => {
             // RFC 8166 §4.6.1: RDMA_MSGP is no longer supported.
@@ -508,41 +587,62 @@ fn generate_family(
                 align: *u.choose(&[0, 4, 1024, u32::MAX])?,
                 thresh: u.arbitrary()?,
             };
-            target = Rule::BadProc;
+            mutation.target = Rule::BadProc;
         }
         Family::ProcUnknown => {
             shape.proc_ = u.int_in_range(5..=u32::MAX)?;
-            target = Rule::BadProc;
+            mutation.target = Rule::BadProc;
         }
         Family::ProcDone => {
             shape.proc_ = proc_value::DONE;
             shape.body = BodyKind::Done;
-            target = Rule::DroppedProc;
+            mutation.target = Rule::DroppedProc;
         }
         Family::ProcError => {
             shape.proc_ = proc_value::ERROR;
             shape.body = BodyKind::Error {
                 vers: u.arbitrary()?,
             };
-            target = Rule::DroppedProc;
+            mutation.target = Rule::DroppedProc;
         }
+        Family::Credits => {
+            // svcrdma never checks the requested credit value (RFC 8166 §3.3.1 is advisory).
+            shape.credits = *u.choose(&[0, 1, 0xffff, 0x8000_0000, u32::MAX])?;
+        }
+        Family::PrivateData => mutation.private_data = Some(private_data_variant(u)?),
+        // The other families' mutations: see generate_family.
+        _ => {}
+    }
+    Ok(mutation)
+}
+
+/// The families that cut the header short: inside the fixed fields, or inside one of the
+/// chunk lists (where the emitted [`Layout`] puts them).
+fn cut_header(
+    u: &mut Unstructured<'_>,
+    family: Family,
+    shape: &Shape,
+    xid: u32,
+) -> arbitrary::Result<Mutation> {
+    let mut mutation = Mutation::default();
+    match family {
         Family::ShortHeader => {
             // RFC 8166 §4.1: the four fixed fields are mandatory.
-            truncate = Some(u.int_in_range(0..=15)?);
-            target = Rule::ShortHeader;
+            mutation.truncate = Some(u.int_in_range(0..=15)?);
+            mutation.target = Rule::ShortHeader;
         }
         Family::TruncatedReadList => {
             let (_, _, layout) = shape.emit(xid);
             let (start, end) = layout.read_list;
-            truncate = Some(u.int_in_range(start..=end - 1)?);
-            target = Rule::ReadListTruncated;
+            mutation.truncate = Some(u.int_in_range(start..=end - 1)?);
+            mutation.target = Rule::ReadListTruncated;
         }
         Family::TruncatedWriteList => {
             let (_, _, layout) = shape.emit(xid);
             let (start, end) = layout.write_list;
             let cut = u.int_in_range(start..=end - 1)?;
-            truncate = Some(cut);
-            target = if layout
+            mutation.truncate = Some(cut);
+            mutation.target = if layout
                 .write_segments
                 .iter()
                 .any(|&(count_end, segs_end)| count_end <= cut && cut < segs_end)
@@ -556,28 +656,43 @@ fn generate_family(
             let (_, _, layout) = shape.emit(xid);
             let (start, end) = layout.reply_chunk;
             let cut = u.int_in_range(start..=end - 1)?;
-            truncate = Some(cut);
-            target = match layout.reply_segments {
+            mutation.truncate = Some(cut);
+            mutation.target = match layout.reply_segments {
                 Some((count_end, segs_end)) if count_end <= cut && cut < segs_end => {
                     Rule::ReplySegmentsTruncated
                 }
                 _ => Rule::ReplyChunkTruncated,
             };
         }
+        // The other families' mutations: see generate_family.
+        _ => {}
+    }
+    Ok(mutation)
+}
+
+/// The families that misplace or oversize the Read list's chunks (RFC 8166 §3.4.4, §3.4.5,
+/// §3.5.3).
+fn mutate_read_list(
+    u: &mut Unstructured<'_>,
+    family: Family,
+    shape: &mut Shape,
+) -> arbitrary::Result<Mutation> {
+    let mut mutation = Mutation::default();
+    match family {
         Family::ReadPositionUnaligned => {
             // RFC 8166 §3.4.4: XDR positions are multiples of 4.
             let skew = u.int_in_range(1..=3)?;
             for (position, _) in &mut shape.reads {
                 *position += skew;
             }
-            target = Rule::ReadPositionUnaligned;
+            mutation.target = Rule::ReadPositionUnaligned;
         }
         Family::ReadPastInline => {
             let past = 4 * u.int_in_range(1u32..=1024)?;
             for (position, _) in &mut shape.reads {
                 *position += past;
             }
-            target = Rule::ReadChunkPastInline;
+            mutation.target = Rule::ReadChunkPastInline;
         }
         Family::ReadOverlap => {
             // A second chunk starting inside the first one's data (RFC 8166 §3.4.4: chunks are
@@ -593,7 +708,7 @@ fn generate_family(
                 (first_at, Seg { length, ..first }),
                 (first_at + step, seg(second, length, 0)),
             ];
-            target = Rule::ReadChunksOverlap;
+            mutation.target = Rule::ReadChunksOverlap;
         }
         Family::ReadPositionZero => {
             // RFC 8166 §3.5.3: a Position-Zero Read chunk carries the whole RPC call (RDMA_NOMSG).
@@ -604,13 +719,13 @@ fn generate_family(
             shape.proc_ = proc_value::NOMSG;
             shape.reads.push((0, seg(region, len, 0)));
             match u.int_in_range(0..=2u8)? {
-                0 => target = Rule::Accepted,
+                0 => mutation.target = Rule::Accepted,
                 1 => {
                     // A further Read chunk positioned beyond the Call chunk's data.
                     let past = len + 4 * u.int_in_range(1u32..=64)?;
                     let extra = shape.add_region(64, RegionAccess::RemoteRead, 0x33);
                     shape.reads.push((past, seg(extra, 64, 0)));
-                    target = Rule::ReadChunkPastInline;
+                    mutation.target = Rule::ReadChunkPastInline;
                 }
                 _ => {
                     // Call chunk segments each under the page budget, together over it.
@@ -619,17 +734,39 @@ fn generate_family(
                     let raw = UNREGISTERED_HANDLE | 0xc0;
                     shape.reads.push((0, raw_seg(raw, half)));
                     shape.reads.push((0, raw_seg(raw + 1, half)));
-                    target = Rule::CallChunkOversized;
+                    mutation.target = Rule::CallChunkOversized;
                 }
             }
         }
+        Family::ReadLengthHuge => {
+            let length = u32::MAX - u.int_in_range(0..=0xffff)?;
+            shape.reads.truncate(1);
+            shape.reads[0].1 = raw_seg(UNREGISTERED_HANDLE | 0xd0, length);
+            mutation.target = Rule::ReadSegmentOversized;
+        }
+        // The other families' mutations: see generate_family.
+        _ => {}
+    }
+    Ok(mutation)
+}
+
+/// The families that change the Write list's chunk or the Reply chunk: segment counts, segment
+/// lengths, a chunk too small for the reply (RFC 8166 §3.4.6, §3.4.7).
+fn mutate_write_and_reply(
+    u: &mut Unstructured<'_>,
+    family: Family,
+    shape: &mut Shape,
+    xid: u32,
+) -> arbitrary::Result<Mutation> {
+    let mut mutation = Mutation::default();
+    match family {
         Family::WriteSegcountZero => {
             shape.writes[0] = ChunkSpec::default();
-            target = Rule::WriteSegcountZero;
+            mutation.target = Rule::WriteSegcountZero;
         }
         Family::ReplySegcountZero => {
             shape.reply = Some(ChunkSpec::default());
-            target = Rule::ReplySegcountZero;
+            mutation.target = Rule::ReplySegcountZero;
         }
         Family::WriteSegcountHuge | Family::ReplySegcountHuge => {
             let over = u.ratio(1u8, 2u8)?;
@@ -645,7 +782,7 @@ fn generate_family(
                 shape.reply.get_or_insert_with(ChunkSpec::default)
             };
             chunk.segcount = Some(count);
-            target = match (write, over) {
+            mutation.target = match (write, over) {
                 (true, true) => Rule::WriteSegcountOverLimit,
                 (true, false) => Rule::WriteSegmentsTruncated,
                 (false, true) => Rule::ReplySegcountOverLimit,
@@ -656,12 +793,6 @@ fn generate_family(
                 shape.inline.clear();
             }
         }
-        Family::ReadLengthHuge => {
-            let length = u32::MAX - u.int_in_range(0..=0xffff)?;
-            shape.reads.truncate(1);
-            shape.reads[0].1 = raw_seg(UNREGISTERED_HANDLE | 0xd0, length);
-            target = Rule::ReadSegmentOversized;
-        }
         Family::WriteLengthHuge => {
             shape.writes[0].segs[0].length = u32::MAX - u.int_in_range(0..=0xffff)?;
         }
@@ -669,35 +800,6 @@ fn generate_family(
             if let Some(reply) = &mut shape.reply {
                 reply.segs[0].length = u32::MAX - u.int_in_range(0..=0xffff)?;
             }
-        }
-        Family::HandleUnregistered | Family::OffsetOutsideRegion => {
-            let handle_family = family == Family::HandleUnregistered;
-            let raw = UNREGISTERED_HANDLE | u32::from(u.arbitrary::<u16>()?);
-            let outside = if u.ratio(1u8, 2u8)? {
-                u64::MAX - u64::from(u.arbitrary::<u16>()?)
-            } else {
-                u64::from(shape.regions[0].length) + u64::from(u.int_in_range(0u32..=1 << 20)?)
-            };
-            let mutate = |s: &mut Seg| {
-                if handle_family {
-                    s.handle = SegHandle::Raw(raw);
-                } else {
-                    s.offset = outside;
-                }
-            };
-            match base {
-                Base::Write => shape.reads.iter_mut().for_each(|(_, s)| mutate(s)),
-                Base::Read => shape.writes[0].segs.iter_mut().for_each(mutate),
-                _ => {
-                    if let Some(reply) = &mut shape.reply {
-                        reply.segs.iter_mut().for_each(mutate);
-                    }
-                }
-            }
-        }
-        Family::Credits => {
-            // svcrdma never checks the requested credit value (RFC 8166 §3.3.1 is advisory).
-            shape.credits = *u.choose(&[0, 1, 0xffff, 0x8000_0000, u32::MAX])?;
         }
         Family::ReplyChunkTooSmall => {
             if let Some(reply) = &mut shape.reply {
@@ -715,33 +817,68 @@ fn generate_family(
             shape.inline = nfs3_call(xid, &args);
             shape.writes[0].segs[0].length = capacity;
         }
-        Family::InlineOverThreshold | Family::InlineNearThreshold => {
-            // RFC 8166 §3.3.2: a Send longer than the peer's Receive buffers fails the Receive.
-            let header_len = shape.emit(xid).0.len();
-            let total = if family == Family::InlineOverThreshold {
-                target = Rule::ReceiveOverflow;
-                u.int_in_range(DEFAULT_MAX_REQ_SIZE + 1..=2 * DEFAULT_MAX_REQ_SIZE)?
-            } else {
-                u.int_in_range(1025..=DEFAULT_MAX_REQ_SIZE)?
-            };
-            let fill = u.arbitrary::<u8>()?;
-            shape
-                .inline
-                .resize(shape.inline.len() + (total - header_len), fill);
-        }
-        Family::PrivateData => private_data = Some(private_data_variant(u)?),
+        // The other families' mutations: see generate_family.
+        _ => {}
     }
-    Ok(finish(
-        seed,
-        index,
-        family,
-        base,
+    Ok(mutation)
+}
+
+/// The families that point the chunks of `base`'s list at memory no target registered: an
+/// unknown handle (`unregistered`), else an offset outside the region.
+fn mutate_segments(
+    u: &mut Unstructured<'_>,
+    unregistered: bool,
+    base: Base,
+    shape: &mut Shape,
+) -> arbitrary::Result<()> {
+    let raw = UNREGISTERED_HANDLE | u32::from(u.arbitrary::<u16>()?);
+    let outside = if u.ratio(1u8, 2u8)? {
+        u64::MAX - u64::from(u.arbitrary::<u16>()?)
+    } else {
+        u64::from(shape.regions[0].length) + u64::from(u.int_in_range(0u32..=1 << 20)?)
+    };
+    let mutate = |s: &mut Seg| {
+        if unregistered {
+            s.handle = SegHandle::Raw(raw);
+        } else {
+            s.offset = outside;
+        }
+    };
+    match base {
+        Base::Write => shape.reads.iter_mut().for_each(|(_, s)| mutate(s)),
+        Base::Read => shape.writes[0].segs.iter_mut().for_each(mutate),
+        _ => {
+            if let Some(reply) = &mut shape.reply {
+                reply.segs.iter_mut().for_each(mutate);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The families that grow the inline body to near or `over` the Receive buffer size (RFC 8166
+/// §3.3.2: a Send longer than the peer's Receive buffers fails the Receive).
+fn grow_inline(
+    u: &mut Unstructured<'_>,
+    over: bool,
+    shape: &mut Shape,
+    xid: u32,
+) -> arbitrary::Result<Mutation> {
+    let header_len = shape.emit(xid).0.len();
+    let (target, total) = if over {
+        let total = u.int_in_range(DEFAULT_MAX_REQ_SIZE + 1..=2 * DEFAULT_MAX_REQ_SIZE)?;
+        (Rule::ReceiveOverflow, total)
+    } else {
+        (Rule::Accepted, u.int_in_range(1025..=DEFAULT_MAX_REQ_SIZE)?)
+    };
+    let fill = u.arbitrary::<u8>()?;
+    shape
+        .inline
+        .resize(shape.inline.len() + (total - header_len), fill);
+    Ok(Mutation {
         target,
-        xid,
-        private_data,
-        shape,
-        truncate,
-    ))
+        ..Mutation::default()
+    })
 }
 
 fn raw_seg(handle: u32, length: u32) -> Seg {

@@ -1,0 +1,16 @@
+# Sourced by the scripts that install what they lack: install_debian_packages WHO TAG PACKAGE...
+# installs the missing PACKAGEs as root, printing "TAG: installing ..."; not as root, it prints
+# the one `sudo apt-get install ...` line WHO needs run and exits 2. Nothing when none is missing.
+install_debian_packages() {
+  local who=$1 tag=$2
+  shift 2
+  [ $# -gt 0 ] || return 0
+  if [ "$(id -u)" != 0 ]; then
+    echo "$who needs Debian packages that are missing; run:" >&2
+    echo "  sudo apt-get install -y --no-install-recommends $*" >&2
+    exit 2
+  fi
+  echo "$tag: installing $*"
+  apt-get update -q >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$@" >/dev/null
+}
