@@ -29,9 +29,7 @@ use engine::{ConnectionConfig, IncomingCall, OutgoingReply, Responder, Responder
 use serde::Serialize;
 use wire::mount3::{Mount3Call, Mount3Proc, MOUNT_V3};
 use wire::nfs3::{DdpData, Nfs3Call, Nfs3Proc, Nfs3Reply, NfsRes, NFS_V3};
-use wire::rpc::{
-    AcceptStat, CallHeader, OpaqueAuth, ReplyBody, ReplyHeader, MOUNT_PROGRAM, NFS_PROGRAM,
-};
+use wire::rpc::{AcceptStat, CallHeader, ReplyHeader, MOUNT_PROGRAM, NFS_PROGRAM};
 use wire::xdr::pad4;
 use wire::{Reader, Writer, Xdr};
 
@@ -375,7 +373,7 @@ impl Server {
                     xid: call.xid,
                     stat,
                 });
-                let message = reply_header(header.xid, stat).to_bytes();
+                let message = ReplyHeader::accepted(header.xid, stat).to_bytes();
                 self.post(call.token, OutgoingReply { message, ddp: None }, None);
                 return;
             }
@@ -521,17 +519,6 @@ const SUCCESS_HEADER_LEN: usize = 24;
 /// Room reserved for results besides READ and READLINK data: what GETATTR, LOOKUP, WRITE and the
 /// other small results take, so most replies are one allocation.
 const RESULTS_ROOM: usize = 256;
-
-/// An accepted reply header with an AUTH_NONE verifier.
-fn reply_header(xid: u32, stat: AcceptStat) -> ReplyHeader {
-    ReplyHeader {
-        xid,
-        body: ReplyBody::Accepted {
-            verf: OpaqueAuth::none(),
-            stat,
-        },
-    }
-}
 
 impl Endpoint for Server {
     fn handle_event(&mut self, event: Event) {
