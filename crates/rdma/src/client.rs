@@ -190,6 +190,22 @@ impl RdmaClient {
         }
     }
 
+    /// The reply sits in our Receive buffer, then the connection goes before we process it
+    /// (what xprtrdma does on a timeout): wait up to `timeout` for a held reply, drop the
+    /// connection with the held replies unprocessed and connect again. Returns whether a reply
+    /// was held and how many were lost with the connection.
+    pub fn reconnect_losing_held_replies(
+        &mut self,
+        timeout: Duration,
+    ) -> Result<(bool, usize), ClientError> {
+        let held = self.run_until(timeout, |c| c.held_receives() >= 1)?;
+        let lost = self.held_receives();
+        self.disconnect()?;
+        self.hold_receives = false;
+        self.reconnect()?;
+        Ok((held, lost))
+    }
+
     /// Receive completions held back by [`RdmaClient::hold_receives`].
     pub fn held_receives(&self) -> usize {
         self.held.len()

@@ -118,13 +118,7 @@ pub fn conn_params(private_data: Vec<u8>, role: Role, peer: Option<&CmEvent>) ->
         ),
         (Role::Responder, None) => (0, READ_DEPTH),
     };
-    ConnParams {
-        private_data,
-        responder_resources,
-        initiator_depth,
-        retry_count: 7,
-        rnr_retry_count: 6,
-    }
+    ConnParams::new(private_data, responder_resources, initiator_depth)
 }
 
 fn completion_error(wc: &WorkCompletion) -> CompletionError {

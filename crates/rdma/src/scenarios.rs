@@ -714,12 +714,8 @@ fn after_reconnect(s: &mut Session) -> Result<(u32, String), ClientError> {
     // xprtrdma does on a timeout. The retransmit goes out on the new connection.
     s.client.hold_receives = true;
     s.send(call.clone(), true)?;
-    let timeout = s.options.timeout;
-    let held = s.client.run_until(timeout, |c| c.held_receives() >= 1)?;
-    s.lost_replies = s.client.held_receives();
-    s.client.disconnect()?;
-    s.client.hold_receives = false;
-    s.client.reconnect()?;
+    let (held, lost) = s.client.reconnect_losing_held_replies(s.options.timeout)?;
+    s.lost_replies = lost;
     // A new connection starts with a grant of one.
     s.send(call, true)?;
     s.wait_replies(xid, 1);

@@ -1084,12 +1084,8 @@ fn after_reconnect(s: &mut Session41) -> Result<Findings, V41Error> {
     // The reply reaches our buffer, then the connection goes before we process it.
     s.client.hold_receives = true;
     s.send(xid, message.clone(), true)?;
-    let timeout = s.options.timeout;
-    let held = s.client.run_until(timeout, |c| c.held_receives() >= 1)?;
-    s.lost_replies = s.client.held_receives();
-    s.client.disconnect()?;
-    s.client.hold_receives = false;
-    s.client.reconnect()?;
+    let (held, lost) = s.client.reconnect_losing_held_replies(s.options.timeout)?;
+    s.lost_replies = lost;
     // SP4_NONE: the SEQUENCE itself binds the new connection (RFC 8881 §2.10.3.1).
     s.send(xid, message.clone(), true)?;
     s.wait_replies(xid, 1);
