@@ -55,13 +55,16 @@ while IFS="$TAB" read -r name tmo srv cli mode; do
   previous_mode=$mode
 done < /rig/plan
 # A suite-wide capture (rig-suite.sh capture_start): let tcpdump drain what it has not written
-# yet (the file stops growing), stop it, and hand the file to the host, which cuts it per case.
+# yet, stop it, and hand the file to the host, which cuts it per case. libpcap hands packets over
+# a TPACKET_V3 block at a time, and a block that is not full is retired only by its 1 s timer:
+# the file must stay the same size for longer than that (checked every 1.2 s, at most 5 times),
+# or the last case loses its tail (a one-case run lost its retransmit and disconnect).
 if pid=$(cat /tmp/suite-capture.pid 2>/dev/null) && kill -0 "$pid" 2>/dev/null; then
   last=-1; i=0
-  while [ "$i" -lt 20 ]; do
+  while [ "$i" -lt 5 ]; do
     size=$(stat -c %s /tmp/suite.pcap 2>/dev/null || echo 0)
     [ "$size" = "$last" ] && break
-    last=$size; i=$((i + 1)); sleep 0.3
+    last=$size; i=$((i + 1)); sleep 1.2
   done
   kill -INT "$pid" 2>/dev/null
   for i in 1 2 3 4 5 6 7 8 9 10; do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
