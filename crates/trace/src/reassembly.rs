@@ -1246,6 +1246,41 @@ struct Executed {
     deliveries: Vec<Delivery>,
 }
 
+/// The message packet `p` belongs to on `slot`. With `start` (`Some(reth)`) the packet begins a
+/// new one, and an unfinished one there is reported incomplete as `what`; without it the packet
+/// continues the one in `slot`, and when there is none it is an orphan: reported, `None`.
+fn message_of<'a, D: Default>(
+    slot: &'a mut Option<Partial<D>>,
+    start: Option<Option<Reth>>,
+    what: &'static str,
+    at: At,
+    p: &IbPacket,
+    events: &mut Vec<TransportEvent>,
+) -> Option<&'a mut Partial<D>> {
+    if let Some(reth) = start {
+        if let Some(old) = slot.take() {
+            events.push(TransportEvent::Incomplete {
+                what,
+                psn: old.next_psn,
+            });
+        }
+        *slot = Some(Partial {
+            first_frame: at.frame,
+            next_psn: p.psn,
+            reth,
+            data: D::default(),
+            truncated: false,
+        });
+    }
+    if slot.is_none() {
+        events.push(TransportEvent::Orphan {
+            psn: p.psn,
+            opcode: p.opcode.name(),
+        });
+    }
+    slot.as_mut()
+}
+
 /// A SEND packet on `state`: a FIRST or ONLY starts the message (an unfinished one is reported
 /// incomplete), a LAST or ONLY delivers it. `false` for a packet of no started message (an
 /// orphan, reported).
@@ -1263,26 +1298,8 @@ fn send_packet(
         SendFirst | SendOnly | SendOnlyImm | SendOnlyInvalidate
     );
     let ends = !matches!(p.opcode, SendFirst | SendMiddle);
-    if starts {
-        if let Some(old) = state.send.take() {
-            out.events.push(TransportEvent::Incomplete {
-                what: "send",
-                psn: old.next_psn,
-            });
-        }
-        state.send = Some(Partial {
-            first_frame: at.frame,
-            next_psn: p.psn,
-            reth: None,
-            data: Vec::new(),
-            truncated: false,
-        });
-    }
-    let Some(partial) = state.send.as_mut() else {
-        out.events.push(TransportEvent::Orphan {
-            psn: p.psn,
-            opcode: p.opcode.name(),
-        });
+    let start = starts.then_some(None);
+    let Some(partial) = message_of(&mut state.send, start, "send", at, p, &mut out.events) else {
         return false;
     };
     append_bounded(partial, p.payload, limits.max_send_bytes, None);
@@ -1323,26 +1340,15 @@ fn write_packet(
     out: &mut Executed,
 ) -> bool {
     use Opcode::*;
-    if let Some(reth) = p.reth {
-        if let Some(old) = state.write.take() {
-            out.events.push(TransportEvent::Incomplete {
-                what: "rdma_write",
-                psn: old.next_psn,
-            });
-        }
-        state.write = Some(Partial {
-            first_frame: at.frame,
-            next_psn: p.psn,
-            reth: Some(reth),
-            data: RdmaData::default(),
-            truncated: false,
-        });
-    }
-    let Some(partial) = state.write.as_mut() else {
-        out.events.push(TransportEvent::Orphan {
-            psn: p.psn,
-            opcode: p.opcode.name(),
-        });
+    let start = p.reth.map(Some);
+    let Some(partial) = message_of(
+        &mut state.write,
+        start,
+        "rdma_write",
+        at,
+        p,
+        &mut out.events,
+    ) else {
         return false;
     };
     let cap = partial

@@ -45,6 +45,28 @@ fn frames(bytes: &[u8]) -> Vec<(std::time::Duration, Vec<u8>)> {
         .collect()
 }
 
+/// `frames` as a pcapng: one Ethernet interface with `snaplen`, one Enhanced Packet Block each.
+fn write_pcapng(frames: &[(std::time::Duration, Vec<u8>)], snaplen: u32) -> Vec<u8> {
+    let mut w = PcapNgWriter::new(Vec::new()).unwrap();
+    w.write_pcapng_block(InterfaceDescriptionBlock {
+        linktype: DataLink::ETHERNET,
+        snaplen,
+        options: vec![],
+    })
+    .unwrap();
+    for (t, d) in frames {
+        w.write_pcapng_block(EnhancedPacketBlock {
+            interface_id: 0,
+            timestamp: *t,
+            original_len: d.len() as u32,
+            data: Cow::Borrowed(d),
+            options: vec![],
+        })
+        .unwrap();
+    }
+    w.into_inner()
+}
+
 fn write_pcap(frames: &[(std::time::Duration, Vec<u8>)]) -> Vec<u8> {
     let header = PcapHeader {
         datalink: DataLink::ETHERNET,
@@ -139,24 +161,7 @@ fn duplicated_send_is_reported_not_decoded_twice() {
 fn pcapng_gives_the_same_trace_as_pcap() {
     let bytes = fixture();
     let f = frames(&bytes);
-    let mut w = PcapNgWriter::new(Vec::new()).unwrap();
-    w.write_pcapng_block(InterfaceDescriptionBlock {
-        linktype: DataLink::ETHERNET,
-        snaplen: 0,
-        options: vec![],
-    })
-    .unwrap();
-    for (t, d) in &f {
-        w.write_pcapng_block(EnhancedPacketBlock {
-            interface_id: 0,
-            timestamp: *t,
-            original_len: d.len() as u32,
-            data: Cow::Borrowed(d),
-            options: vec![],
-        })
-        .unwrap();
-    }
-    let ng = w.into_inner();
+    let ng = write_pcapng(&f, 0);
     let options = trace::Options::default();
     let a = trace::trace_capture(&bytes, &options).unwrap();
     let b = trace::trace_capture(&ng, &options).unwrap();
@@ -342,24 +347,7 @@ fn a_streamed_capture_gives_the_trace_of_the_capture_in_memory() {
         let pcap = std::fs::read(root.join(format!("{name}.pcap"))).unwrap();
         let f = frames(&pcap);
         // pcapng of the same frames, cut inside a block, cut inside a record, and garbage.
-        let mut ng = PcapNgWriter::new(Vec::new()).unwrap();
-        ng.write_pcapng_block(InterfaceDescriptionBlock {
-            linktype: DataLink::ETHERNET,
-            snaplen: 0xffff,
-            options: vec![],
-        })
-        .unwrap();
-        for (t, d) in &f {
-            ng.write_pcapng_block(EnhancedPacketBlock {
-                interface_id: 0,
-                timestamp: *t,
-                original_len: d.len() as u32,
-                data: Cow::Borrowed(d),
-                options: vec![],
-            })
-            .unwrap();
-        }
-        let ng = ng.into_inner();
+        let ng = write_pcapng(&f, 0xffff);
         inputs.push((
             format!("{name} pcapng cut"),
             ng[..ng.len() * 2 / 3].to_vec(),
