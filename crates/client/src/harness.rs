@@ -9,8 +9,13 @@ use server::drc::policy_by_name;
 use server::Server;
 use sim::{Action, Side, Sim, SimConfig};
 use wire::mount3::{DirPath, Mount3Call};
-use wire::nfs3::{Ddp, FileHandle, Nfs3Call, Nfs3Reply};
+use wire::nfs3::{
+    CreateArgs, CreateHow3, Ddp, DirOpArgs3, FileHandle, Filename, LookupArgs, Nfs3Call, Nfs3Reply,
+    NfsRes, Sattr3,
+};
 use wire::nfs_client::{self, Procedure};
+
+use crate::scenarios::{Control, Credits, Driver, DriverError, Hold, Until};
 
 /// Steps any single phase may take before the harness gives up (keeps every run bounded).
 pub const MAX_STEPS: u64 = 20_000;
@@ -276,5 +281,166 @@ impl Harness {
 
     pub fn server_has_work(&self) -> bool {
         self.sim.server.has_upper_layer_work()
+    }
+}
+
+/// The catalogue's [`Driver`] over the simulator: every hold and wait is a scheduler action,
+/// fixtures go straight to the server's file system (not traced, not counted), nothing fails.
+pub struct SimDriver<'h> {
+    pub harness: &'h mut Harness,
+}
+
+impl SimDriver<'_> {
+    fn dirop(&self, name: &str) -> DirOpArgs3 {
+        DirOpArgs3 {
+            dir: self.harness.root.clone(),
+            name: Filename(name.as_bytes().to_vec()),
+        }
+    }
+}
+
+impl Driver for SimDriver<'_> {
+    fn supports(_control: Control) -> Result<(), &'static str> {
+        Ok(())
+    }
+
+    fn name(&self, base: &str) -> String {
+        base.to_string()
+    }
+
+    fn root(&self) -> FileHandle {
+        self.harness.root.clone()
+    }
+
+    fn fresh_xid(&mut self) -> u32 {
+        self.harness.fresh_xid()
+    }
+
+    fn nfs_call(&mut self, xid: u32, args: &Nfs3Call) -> OutgoingCall {
+        self.harness.nfs_call(xid, args)
+    }
+
+    fn send(&mut self, call: OutgoingCall, credits: Credits) -> Result<(), DriverError> {
+        // A refusal is recorded in the trace; the verdict shows what it cost.
+        self.harness.send(call, credits == Credits::Honour);
+        Ok(())
+    }
+
+    fn await_replies(&mut self, xid: u32, n: usize) -> bool {
+        self.harness.run_until(|h| h.replies(xid).len() >= n)
+    }
+
+    fn first_status(&self, xid: u32) -> String {
+        self.harness
+            .replies(xid)
+            .first()
+            .map_or_else(|| "no reply".to_string(), |r| r.status.clone())
+    }
+
+    fn create_file(&mut self, name: &str) -> Result<FileHandle, DriverError> {
+        let call = Nfs3Call::Create(CreateArgs {
+            where_: self.dirop(name),
+            how: CreateHow3::Unchecked(Sattr3::default()),
+        });
+        Ok(match self.harness.fixture(&call) {
+            Nfs3Reply::Create(NfsRes::Ok(ok)) => ok.obj.unwrap_or_default(),
+            _ => FileHandle::default(),
+        })
+    }
+
+    fn lookup(&mut self, name: &str) -> Result<String, DriverError> {
+        let call = Nfs3Call::Lookup(LookupArgs {
+            what: self.dirop(name),
+        });
+        Ok(self.harness.fixture(&call).status().name().to_string())
+    }
+
+    fn exec(&mut self, args: &Nfs3Call) -> Result<String, DriverError> {
+        let xid = self.fresh_xid();
+        let call = self.nfs_call(xid, args);
+        self.send(call, Credits::Honour)?;
+        self.await_replies(xid, 1);
+        Ok(self.first_status(xid))
+    }
+
+    fn credits_granted(&self) -> u32 {
+        self.harness.sim.client.credits_granted()
+    }
+
+    fn outstanding(&self) -> usize {
+        self.harness.sim.client.outstanding()
+    }
+
+    fn hold(&mut self, hold: Hold) -> bool {
+        let action = match hold {
+            Hold::ServerExecution => Action::UpperLayer(Side::Server),
+            Hold::ServerSendCompletions => Action::PollSendQueue(Side::Server),
+            Hold::ServerTransmissions => Action::Transmit(Side::Server),
+            Hold::ServerReceives => Action::PollRecvQueue(Side::Server),
+            Hold::ClientReceives => Action::PollRecvQueue(Side::Client),
+        };
+        self.harness.hold(action);
+        true
+    }
+
+    fn until(&mut self, point: Until) -> Result<bool, DriverError> {
+        Ok(self.harness.run_until(|h| match point {
+            Until::ServerQueued(n) => h.sim.server.queued() >= n,
+            Until::RepliesHeld(n) => h.client_unpolled() >= n,
+            Until::ReplyHeldAndAcked => {
+                h.client_unpolled() >= 1 && h.sim.pending_send_completions(Side::Server) == 0
+            }
+            Until::RetransmitSettled { xid } => {
+                h.client_unpolled() >= 2 || h.decisions(xid).len() >= 2 && !h.server_has_work()
+            }
+            Until::Decided { xid, n } => h.decisions(xid).len() >= n,
+            Until::DecidedAndIdle { xid, n } => h.decisions(xid).len() >= n && !h.server_has_work(),
+            Until::ServerInFlight(n) => h.sim.in_flight(Side::Server) >= n,
+            Until::RnrNaks(n) => h.sim.stats().rnr_naks >= n,
+        }))
+    }
+
+    fn release_all(&mut self) {
+        self.harness.release_all();
+    }
+
+    fn let_ack_settle(&mut self) -> Result<(), DriverError> {
+        self.harness.settle();
+        Ok(())
+    }
+
+    fn lose_reply_with_connection(&mut self, call: OutgoingCall) -> Result<bool, DriverError> {
+        // The reply is posted but never leaves the server: the client times out and reconnects.
+        let h = &mut *self.harness;
+        h.hold(Action::Transmit(Side::Server));
+        h.send(call, true);
+        let held = h.run_until(|h| h.sim.in_flight(Side::Server) >= 1 && !h.server_has_work());
+        h.release_all();
+        h.sim.disconnect(Side::Client);
+        h.collect();
+        h.settle();
+        h.connect();
+        h.settle();
+        Ok(held)
+    }
+
+    fn reconnect_with_late_receives(&mut self) -> Result<(), DriverError> {
+        let h = &mut *self.harness;
+        h.sim.disconnect(Side::Client);
+        h.settle();
+        h.sim.client.defer_receive_posting();
+        h.connect();
+        Ok(())
+    }
+
+    fn post_receives(&mut self) -> Result<(), DriverError> {
+        let h = &mut *self.harness;
+        h.sim.client.post_receives();
+        h.sim.flush_work(Side::Client);
+        Ok(())
+    }
+
+    fn rnr_naks(&self) -> Option<u64> {
+        Some(self.harness.sim.stats().rnr_naks)
     }
 }

@@ -15,8 +15,8 @@ pub mod trace;
 
 use serde::Serialize;
 
-use crate::harness::Harness;
-use crate::scenarios::{catalogue, Scenario};
+use crate::harness::{Harness, SimDriver};
+use crate::scenarios::{catalogue, Outcome, Scenario};
 
 /// The default scheduler seed of the expected table.
 pub const DEFAULT_SEED: u64 = 1;
@@ -113,7 +113,13 @@ fn verdict_of(scenario: &Scenario, policy: &str, h: &Harness, xid: u32, note: St
 pub fn run_one(scenario: &Scenario, policy: &str, seed: u64) -> Result<Run, RunError> {
     let mut h =
         Harness::new(policy, seed).ok_or_else(|| RunError::UnknownPolicy(policy.to_string()))?;
-    let outcome = (scenario.run)(&mut h);
+    // Every scenario mounts first; the simulator supports every control and never fails.
+    h.mount();
+    let outcome = (scenario.run)(&mut SimDriver { harness: &mut h }).unwrap_or_else(|e| Outcome {
+        xid: 0,
+        note: format!("driver error: {e}"),
+        inference: None,
+    });
     h.settle();
     let verdict = verdict_of(scenario, policy, &h, outcome.xid, outcome.note);
     Ok(Run {

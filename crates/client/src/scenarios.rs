@@ -1,25 +1,169 @@
-//! The catalogue of retransmission scenarios. Each one drives our requester (which retransmits on a
-//! live connection on purpose) against the reference server and names the XID whose fate the
-//! verdict reports.
+//! The one catalogue of retransmission scenarios. Each scenario is written once, against
+//! [`Driver`]: the simulator ([`crate::harness::Harness`]) drives it deterministically, with every
+//! hold and wait it asks for, and `rdma::scenarios::Session` drives it over real verbs against
+//! our server or kernel nfsd, where a hold only the simulator has is skipped (and a scenario that
+//! cannot do without one is reported unsupported, with the driver's reason).
 
 use engine::OutgoingCall;
-use sim::{Action, Side};
 use wire::nfs3::{
     CreateArgs, CreateHow3, DdpData, DirOpArgs3, FileHandle, Filename, LinkArgs, MkdirArgs,
-    Nfs3Call, Nfs3Reply, NfsRes, RemoveArgs, RenameArgs, Sattr3, StableHow, WriteArgs,
+    Nfs3Call, RemoveArgs, RenameArgs, Sattr3, StableHow, WriteArgs,
 };
 use wire::nfs_client;
 
-use crate::harness::Harness;
-
-/// What a scenario reports back besides what the harness recorded.
+/// What a scenario reports back besides what its driver recorded.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Outcome {
     /// The XID under test.
     pub xid: u32,
-    /// A scenario-specific observation (file-system state, RNR count, ...).
+    /// A scenario-specific observation (file-system state, replies within the timeout, ...).
     pub note: String,
+    /// The scenario's own evidence of executions, where a driver has to infer them (a count, or
+    /// none when nothing tells, and how it was read); `None` leaves the driver's default.
+    pub inference: Option<(Option<usize>, String)>,
 }
+
+impl Outcome {
+    fn new(xid: u32, note: String) -> Outcome {
+        Outcome {
+            xid,
+            note,
+            inference: None,
+        }
+    }
+}
+
+/// Why a driver could not go on (a connection lost, a registration refused). The simulator
+/// never fails.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DriverError(pub String);
+
+impl std::fmt::Display for DriverError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for DriverError {}
+
+/// Whether a transmission respects the server's credit grant (RFC 8166 §3.3.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Credits {
+    /// Refused by the requester when the grant is used up.
+    Honour,
+    /// Sent whatever the grant: a deliberate retransmit on a live connection.
+    Exceed,
+}
+
+/// Something a scenario holds back, where its transport lets it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hold {
+    /// No nfsd thread runs: received calls wait in the server's queue.
+    ServerExecution,
+    /// The server's software does not poll its Send completions: the reply is acknowledged on
+    /// the wire, but the server has not learned it.
+    ServerSendCompletions,
+    /// The server transmits nothing: its replies and RDMA Reads stay queued.
+    ServerTransmissions,
+    /// The server's software does not poll its Receive completions (no Receive is reposted).
+    ServerReceives,
+    /// Our software does not process received replies: they wait in our Receive buffers.
+    ClientReceives,
+}
+
+/// A point a scenario waits for. A driver that cannot observe it does not wait.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Until {
+    /// The server holds `n` received calls not yet executed.
+    ServerQueued(usize),
+    /// `n` replies wait unprocessed in our Receive buffers.
+    RepliesHeld(usize),
+    /// A reply waits unprocessed in our Receive buffer and the server has processed the
+    /// completion of the Send that carried it.
+    ReplyHeldAndAcked,
+    /// Two replies wait unprocessed, or the server has decided `xid` twice and has nothing
+    /// left to execute.
+    RetransmitSettled { xid: u32 },
+    /// The server has made `n` DRC decisions for `xid`.
+    Decided { xid: u32, n: usize },
+    /// The server has made `n` DRC decisions for `xid` and has nothing left to execute.
+    DecidedAndIdle { xid: u32, n: usize },
+    /// The server has `n` transmissions (Sends, RDMA Reads) on the wire.
+    ServerInFlight(usize),
+    /// The link has answered `n` Sends with an RNR NAK.
+    RnrNaks(u64),
+}
+
+/// A capability a scenario cannot do without.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Control {
+    Hold(Hold),
+    /// Connect again with our Receives posted only when the scenario says so.
+    LateReceivePosting,
+    /// RNR retries that run out deterministically before a Receive is posted.
+    RnrRetryExhaustion,
+}
+
+/// A transport the catalogue runs on: what a scenario may ask of it. Everything a transport
+/// cannot do is either skipped (a [`Hold`] returns false, an [`Until`] does not wait) or named
+/// in [`Driver::supports`], which the runner asks before a scenario that requires it.
+pub trait Driver {
+    /// Whether this transport has `control`; if not, why (the reason goes into the verdict).
+    fn supports(control: Control) -> Result<(), &'static str>
+    where
+        Self: Sized;
+    /// The name of a file the scenario creates (unique per run where runs share a server).
+    fn name(&self, base: &str) -> String;
+    /// The export's root handle.
+    fn root(&self) -> FileHandle;
+    fn fresh_xid(&mut self) -> u32;
+    /// An NFSv3 call message, its procedure recorded for reading the reply's status.
+    fn nfs_call(&mut self, xid: u32, args: &Nfs3Call) -> OutgoingCall;
+    /// An NFSv3 call whose DDP-eligible argument (`args` carries `DdpData::Moved`) travels in a
+    /// Read chunk at its XDR position.
+    fn nfs_call_moving(&mut self, xid: u32, args: &Nfs3Call, data: Vec<u8>) -> OutgoingCall {
+        let call = self.nfs_call(xid, args);
+        OutgoingCall::moving_argument(xid, call.message, data)
+    }
+    /// Transmit `call` (another transmission of its XID when it was sent before).
+    fn send(&mut self, call: OutgoingCall, credits: Credits) -> Result<(), DriverError>;
+    /// Run until `xid` has `n` replies or nothing more will come (the simulator: nothing can
+    /// run; a real link: the timeout). Returns whether it has them.
+    fn await_replies(&mut self, xid: u32, n: usize) -> bool;
+    /// The status of the first reply to `xid` ("no reply" when none came).
+    fn first_status(&self, xid: u32) -> String;
+    /// Make a regular file exist before the call under test (not part of the verdict).
+    fn create_file(&mut self, name: &str) -> Result<FileHandle, DriverError>;
+    /// The status a LOOKUP of `name` in the root answers now.
+    fn lookup(&mut self, name: &str) -> Result<String, DriverError>;
+    /// Send one fresh call and wait for its reply; returns its status.
+    fn exec(&mut self, args: &Nfs3Call) -> Result<String, DriverError>;
+    /// The server's current credit grant.
+    fn credits_granted(&self) -> u32;
+    /// Calls the requester has outstanding.
+    fn outstanding(&self) -> usize;
+    /// Hold `hold` back from now on; returns whether this transport can.
+    fn hold(&mut self, hold: Hold) -> bool;
+    /// Run until `point` (or the transport's limit); false when it was not reached or cannot
+    /// be observed here.
+    fn until(&mut self, point: Until) -> Result<bool, DriverError>;
+    /// Let everything held go.
+    fn release_all(&mut self);
+    /// Let the server process the Send completion of a reply we already processed.
+    fn let_ack_settle(&mut self) -> Result<(), DriverError>;
+    /// Send `call`, have its reply lost with the connection (never processed by us), and connect
+    /// again; returns whether a reply was there to lose.
+    fn lose_reply_with_connection(&mut self, call: OutgoingCall) -> Result<bool, DriverError>;
+    /// Connect again with our Receives not yet posted ([`Control::LateReceivePosting`]).
+    fn reconnect_with_late_receives(&mut self) -> Result<(), DriverError>;
+    /// Post the Receives held back by [`Driver::reconnect_with_late_receives`].
+    fn post_receives(&mut self) -> Result<(), DriverError>;
+    /// RNR NAKs the link has seen, where the transport can count them.
+    fn rnr_naks(&self) -> Option<u64>;
+}
+
+/// A scenario body: returns the XID under test and what it observed.
+pub type ScenarioBody = fn(&mut dyn Driver) -> Result<Outcome, DriverError>;
 
 /// One named scenario.
 pub struct Scenario {
@@ -28,7 +172,22 @@ pub struct Scenario {
     pub procedure: &'static str,
     /// What the scenario proves.
     pub proves: &'static str,
-    pub run: fn(&mut Harness) -> Outcome,
+    /// What the scenario cannot run without.
+    pub requires: &'static [Control],
+    pub run: ScenarioBody,
+}
+
+impl Scenario {
+    /// Why a driver whose [`Driver::supports`] is `supports` cannot run this scenario (its
+    /// reason for the first missing control).
+    pub fn unsupported_by(
+        &self,
+        supports: fn(Control) -> Result<(), &'static str>,
+    ) -> Option<&'static str> {
+        self.requires
+            .iter()
+            .find_map(|&control| supports(control).err())
+    }
 }
 
 /// Every scenario, in table order.
@@ -38,6 +197,7 @@ pub fn catalogue() -> Vec<Scenario> {
             name: "once",
             procedure: "REMOVE",
             proves: "baseline: one transmission, one execution, one reply, credits balanced",
+            requires: &[],
             run: once,
         },
         Scenario {
@@ -46,6 +206,7 @@ pub fn catalogue() -> Vec<Scenario> {
             proves: "a duplicate that meets its original in progress is dropped (classic, acked: \
                      the client's credit for it never comes back) or parked and answered \
                      (acked-mark)",
+            requires: &[],
             run: before_execution,
         },
         Scenario {
@@ -53,6 +214,7 @@ pub fn catalogue() -> Vec<Scenario> {
             procedure: "MKDIR",
             proves: "a retransmit that arrives after the reply was posted but before its Send \
                      completed is answered from the cache under every policy",
+            requires: &[Control::Hold(Hold::ServerSendCompletions)],
             run: after_reply_before_ack,
         },
         Scenario {
@@ -60,6 +222,7 @@ pub fn catalogue() -> Vec<Scenario> {
             procedure: "REMOVE",
             proves: "a retransmit from a client that already holds the reply: classic replays \
                      it; acked has evicted the entry and executes REMOVE again (NOENT)",
+            requires: &[],
             run: after_ack,
         },
         Scenario {
@@ -67,6 +230,7 @@ pub fn catalogue() -> Vec<Scenario> {
             procedure: "REMOVE",
             proves: "the limit of acked-mark: a replay sent after a full credit window of later \
                      calls is executed again (classic still has it cached)",
+            requires: &[],
             run: after_ack_late,
         },
         Scenario {
@@ -74,6 +238,7 @@ pub fn catalogue() -> Vec<Scenario> {
             procedure: "RENAME",
             proves: "the reply is in the client's buffer and acknowledged, the client's software \
                      has not seen it and retransmits: acked executes RENAME twice",
+            requires: &[],
             run: in_ack_window,
         },
         Scenario {
@@ -81,6 +246,7 @@ pub fn catalogue() -> Vec<Scenario> {
             procedure: "LINK",
             proves: "the same call four times back to back: every transmission is accounted \
                      for (dropped, parked, replayed or executed) as the scheduler interleaves",
+            requires: &[],
             run: burst,
         },
         Scenario {
@@ -89,20 +255,23 @@ pub fn catalogue() -> Vec<Scenario> {
             proves: "a different REMOVE (same length) reusing the XID: classic's checksum tells \
                      them apart; without it (acked, acked-mark) the first reply answers the \
                      second call and it is never executed",
+            requires: &[],
             run: changed_args_same_xid,
         },
         Scenario {
             name: "over-credit",
             procedure: "MKDIR",
-            proves: "a retransmit beyond the credit grant finds no Receive posted: RNR NAK, and \
-                     the retry succeeds once the server reposts",
+            proves: "a transmission beyond the credit grant finds no Receive posted: RNR NAK, \
+                     and the retry succeeds once the server reposts",
+            requires: &[],
             run: over_credit,
         },
         Scenario {
             name: "after-reconnect",
-            procedure: "WRITE",
+            procedure: "REMOVE",
             proves: "what xprtrdma does: the reply is lost with the connection, the retransmit \
                      on the new connection is answered from the cache under every policy",
+            requires: &[],
             run: after_reconnect,
         },
         Scenario {
@@ -110,6 +279,7 @@ pub fn catalogue() -> Vec<Scenario> {
             procedure: "WRITE",
             proves: "a retransmit while the server pulls the first transmission's Read chunk: \
                      both pulls complete, the DRC sees two in-flight duplicates",
+            requires: &[],
             run: large_write_read_chunk,
         },
         Scenario {
@@ -117,6 +287,7 @@ pub fn catalogue() -> Vec<Scenario> {
             procedure: "CREATE",
             proves: "the cached reply goes back through the retransmit's own Reply chunk (the \
                      first one is invalidated; reusing it would be a remote access error)",
+            requires: &[],
             run: reply_chunk,
         },
         Scenario {
@@ -124,6 +295,7 @@ pub fn catalogue() -> Vec<Scenario> {
             procedure: "MKDIR",
             proves: "the server's reply arrives before the client posted Receives: RNR NAK and \
                      its retry cover the race",
+            requires: &[Control::LateReceivePosting],
             run: passive_first,
         },
         Scenario {
@@ -131,9 +303,28 @@ pub fn catalogue() -> Vec<Scenario> {
             procedure: "MKDIR",
             proves: "if Receives are never posted the RNR retry count runs out and the \
                      connection breaks; the call executed but no reply arrives",
+            requires: &[Control::RnrRetryExhaustion, Control::LateReceivePosting],
             run: passive_first_exhausted,
         },
     ]
+}
+
+/// The scenarios of `catalogue` to run: every one, or the one `name`d `only` (else an error
+/// naming the `kind` of scenario asked for).
+pub fn select<S>(
+    catalogue: Vec<S>,
+    name: fn(&S) -> &'static str,
+    only: Option<&str>,
+    kind: &str,
+) -> Result<Vec<S>, String> {
+    let scenarios: Vec<S> = catalogue
+        .into_iter()
+        .filter(|s| only.is_none_or(|wanted| name(s) == wanted))
+        .collect();
+    if scenarios.is_empty() {
+        return Err(format!("unknown {kind} {:?}", only.unwrap_or("")));
+    }
+    Ok(scenarios)
 }
 
 fn dirop(dir: &FileHandle, name: &str) -> DirOpArgs3 {
@@ -143,275 +334,287 @@ fn dirop(dir: &FileHandle, name: &str) -> DirOpArgs3 {
     }
 }
 
-fn remove(h: &Harness, name: &str) -> Nfs3Call {
+fn remove(d: &dyn Driver, name: &str) -> Nfs3Call {
     Nfs3Call::Remove(RemoveArgs {
-        object: dirop(&h.root, name),
+        object: dirop(&d.root(), name),
     })
 }
 
-fn mkdir(h: &Harness, name: &str) -> Nfs3Call {
+fn mkdir(d: &dyn Driver, name: &str) -> Nfs3Call {
     Nfs3Call::Mkdir(MkdirArgs {
-        where_: dirop(&h.root, name),
+        where_: dirop(&d.root(), name),
         attributes: Sattr3::default(),
     })
 }
 
-fn create_guarded(h: &Harness, name: &str) -> Nfs3Call {
-    Nfs3Call::Create(CreateArgs {
-        where_: dirop(&h.root, name),
-        how: CreateHow3::Guarded(Sattr3::default()),
+/// A file "victim" and a REMOVE of it under a fresh XID: the call most scenarios retransmit
+/// (REMOVE executed twice answers NFS3ERR_NOENT). Returns the file's name, the XID and the call.
+fn victim(d: &mut dyn Driver) -> Result<(String, u32, OutgoingCall), DriverError> {
+    let name = d.name("victim");
+    d.create_file(&name)?;
+    let xid = d.fresh_xid();
+    let args = remove(d, &name);
+    Ok((name, xid, d.nfs_call(xid, &args)))
+}
+
+fn once(d: &mut dyn Driver) -> Result<Outcome, DriverError> {
+    let (name, xid, call) = victim(d)?;
+    d.send(call, Credits::Honour)?;
+    d.await_replies(xid, 1);
+    let after = d.lookup(&name)?;
+    Ok(Outcome::new(xid, format!("LOOKUP victim after: {after}")))
+}
+
+fn before_execution(d: &mut dyn Driver) -> Result<Outcome, DriverError> {
+    let (_, xid, call) = victim(d)?;
+    // Where it can, no nfsd thread runs until both transmissions have been received; on a real
+    // link the duplicate may meet its original in progress or not.
+    d.hold(Hold::ServerExecution);
+    d.send(call.clone(), Credits::Honour)?;
+    d.send(call, Credits::Honour)?;
+    d.until(Until::ServerQueued(2))?;
+    d.release_all();
+    let both = d.await_replies(xid, 2);
+    Ok(Outcome::new(
+        xid,
+        format!("second reply within the timeout: {both} (a dropped duplicate is never answered)"),
+    ))
+}
+
+fn after_reply_before_ack(d: &mut dyn Driver) -> Result<Outcome, DriverError> {
+    let name = d.name("dir");
+    let xid = d.fresh_xid();
+    let args = mkdir(d, &name);
+    let call = d.nfs_call(xid, &args);
+    // The server may not see its Send complete, nor the client its reply, until the retransmit
+    // has been looked up.
+    d.hold(Hold::ServerSendCompletions);
+    d.hold(Hold::ClientReceives);
+    d.send(call.clone(), Credits::Honour)?;
+    d.until(Until::RepliesHeld(1))?;
+    d.send(call, Credits::Honour)?;
+    d.until(Until::Decided { xid, n: 2 })?;
+    d.release_all();
+    d.await_replies(xid, 2);
+    let after = d.lookup(&name)?;
+    Ok(Outcome::new(xid, format!("LOOKUP dir after: {after}")))
+}
+
+fn after_ack(d: &mut dyn Driver) -> Result<Outcome, DriverError> {
+    let (_, xid, call) = victim(d)?;
+    d.send(call.clone(), Credits::Honour)?;
+    d.await_replies(xid, 1);
+    // The client has processed the reply; the server processes the Send completion.
+    d.let_ack_settle()?;
+    d.send(call, Credits::Honour)?;
+    d.await_replies(xid, 2);
+    Ok(Outcome::new(
+        xid,
+        "retransmitted after the reply was processed".to_string(),
+    ))
+}
+
+fn after_ack_late(d: &mut dyn Driver) -> Result<Outcome, DriverError> {
+    let (_, xid, call) = victim(d)?;
+    d.send(call.clone(), Credits::Honour)?;
+    d.await_replies(xid, 1);
+    // A full credit window of later calls (twice over), one at a time, then the replay.
+    let window = d.credits_granted().max(1) as usize * 2;
+    for _ in 0..window {
+        d.exec(&Nfs3Call::Null)?;
+    }
+    d.send(call, Credits::Honour)?;
+    d.await_replies(xid, 2);
+    Ok(Outcome::new(
+        xid,
+        format!("replayed after {window} later calls"),
+    ))
+}
+
+fn in_ack_window(d: &mut dyn Driver) -> Result<Outcome, DriverError> {
+    let from = d.name("from");
+    let to = d.name("to");
+    d.create_file(&from)?;
+    let xid = d.fresh_xid();
+    let root = d.root();
+    let call = d.nfs_call(
+        xid,
+        &Nfs3Call::Rename(RenameArgs {
+            from: dirop(&root, &from),
+            to: dirop(&root, &to),
+        }),
+    );
+    // The reply's Receive completes (our HCA acknowledged it), but our software does not
+    // process it before retransmitting.
+    d.hold(Hold::ClientReceives);
+    d.send(call.clone(), Credits::Honour)?;
+    let held = d.until(Until::ReplyHeldAndAcked)?;
+    d.send(call, Credits::Exceed)?;
+    d.until(Until::RetransmitSettled { xid })?;
+    d.release_all();
+    d.await_replies(xid, 2);
+    Ok(Outcome::new(
+        xid,
+        format!("reply held in our Receive buffer before the retransmit: {held}"),
+    ))
+}
+
+fn burst(d: &mut dyn Driver) -> Result<Outcome, DriverError> {
+    let target = d.name("target");
+    let file = d.create_file(&target)?;
+    let xid = d.fresh_xid();
+    let link = d.name("link");
+    let root = d.root();
+    let call = d.nfs_call(
+        xid,
+        &Nfs3Call::Link(LinkArgs {
+            file,
+            link: dirop(&root, &link),
+        }),
+    );
+    for _ in 0..4 {
+        d.send(call.clone(), Credits::Exceed)?;
+    }
+    let all = d.await_replies(xid, 4);
+    Ok(Outcome::new(
+        xid,
+        format!("all four answered within the timeout: {all}"),
+    ))
+}
+
+fn changed_args_same_xid(d: &mut dyn Driver) -> Result<Outcome, DriverError> {
+    let a = d.name("a");
+    let b = d.name("b");
+    d.create_file(&a)?;
+    d.create_file(&b)?;
+    let xid = d.fresh_xid();
+    let first = remove(d, &a);
+    let first = d.nfs_call(xid, &first);
+    let second = remove(d, &b);
+    let second = d.nfs_call(xid, &second);
+    // Where it can, the XID is reused while the first reply is still unacknowledged at the
+    // server (so even acked has it).
+    d.hold(Hold::ServerSendCompletions);
+    d.send(first, Credits::Honour)?;
+    d.await_replies(xid, 1);
+    let first_status = d.first_status(xid);
+    d.send(second, Credits::Honour)?;
+    d.until(Until::DecidedAndIdle { xid, n: 2 })?;
+    d.release_all();
+    d.await_replies(xid, 2);
+    let b_after = d.lookup(&b)?;
+    let executed = if b_after == "NFS3ERR_NOENT" {
+        "second REMOVE executed (b is gone)"
+    } else {
+        "second REMOVE NOT executed: answered with the first call's cached reply (b still exists)"
+    };
+    // Two argument sets: a second NFS3_OK is what executing REMOVE b answers too, so the
+    // statuses cannot tell; whether b is still there can.
+    Ok(Outcome {
+        xid,
+        note: format!("{executed}; LOOKUP b: {b_after}"),
+        inference: Some(infer_changed_args(&first_status, &b_after)),
     })
 }
 
-/// Create a regular file directly on the server (a fixture, not part of the verdict).
-fn fixture_file(h: &mut Harness, name: &str) -> FileHandle {
-    let call = Nfs3Call::Create(CreateArgs {
-        where_: dirop(&h.root, name),
-        how: CreateHow3::Unchecked(Sattr3::default()),
-    });
-    match h.fixture(&call) {
-        Nfs3Reply::Create(NfsRes::Ok(ok)) => ok.obj.unwrap_or_default(),
-        _ => FileHandle::default(),
-    }
-}
-
-fn ready(policy_h: &mut Harness) {
-    policy_h.mount();
-}
-
-fn has_name(h: &Harness, name: &str) -> bool {
-    h.root_names().iter().any(|n| n == name)
-}
-
-/// Mounted, with a file "victim" and a REMOVE of it under a fresh XID: the call most scenarios
-/// retransmit (REMOVE executed twice answers NFS3ERR_NOENT).
-fn victim(h: &mut Harness) -> (u32, OutgoingCall) {
-    ready(h);
-    fixture_file(h, "victim");
-    let xid = h.fresh_xid();
-    let call = remove(h, "victim");
-    (xid, h.nfs_call(xid, &call))
-}
-
-fn victim_outcome(h: &Harness, xid: u32) -> Outcome {
-    Outcome {
-        xid,
-        note: format!("victim present: {}", has_name(h, "victim")),
-    }
-}
-
-fn once(h: &mut Harness) -> Outcome {
-    let (xid, call) = victim(h);
-    h.send(call, true);
-    h.settle();
-    victim_outcome(h, xid)
-}
-
-fn before_execution(h: &mut Harness) -> Outcome {
-    let (xid, call) = victim(h);
-    // No nfsd thread runs until both transmissions have been received.
-    h.hold(Action::UpperLayer(Side::Server));
-    h.send(call.clone(), true);
-    h.send(call, true);
-    h.run_until(|h| h.sim.server.queued() >= 2);
-    h.release_all();
-    h.settle();
-    victim_outcome(h, xid)
-}
-
-fn after_reply_before_ack(h: &mut Harness) -> Outcome {
-    ready(h);
-    let xid = h.fresh_xid();
-    let call = mkdir(h, "dir");
-    let call = h.nfs_call(xid, &call);
-    // The server may not see its Send complete, nor the client its reply, until the retransmit
-    // has been looked up.
-    h.hold(Action::PollSendQueue(Side::Server));
-    h.hold(Action::PollRecvQueue(Side::Client));
-    h.send(call.clone(), true);
-    h.run_until(|h| h.client_unpolled() >= 1);
-    h.send(call, true);
-    h.run_until(|h| h.decisions(xid).len() >= 2);
-    h.release_all();
-    h.settle();
-    Outcome {
-        xid,
-        note: format!("dir present: {}", has_name(h, "dir")),
-    }
-}
-
-fn after_ack(h: &mut Harness) -> Outcome {
-    let (xid, call) = victim(h);
-    h.send(call.clone(), true);
-    // The client processes the reply and the server processes the Send completion.
-    h.settle();
-    h.send(call, true);
-    h.settle();
-    victim_outcome(h, xid)
-}
-
-fn after_ack_late(h: &mut Harness) -> Outcome {
-    let (xid, call) = victim(h);
-    h.send(call.clone(), true);
-    h.settle();
-    // A full credit window of other calls, one at a time.
-    for i in 0..h.credits {
-        let other = h.fresh_xid();
-        let args = mkdir(h, &format!("d{i}"));
-        let other_call = h.nfs_call(other, &args);
-        h.send(other_call, true);
-        h.settle();
-    }
-    h.send(call, true);
-    h.settle();
-    victim_outcome(h, xid)
-}
-
-fn in_ack_window(h: &mut Harness) -> Outcome {
-    ready(h);
-    fixture_file(h, "src");
-    let xid = h.fresh_xid();
-    let call = Nfs3Call::Rename(RenameArgs {
-        from: dirop(&h.root, "src"),
-        to: dirop(&h.root, "dst"),
-    });
-    let call = h.nfs_call(xid, &call);
-    h.hold(Action::PollRecvQueue(Side::Client));
-    h.send(call.clone(), true);
-    // Reply landed and acknowledged; the server has polled the Send completion.
-    h.run_until(|h| h.client_unpolled() >= 1 && h.sim.pending_send_completions(Side::Server) == 0);
-    h.send(call, true);
-    h.run_until(|h| {
-        h.client_unpolled() >= 2 || h.decisions(xid).len() >= 2 && !h.server_has_work()
-    });
-    h.release_all();
-    h.settle();
-    Outcome {
-        xid,
-        note: format!(
-            "src present: {}, dst present: {}",
-            has_name(h, "src"),
-            has_name(h, "dst")
+/// Executions of changed-args-same-xid from the first reply and a LOOKUP of b afterwards.
+pub fn infer_changed_args(first: &str, b_after: &str) -> (Option<usize>, String) {
+    match (first, b_after) {
+        ("NFS3_OK", "NFS3ERR_NOENT") => (
+            Some(2),
+            "inferred: REMOVE a answered NFS3_OK and b is gone afterwards (both argument sets executed)"
+                .to_string(),
+        ),
+        ("NFS3_OK", "NFS3_OK") => (
+            Some(1),
+            "inferred: REMOVE a answered NFS3_OK and b is still there afterwards (REMOVE b never executed)"
+                .to_string(),
+        ),
+        _ => (
+            None,
+            format!("not inferable: first reply {first}, LOOKUP b afterwards {b_after}"),
         ),
     }
 }
 
-fn burst(h: &mut Harness) -> Outcome {
-    ready(h);
-    let file = fixture_file(h, "file");
-    let xid = h.fresh_xid();
-    let call = Nfs3Call::Link(LinkArgs {
-        file,
-        link: dirop(&h.root, "link"),
-    });
-    let call = h.nfs_call(xid, &call);
-    for _ in 0..4 {
-        h.send(call.clone(), true);
+/// Fills the credit grant with distinct MKDIRs, then sends one transmission over it. Where the
+/// server's Receives can be held, the excess is a retransmit of the first call and meets no
+/// posted Receive (an RNR NAK the simulator counts); on a real link the HCA's RNR retry hides
+/// the gap, so the excess is one more call and every call must be answered.
+fn over_credit(d: &mut dyn Driver) -> Result<Outcome, DriverError> {
+    if !d.hold(Hold::ServerReceives) {
+        return over_credit_unheld(d);
     }
-    h.settle();
-    Outcome {
-        xid,
-        note: format!("link present: {}", has_name(h, "link")),
-    }
-}
-
-fn changed_args_same_xid(h: &mut Harness) -> Outcome {
-    ready(h);
-    fixture_file(h, "a1");
-    fixture_file(h, "a2");
-    let xid = h.fresh_xid();
-    let first = remove(h, "a1");
-    let first = h.nfs_call(xid, &first);
-    let second = remove(h, "a2");
-    let second = h.nfs_call(xid, &second);
-    // Reuse the XID while the first reply is still unacknowledged (so even acked has it).
-    h.hold(Action::PollSendQueue(Side::Server));
-    h.send(first, true);
-    h.run_until(|h| !h.replies(xid).is_empty());
-    h.send(second, true);
-    h.run_until(|h| h.decisions(xid).len() >= 2 && !h.server_has_work());
-    h.release_all();
-    h.settle();
-    Outcome {
-        xid,
-        note: format!(
-            "a1 present: {}, a2 present: {}",
-            has_name(h, "a1"),
-            has_name(h, "a2")
-        ),
-    }
-}
-
-fn over_credit(h: &mut Harness) -> Outcome {
-    ready(h);
-    let mut target = 0;
-    let mut first_call = None;
-    // Fill the grant with distinct calls the server may not process yet.
-    h.hold(Action::PollRecvQueue(Side::Server));
-    for i in 0..h.credits {
-        let xid = h.fresh_xid();
-        let args = mkdir(h, &format!("m{i}"));
-        let call = h.nfs_call(xid, &args);
-        if i == 0 {
-            target = xid;
-            first_call = Some(call.clone());
-        }
-        h.send(call, true);
+    let grant = d.credits_granted();
+    let mut first = None;
+    for i in 0..grant {
+        let xid = d.fresh_xid();
+        let args = mkdir(d, &d.name(&format!("m{i}")));
+        let call = d.nfs_call(xid, &args);
+        first.get_or_insert_with(|| call.clone());
+        d.send(call, Credits::Honour)?;
     }
     // Retransmit the first one: over the grant, deliberately.
-    let refused_under_credits =
-        h.sim.client.outstanding() >= h.sim.client.credits_granted() as usize;
-    if let Some(call) = first_call {
-        h.send(call, false);
-    }
-    h.run_until(|h| h.sim.stats().rnr_naks >= 1);
-    h.release_all();
-    h.settle();
-    Outcome {
-        xid: target,
-        note: format!(
-            "requester refused it with credits honoured: {}, RNR NAKs: {}",
-            refused_under_credits,
-            h.sim.stats().rnr_naks
-        ),
-    }
-}
-
-fn after_reconnect(h: &mut Harness) -> Outcome {
-    ready(h);
-    let file = fixture_file(h, "file");
-    let xid = h.fresh_xid();
-    let args = Nfs3Call::Write(WriteArgs {
-        file,
-        offset: 0,
-        count: 5,
-        stable: StableHow::FileSync,
-        data: DdpData::Inline(b"hello".to_vec()),
-    });
-    let call = h.nfs_call(xid, &args);
-    // The reply is posted but never leaves the server: the client times out and reconnects.
-    h.hold(Action::Transmit(Side::Server));
-    h.send(call.clone(), true);
-    h.run_until(|h| h.sim.in_flight(Side::Server) >= 1 && !h.server_has_work());
-    h.release_all();
-    h.sim.disconnect(Side::Client);
-    h.collect();
-    h.settle();
-    h.connect();
-    h.settle();
-    h.send(call, true);
-    h.settle();
-    Outcome {
+    let refused_under_credits = d.outstanding() >= grant as usize;
+    let Some(first) = first else {
+        return Err(DriverError("no credit granted".to_string()));
+    };
+    let xid = first.xid;
+    d.send(first, Credits::Exceed)?;
+    d.until(Until::RnrNaks(1))?;
+    d.release_all();
+    d.await_replies(xid, 2);
+    let naks = d.rnr_naks().unwrap_or_default();
+    Ok(Outcome::new(
         xid,
-        note: format!("connections: {}", h.sim.stats().connections),
-    }
+        format!(
+            "requester refused it with credits honoured: {refused_under_credits}, RNR NAKs: {naks}"
+        ),
+    ))
 }
 
-fn large_write_read_chunk(h: &mut Harness) -> Outcome {
-    ready(h);
-    let file = fixture_file(h, "big");
-    let xid = h.fresh_xid();
-    // 8 KiB: no server's FSINFO wtmax is smaller, so the WRITE needs no FSINFO first.
+fn over_credit_unheld(d: &mut dyn Driver) -> Result<Outcome, DriverError> {
+    let grant = d.credits_granted().max(1) as usize;
+    let mut xids = Vec::new();
+    for i in 0..=grant {
+        let xid = d.fresh_xid();
+        let args = mkdir(d, &d.name(&format!("dir{i}")));
+        let call = d.nfs_call(xid, &args);
+        d.send(call, Credits::Exceed)?;
+        xids.push(xid);
+    }
+    let last = *xids.last().unwrap_or(&0);
+    let mut answered = 0;
+    for xid in &xids {
+        answered += usize::from(d.await_replies(*xid, 1));
+    }
+    Ok(Outcome::new(
+        last,
+        format!(
+            "{} calls against a grant of {grant}: {answered} answered (the HCA's RNR retry covers the gap until a Receive is reposted)",
+            xids.len()
+        ),
+    ))
+}
+
+fn after_reconnect(d: &mut dyn Driver) -> Result<Outcome, DriverError> {
+    let (_, xid, call) = victim(d)?;
+    // The reply is lost with the connection before we process it: what xprtrdma does on a
+    // timeout. The retransmit goes out on the new connection, which starts with a grant of one.
+    let held = d.lose_reply_with_connection(call.clone())?;
+    d.send(call, Credits::Honour)?;
+    d.await_replies(xid, 1);
+    Ok(Outcome::new(
+        xid,
+        format!("first reply received then lost with the connection: {held}"),
+    ))
+}
+
+fn large_write_read_chunk(d: &mut dyn Driver) -> Result<Outcome, DriverError> {
+    let name = d.name("big");
+    let file = d.create_file(&name)?;
+    let xid = d.fresh_xid();
+    // 8 KiB: no server's FSINFO wtmax is smaller (nfsd bottoms out there), so no FSINFO first.
     let length = nfs_client::UNASKED_TRANSFER_MAX;
     let args = Nfs3Call::Write(WriteArgs {
         file,
@@ -420,96 +623,115 @@ fn large_write_read_chunk(h: &mut Harness) -> Outcome {
         stable: StableHow::FileSync,
         data: DdpData::Moved { length },
     });
-    let call = h.nfs_call_moving(xid, &args, nfs_client::pattern(length));
-    // Hold the server's RDMA Reads until the retransmit has arrived too.
-    h.hold(Action::Transmit(Side::Server));
-    h.send(call.clone(), true);
-    h.run_until(|h| h.sim.in_flight(Side::Server) >= 1);
-    h.send(call, true);
-    h.run_until(|h| h.sim.in_flight(Side::Server) >= 2);
-    h.release_all();
-    h.settle();
-    Outcome {
+    let call = d.nfs_call_moving(xid, &args, nfs_client::pattern(length));
+    // Where it can, the server's RDMA Reads wait until the retransmit has arrived too.
+    d.hold(Hold::ServerTransmissions);
+    d.send(call.clone(), Credits::Honour)?;
+    d.until(Until::ServerInFlight(1))?;
+    d.send(call, Credits::Honour)?;
+    d.until(Until::ServerInFlight(2))?;
+    d.release_all();
+    let both = d.await_replies(xid, 2);
+    Ok(Outcome::new(
         xid,
-        note: format!("file size after: {}", file_size(h, "big")),
-    }
+        format!("both transmissions answered: {both}"),
+    ))
 }
 
-fn file_size(h: &mut Harness, name: &str) -> u64 {
-    let call = Nfs3Call::Lookup(wire::nfs3::LookupArgs {
-        what: dirop(&h.root, name),
-    });
-    match h.fixture(&call) {
-        Nfs3Reply::Lookup(NfsRes::Ok(ok)) => ok.obj_attributes.map_or(0, |a| a.size),
-        _ => 0,
-    }
-}
-
-fn reply_chunk(h: &mut Harness) -> Outcome {
-    ready(h);
-    let xid = h.fresh_xid();
-    let args = create_guarded(h, "new");
-    let base = h.nfs_call(xid, &args);
+fn reply_chunk(d: &mut dyn Driver) -> Result<Outcome, DriverError> {
+    let name = d.name("created");
+    let xid = d.fresh_xid();
+    let root = d.root();
+    let call = d.nfs_call(
+        xid,
+        &Nfs3Call::Create(CreateArgs {
+            where_: dirop(&root, &name),
+            how: CreateHow3::Guarded(Sattr3::default()),
+        }),
+    );
     let call = OutgoingCall {
         reply_chunk_capacity: Some(4096),
-        ..base
+        ..call
     };
-    // The client gets the first reply (and invalidates its Reply chunk); the server has not seen
-    // the Send complete when the retransmit, with a fresh Reply chunk, arrives.
-    h.hold(Action::PollSendQueue(Side::Server));
-    h.send(call.clone(), true);
-    h.run_until(|h| !h.replies(xid).is_empty());
-    h.send(call, true);
-    h.run_until(|h| h.decisions(xid).len() >= 2 && !h.server_has_work());
-    h.release_all();
-    h.settle();
-    let paths: Vec<String> = h
-        .replies(xid)
-        .iter()
-        .map(|r| format!("{:?}", r.reply.path))
-        .collect();
-    Outcome {
+    // The client gets the first reply (and invalidates its Reply chunk); where it can, the
+    // server has not seen the Send complete when the retransmit, with a fresh Reply chunk,
+    // arrives.
+    d.hold(Hold::ServerSendCompletions);
+    d.send(call.clone(), Credits::Honour)?;
+    d.await_replies(xid, 1);
+    d.send(call, Credits::Honour)?;
+    d.until(Until::DecidedAndIdle { xid, n: 2 })?;
+    d.release_all();
+    d.await_replies(xid, 2);
+    Ok(Outcome::new(
         xid,
-        note: format!("reply paths: {}", paths.join(",")),
-    }
+        "each transmission offered its own Reply chunk".to_string(),
+    ))
 }
 
 /// A MKDIR of "early" sent first on a new connection whose client has not posted its Receives
-/// yet (the late-posting race); returns its XID.
-fn mkdir_before_receives(h: &mut Harness) -> u32 {
-    ready(h);
-    let xid = h.fresh_xid();
-    let args = mkdir(h, "early");
-    let call = h.nfs_call(xid, &args);
-    h.sim.disconnect(Side::Client);
-    h.settle();
-    h.sim.client.defer_receive_posting();
-    h.connect();
-    h.send(call, true);
-    xid
+/// yet (the late-posting race); returns its XID and the directory's name.
+fn mkdir_before_receives(d: &mut dyn Driver) -> Result<(u32, String), DriverError> {
+    let name = d.name("early");
+    let xid = d.fresh_xid();
+    let args = mkdir(d, &name);
+    let call = d.nfs_call(xid, &args);
+    d.reconnect_with_late_receives()?;
+    d.send(call, Credits::Honour)?;
+    Ok((xid, name))
 }
 
-fn passive_first(h: &mut Harness) -> Outcome {
-    let xid = mkdir_before_receives(h);
-    h.run_until(|h| h.sim.stats().rnr_naks >= 1);
-    h.sim.client.post_receives();
-    h.sim.flush_work(Side::Client);
-    h.settle();
-    Outcome {
+fn passive_first(d: &mut dyn Driver) -> Result<Outcome, DriverError> {
+    let (xid, _) = mkdir_before_receives(d)?;
+    d.until(Until::RnrNaks(1))?;
+    d.post_receives()?;
+    d.await_replies(xid, 1);
+    let naks = d.rnr_naks().unwrap_or_default();
+    Ok(Outcome::new(xid, format!("RNR NAKs: {naks}")))
+}
+
+fn passive_first_exhausted(d: &mut dyn Driver) -> Result<Outcome, DriverError> {
+    let (xid, name) = mkdir_before_receives(d)?;
+    d.await_replies(xid, 1);
+    let naks = d.rnr_naks().unwrap_or_default();
+    let after = d.lookup(&name)?;
+    Ok(Outcome::new(
         xid,
-        note: format!("RNR NAKs: {}", h.sim.stats().rnr_naks),
+        format!("RNR NAKs: {naks}, LOOKUP early after: {after}"),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn changed_args_are_inferred_from_the_lookup_of_b() {
+        assert_eq!(infer_changed_args("NFS3_OK", "NFS3ERR_NOENT").0, Some(2));
+        assert_eq!(infer_changed_args("NFS3_OK", "NFS3_OK").0, Some(1));
+        assert_eq!(infer_changed_args("no reply", "NFS3_OK").0, None);
+        assert_eq!(infer_changed_args("NFS3_OK", "NFS3ERR_ACCES").0, None);
     }
-}
 
-fn passive_first_exhausted(h: &mut Harness) -> Outcome {
-    let xid = mkdir_before_receives(h);
-    h.settle();
-    Outcome {
-        xid,
-        note: format!(
-            "RNR NAKs: {}, early present: {}",
-            h.sim.stats().rnr_naks,
-            has_name(h, "early")
-        ),
+    #[test]
+    fn scenario_names_are_unique_and_every_requirement_is_named() {
+        let mut names: Vec<&str> = catalogue().iter().map(|s| s.name).collect();
+        let count = names.len();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), count);
+        let requiring: Vec<&str> = catalogue()
+            .iter()
+            .filter(|s| !s.requires.is_empty())
+            .map(|s| s.name)
+            .collect();
+        assert_eq!(
+            requiring,
+            [
+                "after-reply-before-ack",
+                "passive-first",
+                "passive-first-exhausted"
+            ]
+        );
     }
 }

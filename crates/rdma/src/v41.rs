@@ -31,7 +31,8 @@ use wire::xdr::{Reader, Writer, Xdr};
 use crate::client::{ClientError, RdmaClient};
 pub use crate::judge::{is_refusal, REFUSALS};
 use crate::judge::{Basis, LOST_REPLY};
-use crate::scenarios::{replies_of, reply_bytes, run_until_replies, select, Verdict};
+use crate::scenarios::{replies_of, reply_bytes, run_until_replies, Verdict};
+use client::scenarios::select;
 
 /// The slot every scenario uses (one slot: the session's fore channel asks for few).
 pub const SLOT: u32 = 0;
