@@ -427,7 +427,7 @@ pub fn infer_false_retry(
 }
 
 /// What the slot answered the retransmission: "replay" (a byte-identical NFS4_OK), a refusal's
-/// name, "re-executed" (NFS4ERR_NOENT), "no reply", or "other: <status>".
+/// name, "re-executed" (NFS4ERR_NOENT), "no reply", or `"other: <status>"`.
 pub fn slot_answer(first: Option<&[u8]>, retry: Option<(&str, &[u8])>) -> String {
     match retry {
         None => "no reply".to_string(),
