@@ -54,3 +54,50 @@ rig_clock() {
   read -r up _ < /proc/uptime
   RIG_CLOCK_CS=$(( ${up%.*} * 100 + 1${up#*.} - 100 ))
 }
+
+# rig_namespace_ops <dir> <symlink: yes|no>: on an NFS mount, mkdir <dir>, create f1..f5, rename
+# f1, remove f2 (and symlink "link" to the renamed file), list the directory and read the renamed
+# file (through the link when there is one), then remove the tree. Reports fail and exits at the
+# first broken step; sets $listing (names, comma-terminated) and $content.
+rig_namespace_ops() {
+  dir=$1 symlink=$2
+  rig_check mkdir mkdir "$dir"
+  for i in 1 2 3 4 5; do echo "file $i" > "$dir/f$i" || { rig_result fail step=create; exit 1; }; done
+  rig_check rename mv "$dir/f1" "$dir/renamed"
+  rig_check remove rm "$dir/f2"
+  read_as=renamed
+  if [ "$symlink" = yes ]; then
+    rig_check symlink ln -s renamed "$dir/link"
+    read_as=link
+  fi
+  listing=$(ls "$dir" | tr '\n' ',')
+  content=$(cat "$dir/$read_as")
+  rig_check rmtree rm -r "$dir"
+  [ -e "$dir" ] && { rig_result fail step=rmdir; exit 1; }
+}
+
+# rig_write_remount_read <mount-command> <mountpoint> <file> <KiB>: write <KiB> random bytes to
+# <mountpoint>/<file>, unmount, drop the page cache, mount again with <mount-command>, read the
+# file back and unmount. Sets $written and $read_back (md5) and $bytes (size read back).
+rig_write_remount_read() {
+  remount=$1 mnt=$2 file=$3 kib=$4
+  dd if=/dev/urandom of="/tmp/$file" bs=1024 count="$kib" 2>/dev/null
+  written=$(md5sum < "/tmp/$file" | cut -d' ' -f1)
+  rig_check write cp "/tmp/$file" "$mnt/$file"
+  sync
+  rig_check umount umount "$mnt"
+  echo 3 > /proc/sys/vm/drop_caches
+  $remount
+  read_back=$(md5sum < "$mnt/$file" | cut -d' ' -f1)
+  bytes=$(stat -c %s "$mnt/$file")
+  rig_check umount2 umount "$mnt"
+}
+
+# rig_mount_nfs_rdma <mountpoint> <options> <export>: mount an NFS export; fails the case unless
+# the mount really went over RDMA (proto=rdma in /proc/mounts).
+rig_mount_nfs_rdma() {
+  mkdir -p "$1"
+  rig_check mount mount -t nfs -o "$2" "$3" "$1"
+  grep " $1 " /proc/mounts
+  grep " $1 " /proc/mounts | grep -q 'proto=rdma' || { rig_result fail step=proto-not-rdma; exit 1; }
+}

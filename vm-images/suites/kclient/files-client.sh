@@ -6,15 +6,6 @@ set -x
 size=${RIG_CASE#files-}
 case $size in 4k) kib=4 ;; 1m) kib=1024 ;; 16m) kib=16384 ;; *) rig_result fail step=size; exit 1 ;; esac
 mount_rig
-dd if=/dev/urandom of=/tmp/blob bs=1024 count=$kib 2>/dev/null
-written=$(md5sum < /tmp/blob | cut -d' ' -f1)
-rig_check write cp /tmp/blob "$MNT/$RIG_CASE.blob"
-sync
-rig_check umount umount "$MNT"
-echo 3 > /proc/sys/vm/drop_caches
-mount_rig
-read_back=$(md5sum < "$MNT/$RIG_CASE.blob" | cut -d' ' -f1)
-bytes=$(stat -c %s "$MNT/$RIG_CASE.blob")
-rig_check umount2 umount "$MNT"
+rig_write_remount_read mount_rig "$MNT" "$RIG_CASE.blob" "$kib"
 if [ "$written" = "$read_back" ] && [ "$bytes" = $((kib * 1024)) ]; then v=pass; else v=fail; fi
 rig_result $v bytes=$bytes md5_written=$written md5_read=$read_back

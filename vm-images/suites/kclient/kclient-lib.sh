@@ -1,11 +1,8 @@
 # Kernel NFSv3 client over RDMA against `rig serve` (sourced by the kclient client scripts).
 MNT=/mnt/rig
 mount_rig() {
-  mkdir -p "$MNT"
-  rig_check mount mount -t nfs -o "vers=3,proto=rdma,port=$NFS_RDMA_PORT,mountport=$MOUNT_TCP_PORT,mountproto=tcp,nolock" \
-    "$RIG_SERVER_IP:/export" "$MNT"
-  grep " $MNT " /proc/mounts
-  grep " $MNT " /proc/mounts | grep -q 'proto=rdma' || { rig_result fail step=proto-not-rdma; exit 1; }
+  rig_mount_nfs_rdma "$MNT" "vers=3,proto=rdma,port=$NFS_RDMA_PORT,mountport=$MOUNT_TCP_PORT,mountproto=tcp,nolock" \
+    "$RIG_SERVER_IP:/export"
 }
 # rdma_connects: the xprt's connect count from /proc/self/mountstats ("xprt: rdma <port>
 # <bind> <connect_count> ...").
