@@ -147,15 +147,48 @@ pub fn for_each_frame<'a>(
     }
 }
 
-fn read_pcap<'a>(
-    bytes: &'a [u8],
-    mut each: impl FnMut(Frame<'a>),
-) -> Result<Scanned, CaptureError> {
-    let (mut rest, parser) = PcapParser::new(bytes).map_err(|e| CaptureError::Malformed {
+fn read_pcap<'a>(bytes: &'a [u8], each: impl FnMut(Frame<'a>)) -> Result<Scanned, CaptureError> {
+    let (rest, parser) = PcapParser::new(bytes).map_err(|e| CaptureError::Malformed {
         after_frames: 0,
         detail: e.to_string(),
     })?;
     let link = pcap_link(&parser)?;
+    scan(
+        rest,
+        "record",
+        |rest, frames| {
+            let (next, packet) = parser.next_packet(rest).map_err(|e| e.to_string())?;
+            Ok((next, Some(pcap_frame(packet, link, frames))))
+        },
+        each,
+    )
+}
+
+fn read_pcapng<'a>(bytes: &'a [u8], each: impl FnMut(Frame<'a>)) -> Result<Scanned, CaptureError> {
+    let (rest, mut parser) = PcapNgParser::new(bytes).map_err(|e| CaptureError::Malformed {
+        after_frames: 0,
+        detail: e.to_string(),
+    })?;
+    scan(
+        rest,
+        "block",
+        |rest, frames| {
+            let (next, block) = parser.next_block(rest).map_err(|e| e.to_string())?;
+            Ok((next, pcapng_frame(&parser, block, frames)))
+        },
+        each,
+    )
+}
+
+/// Step through a capture's records with `next` (the rest after one record, and the frame it
+/// holds if any) within the frame budget ([`MAX_FRAMES`]), stopping at a malformed record or one
+/// that consumed nothing (which would loop forever); `each` gets every frame.
+fn scan<'a>(
+    mut rest: &'a [u8],
+    record: &str,
+    mut next: impl FnMut(&'a [u8], usize) -> Result<(&'a [u8], Option<Frame<'a>>), String>,
+    mut each: impl FnMut(Frame<'a>),
+) -> Result<Scanned, CaptureError> {
     let mut frames = 0usize;
     let mut stopped = None;
     while !rest.is_empty() {
@@ -163,27 +196,27 @@ fn read_pcap<'a>(
             stopped = Some(CaptureError::TooManyFrames);
             break;
         }
-        match parser.next_packet(rest) {
-            Ok((next, _)) if next.len() >= rest.len() => {
-                // A record that consumed nothing would loop forever.
+        let (after, frame) = match next(rest, frames) {
+            Ok((after, _)) if after.len() >= rest.len() => {
                 stopped = Some(CaptureError::Malformed {
                     after_frames: frames,
-                    detail: "record of zero length".into(),
+                    detail: format!("{record} of zero length"),
                 });
                 break;
             }
-            Ok((next, packet)) => {
-                each(pcap_frame(packet, link, frames));
-                frames += 1;
-                rest = next;
-            }
-            Err(e) => {
+            Ok(ok) => ok,
+            Err(detail) => {
                 stopped = Some(CaptureError::Malformed {
                     after_frames: frames,
-                    detail: e.to_string(),
+                    detail,
                 });
                 break;
             }
+        };
+        rest = after;
+        if let Some(frame) = frame {
+            each(frame);
+            frames += 1;
         }
     }
     finish(frames, stopped)
@@ -195,48 +228,6 @@ fn finish(frames: usize, stopped: Option<CaptureError>) -> Result<Scanned, Captu
         Some(e @ CaptureError::Malformed { .. }) if frames == 0 => Err(e),
         stopped => Ok(Scanned { frames, stopped }),
     }
-}
-
-fn read_pcapng<'a>(
-    bytes: &'a [u8],
-    mut each: impl FnMut(Frame<'a>),
-) -> Result<Scanned, CaptureError> {
-    let (mut rest, mut parser) = PcapNgParser::new(bytes).map_err(|e| CaptureError::Malformed {
-        after_frames: 0,
-        detail: e.to_string(),
-    })?;
-    let mut frames = 0usize;
-    let mut stopped = None;
-    while !rest.is_empty() {
-        if frames >= MAX_FRAMES {
-            stopped = Some(CaptureError::TooManyFrames);
-            break;
-        }
-        let (next, block) = match parser.next_block(rest) {
-            Ok(ok) => ok,
-            Err(e) => {
-                stopped = Some(CaptureError::Malformed {
-                    after_frames: frames,
-                    detail: e.to_string(),
-                });
-                break;
-            }
-        };
-        if next.len() >= rest.len() {
-            // A block that consumed nothing would loop forever.
-            stopped = Some(CaptureError::Malformed {
-                after_frames: frames,
-                detail: "block of zero length".into(),
-            });
-            break;
-        }
-        rest = next;
-        if let Some(frame) = pcapng_frame(&parser, block, frames) {
-            each(frame);
-            frames += 1;
-        }
-    }
-    finish(frames, stopped)
 }
 
 /// The link type of a pcap capture, once its header says it is one (version 2).
