@@ -1,0 +1,91 @@
+//! Architecture Invariants of ARCHITECTURE.md that are crate boundaries, checked on the manifests
+//! and sources: the simulator moves bytes and cannot reach the codec; the server reaches the
+//! transport only through the engine; crates/rdma runs the one NFSv3 scenario catalogue of
+//! crates/client and holds none of its own.
+
+use std::path::{Path, PathBuf};
+
+fn crates_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// The package names under `[dependencies]` of a crate's manifest (not dev- or build-).
+fn dependencies(krate: &str) -> Vec<String> {
+    let path = crates_dir().join(krate).join("Cargo.toml");
+    let manifest =
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut in_dependencies = false;
+    let mut names = Vec::new();
+    for line in manifest.lines().map(str::trim) {
+        if line.starts_with('[') {
+            in_dependencies = line == "[dependencies]";
+        } else if in_dependencies {
+            if let Some((name, _)) = line.split_once('=') {
+                names.push(name.trim().to_string());
+            }
+        }
+    }
+    names
+}
+
+fn sources(krate: &str) -> Vec<(PathBuf, String)> {
+    fn walk(dir: &Path, out: &mut Vec<(PathBuf, String)>) {
+        for entry in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                walk(&path, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                let text = std::fs::read_to_string(&path).unwrap();
+                out.push((path, text));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(&crates_dir().join(krate).join("src"), &mut out);
+    assert!(!out.is_empty(), "no sources for {krate}");
+    out
+}
+
+#[test]
+fn the_simulator_cannot_reach_the_codec() {
+    // "the simulator never inspects RPC-over-RDMA headers; it moves bytes"
+    let deps = dependencies("sim");
+    assert_eq!(deps, ["rpcrdma-engine"], "sim's dependencies");
+    for (path, text) in sources("sim") {
+        assert!(
+            !text.contains("wire::"),
+            "{} reaches the codec through a re-export",
+            path.display()
+        );
+    }
+}
+
+#[test]
+fn the_server_reaches_the_transport_only_through_the_engine() {
+    let deps = dependencies("server");
+    for driver in ["rpcrdma-verbs", "rpcrdma-rdma", "rpcrdma-sim"] {
+        assert!(
+            !deps.iter().any(|d| d == driver),
+            "server depends on {driver}"
+        );
+    }
+    assert!(deps.iter().any(|d| d == "rpcrdma-engine"));
+}
+
+#[test]
+fn rdma_holds_no_nfsv3_scenario_catalogue_of_its_own() {
+    // The NFSv4.1 session scenarios (v41.rs) are RDMA-only: the simulator hosts no NFSv4.1 server.
+    assert!(dependencies("rdma").iter().any(|d| d == "rpcrdma-client"));
+    for (path, text) in sources("rdma") {
+        if path.to_string_lossy().contains("v41") {
+            continue;
+        }
+        for definition in ["fn catalogue(", "struct Scenario", "type ScenarioBody"] {
+            assert!(
+                !text.contains(definition),
+                "{} defines `{definition}`: scenarios live in client::scenarios",
+                path.display()
+            );
+        }
+    }
+}
