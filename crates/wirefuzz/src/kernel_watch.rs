@@ -7,11 +7,6 @@
 
 pub use kernel_log::Kind as KernelFinding;
 
-/// Classify one console line; `None` for ordinary output.
-pub fn scan_line(line: &str) -> Option<KernelFinding> {
-    kernel_log::classify(line, kernel_log::Reader::WireFuzzWatch)
-}
-
 /// The `grep -E` pattern the guest watch runs (`KERNEL_WATCH_PATTERN`).
 pub fn shell_pattern() -> String {
     kernel_log::grep_pattern(kernel_log::Reader::WireFuzzWatch)
@@ -21,6 +16,7 @@ pub fn shell_pattern() -> String {
 mod tests {
     use super::*;
 
+    /// The lines the watch stops on, as the shared table classifies them for this reader.
     #[test]
     fn classifies_console_lines() {
         let cases = [
@@ -60,7 +56,11 @@ mod tests {
             ("[   1.0] svcrdma: svc_rdma_accept: connected", None),
         ];
         for (line, want) in cases {
-            assert_eq!(scan_line(line), want, "{line}");
+            assert_eq!(
+                kernel_log::classify(line, kernel_log::Reader::WireFuzzWatch),
+                want,
+                "{line}"
+            );
         }
     }
 
