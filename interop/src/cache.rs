@@ -94,10 +94,8 @@ impl KeyBuilder {
     }
 }
 
-/// Lower-case hex of `bytes`.
-pub fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
+/// Lower-case hex of `bytes` (the cache keys and file hashes are wire's hex).
+pub use wire::hex::encode as hex;
 
 /// SHA-256 of a file, streamed (kernel packages are ~100 MB).
 pub fn sha256_file(path: &Path) -> Result<String> {
