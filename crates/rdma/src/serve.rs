@@ -18,7 +18,7 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use engine::verbs::{Endpoint, Event};
+use engine::verbs::{Endpoint, Event, UpperLayer};
 use engine::ConnectionConfig;
 use serde::Serialize;
 use server::drc::policy_by_name;

@@ -24,7 +24,7 @@ use std::collections::{BTreeMap, VecDeque};
 
 use records::{RecordLimits, RecordSizes, Records};
 
-use engine::verbs::{Endpoint, Event, MemoryTable, WorkRequest};
+use engine::verbs::{Endpoint, Event, MemoryTable, RemoteMemory, UpperLayer, WorkRequest};
 use engine::{ConnectionConfig, IncomingCall, OutgoingReply, Responder, ResponderOutput, RpcCall};
 use serde::Serialize;
 use wire::mount3::{Mount3Call, Mount3Proc, MOUNT_V3};
@@ -530,14 +530,20 @@ impl Endpoint for Server {
         self.responder.poll_work()
     }
 
-    fn memory(&mut self) -> &mut MemoryTable {
-        self.responder.memory()
-    }
-
     fn private_data(&self) -> Option<Vec<u8>> {
         self.responder.private_data()
     }
+}
 
+impl RemoteMemory for Server {
+    fn memory(&mut self) -> &mut MemoryTable {
+        self.responder.memory()
+    }
+}
+
+/// The server's nfsd: dispatching calls through the DRC and executing them, one queued job per
+/// step, when the driver schedules it.
+impl UpperLayer for Server {
     fn run_upper_layer(&mut self) -> bool {
         let Some(job) = self.queue.pop_front() else {
             return false;
