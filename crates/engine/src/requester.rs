@@ -16,7 +16,9 @@ use wire::{DecodeError, Xdr};
 
 use crate::memory::{ChunkBuffer, RegisterError, Registrar, Registration};
 use crate::trace::{RequesterEvent, RpcSummary};
-use crate::verbs::{CompletionError, Endpoint, Event, MemoryTable, WorkRequest, WrId};
+use crate::verbs::{
+    CompletionError, Endpoint, Event, MemoryTable, RemoteMemory, WorkRequest, WrId,
+};
 use crate::{negotiated, ConnectionConfig};
 
 /// Identifies one transmission of a call (a retransmit is a new transmission with the same XID).
@@ -542,7 +544,7 @@ impl<M: Registrar> Requester<M> {
     }
 }
 
-/// The simulator's view: it serves the peer's RDMA Read/Write from the requester's table.
+/// The simulator's view of the requester as a transport endpoint.
 impl Endpoint for Requester<MemoryTable> {
     fn handle_event(&mut self, event: Event) {
         Requester::handle_event(self, event);
@@ -555,7 +557,10 @@ impl Endpoint for Requester<MemoryTable> {
     fn private_data(&self) -> Option<Vec<u8>> {
         Requester::private_data(self)
     }
+}
 
+/// The simulator serves the peer's RDMA Read/Write from the requester's table.
+impl RemoteMemory for Requester<MemoryTable> {
     fn memory(&mut self) -> &mut MemoryTable {
         &mut self.memory
     }

@@ -25,7 +25,9 @@ use wire::DecodeError;
 use wire::Xdr;
 
 use crate::trace::{ResponderEvent, RpcSummary};
-use crate::verbs::{CompletionError, Endpoint, Event, MemoryTable, WorkRequest, WrId};
+use crate::verbs::{
+    CompletionError, Endpoint, Event, MemoryTable, RemoteMemory, WorkRequest, WrId,
+};
 use crate::{negotiated, ConnectionConfig};
 
 /// Identifies one received call until it is answered or dropped.
@@ -860,7 +862,10 @@ impl Endpoint for Responder {
     fn private_data(&self) -> Option<Vec<u8>> {
         Some(self.local.private_data().encode().to_vec())
     }
+}
 
+/// The responder's registered memory: what a peer's RDMA Read/Write reaches.
+impl RemoteMemory for Responder {
     fn memory(&mut self) -> &mut MemoryTable {
         &mut self.memory
     }

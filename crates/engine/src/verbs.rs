@@ -5,6 +5,14 @@
 //! [`MemoryTable`], which the driver reads and writes on behalf of the *remote* peer's RDMA Read and
 //! Write, checking handle, bounds and access rights exactly as an HCA does.
 //!
+//! A driver sees an endpoint through up to three traits, each asked for only where it is used:
+//! [`Endpoint`] (the transport: events and work requests), [`RemoteMemory`] (what the peer's
+//! RDMA Read and Write reach, for a driver that serves them itself) and [`UpperLayer`] (work
+//! above the transport that the driver schedules, implemented by the server).
+//!
+//! Architecture Invariant: [`Endpoint`] has no upper-layer method; a transport endpoint never
+//! implements [`UpperLayer`].
+//!
 //! Architecture Invariant: nothing in this module allocates more than a caller-checked length, and a
 //! remote access never panics: every violation is a typed [`AccessError`].
 
@@ -198,27 +206,37 @@ impl MemoryTable {
     }
 }
 
-/// A sans-IO endpoint as a driver sees it.
+/// A sans-IO endpoint as a transport driver sees it: events in, work requests out, and the CM
+/// private data it offers. Nothing here runs or reports work above the transport: that is
+/// [`UpperLayer`], which a driver schedules separately.
 pub trait Endpoint {
     /// Feed one completion or CM event.
     fn handle_event(&mut self, event: Event);
     /// Next work request to post, if any.
     fn poll_work(&mut self) -> Option<WorkRequest>;
-    /// The endpoint's registered memory, for the driver to serve the peer's RDMA Read/Write.
-    fn memory(&mut self) -> &mut MemoryTable;
-    /// Run one unit of upper-layer work (an nfsd thread executing a request). Returns whether
-    /// there was any.
-    fn run_upper_layer(&mut self) -> bool {
-        false
-    }
     /// The CM private data this endpoint sends when connecting (RFC 8797), if any.
     fn private_data(&self) -> Option<Vec<u8>> {
         None
     }
-    /// Whether [`Endpoint::run_upper_layer`] would do something.
-    fn has_upper_layer_work(&self) -> bool {
-        false
-    }
+}
+
+/// The registered memory a peer reaches by RDMA Read and Write. Only a driver that carries out
+/// the peer's Reads and Writes itself (the simulator, standing in for the peer's HCA) needs it;
+/// over real verbs the HCA serves them from memory registered with the device.
+pub trait RemoteMemory {
+    /// The endpoint's registered memory, for the driver to serve the peer's RDMA Read/Write.
+    fn memory(&mut self) -> &mut MemoryTable;
+}
+
+/// Work above the transport (nfsd threads executing requests), run when the driver schedules
+/// it rather than inside an event: a driver interleaves these steps with transport events (the
+/// simulator as one of its scheduled actions, `rig serve` between polls). Implemented by a
+/// server, never by a transport endpoint.
+pub trait UpperLayer {
+    /// Run one unit of upper-layer work. Returns whether there was any.
+    fn run_upper_layer(&mut self) -> bool;
+    /// Whether [`UpperLayer::run_upper_layer`] would do something.
+    fn has_upper_layer_work(&self) -> bool;
 }
 
 #[cfg(test)]

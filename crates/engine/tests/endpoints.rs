@@ -1,7 +1,7 @@
 //! Requester and responder state machines driven by hand (no simulator): header checks, chunk
 //! handling, credits, positions, RFC 8797 negotiation.
 
-use engine::verbs::{Access, Endpoint, Event, WorkRequest};
+use engine::verbs::{Access, Endpoint, Event, RemoteMemory, WorkRequest};
 use engine::{
     CallError, ConnectionConfig, OutgoingCall, OutgoingReply, RejectReason, ReplyPath, Requester,
     RequesterOutput, Responder, ResponderOutput,

@@ -18,13 +18,14 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use engine::verbs::{Endpoint, Event};
+use engine::verbs::{Endpoint, Event, UpperLayer};
 use engine::ConnectionConfig;
 use serde::Serialize;
 use server::drc::policy_by_name;
 use server::Server;
 use verbs::cq::wait_any_readable;
 use verbs::{CmEvent, CmEventKind, EventChannel, VerbsError};
+use wire::nfs_client::Status;
 use wire::private_data::PrivateData;
 use wire::svcrdma::KernelModel;
 
@@ -84,7 +85,8 @@ pub struct ExecutionCount {
     pub xid: u32,
     pub procedure: String,
     pub executions: usize,
-    pub statuses: Vec<String>,
+    /// Serialised as their names (`"NFS3_OK"` ...), which is what `rig judge` reads back.
+    pub statuses: Vec<Status>,
 }
 
 /// What `rig serve --stats` writes. `executions` holds the per-(XID, procedure) counts of the
@@ -520,6 +522,7 @@ fn pick_slot(slots: &mut Vec<Slot>, options: &ServeOptions) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use wire::nfs3::Nfsstat3;
 
     fn options(max_connections: usize) -> ServeOptions {
         ServeOptions {
@@ -565,10 +568,16 @@ mod tests {
                 xid: 0x5a3f_0012,
                 procedure: "REMOVE".to_string(),
                 executions: 1,
-                statuses: vec!["NFS3_OK".to_string()],
+                statuses: vec![Status::Nfs3(Nfsstat3::Ok), Status::Nfs3(Nfsstat3::Noent)],
             });
         }
         let json = serde_json::to_string_pretty(&stats).unwrap();
+        // The typed statuses are written as their names, as before they were typed.
+        let written: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(
+            written["executions"][0]["statuses"],
+            serde_json::json!(["NFS3_OK", "NFS3ERR_NOENT"])
+        );
         let counts = crate::counted::ServeCounts::parse(&json).unwrap();
         assert_eq!(counts.executions(0x5a3f_0012, "REMOVE"), Ok(2));
     }

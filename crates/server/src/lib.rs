@@ -24,11 +24,12 @@ use std::collections::{BTreeMap, VecDeque};
 
 use records::{RecordLimits, RecordSizes, Records};
 
-use engine::verbs::{Endpoint, Event, MemoryTable, WorkRequest};
+use engine::verbs::{Endpoint, Event, MemoryTable, RemoteMemory, UpperLayer, WorkRequest};
 use engine::{ConnectionConfig, IncomingCall, OutgoingReply, Responder, ResponderOutput, RpcCall};
 use serde::Serialize;
-use wire::mount3::{Mount3Call, Mount3Proc, MOUNT_V3};
+use wire::mount3::{Mount3Call, Mount3Proc, Mountstat3, MOUNT_V3};
 use wire::nfs3::{DdpData, Nfs3Call, Nfs3Proc, Nfs3Reply, NfsRes, NFS_V3};
+use wire::nfs_client::Status;
 use wire::rpc::{AcceptStat, CallHeader, ReplyHeader, MOUNT_PROGRAM, NFS_PROGRAM};
 use wire::xdr::pad4;
 use wire::{Reader, Writer, Xdr};
@@ -42,7 +43,7 @@ use crate::trace::ServerEvent;
 pub struct Execution {
     pub xid: u32,
     pub procedure: &'static str,
-    pub status: &'static str,
+    pub status: Status,
     pub connection: u64,
 }
 
@@ -464,13 +465,13 @@ impl Server {
                     let start = w.len() - pad4(n);
                     start..start + n
                 });
-                (w.into_bytes(), ddp, reply.status().name())
+                (w.into_bytes(), ddp, Status::Nfs3(reply.status()))
             }
             Program::Mount(mount_call) => {
                 let mut w = Writer::with_capacity(SUCCESS_HEADER_LEN + RESULTS_ROOM);
                 header.encode(&mut w);
                 self.fs.mount(mount_call).encode(&mut w);
-                (w.into_bytes(), None, "MNT3_OK")
+                (w.into_bytes(), None, Status::Mount3(Mountstat3::Ok))
             }
         };
         self.records.execution(Execution {
@@ -530,14 +531,20 @@ impl Endpoint for Server {
         self.responder.poll_work()
     }
 
-    fn memory(&mut self) -> &mut MemoryTable {
-        self.responder.memory()
-    }
-
     fn private_data(&self) -> Option<Vec<u8>> {
         self.responder.private_data()
     }
+}
 
+impl RemoteMemory for Server {
+    fn memory(&mut self) -> &mut MemoryTable {
+        self.responder.memory()
+    }
+}
+
+/// The server's nfsd: dispatching calls through the DRC and executing them, one queued job per
+/// step, when the driver schedules it.
+impl UpperLayer for Server {
     fn run_upper_layer(&mut self) -> bool {
         let Some(job) = self.queue.pop_front() else {
             return false;

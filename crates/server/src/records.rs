@@ -9,6 +9,8 @@ use std::hash::RandomState;
 
 use hashbrown::{Equivalent, HashMap};
 
+use wire::nfs_client::Status;
+
 use crate::trace::ServerEvent;
 use crate::{DrcEvent, Execution};
 
@@ -59,7 +61,7 @@ impl Default for RecordLimits {
 pub struct ExecutionCount {
     pub executions: u64,
     /// The first [`RecordLimits::statuses_per_xid`] statuses, in order.
-    pub statuses: Vec<String>,
+    pub statuses: Vec<Status>,
 }
 
 /// Sizes of the records, for checking that they stay flat.
@@ -163,7 +165,7 @@ impl Records {
         };
         count.executions += 1;
         if count.statuses.len() < self.limits.statuses_per_xid {
-            count.statuses.push(execution.status.to_owned());
+            count.statuses.push(execution.status);
         }
         self.push_recent(execution);
     }
@@ -275,12 +277,13 @@ impl Records {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use wire::nfs3::Nfsstat3;
 
-    fn exec(xid: u32, status: &'static str) -> Execution {
+    fn exec(xid: u32, status: Nfsstat3) -> Execution {
         Execution {
             xid,
             procedure: "REMOVE",
-            status,
+            status: Status::Nfs3(status),
             connection: 1,
         }
     }
@@ -294,14 +297,15 @@ mod tests {
             recent_decisions: 2,
             trace_lines: 2,
         });
-        for status in ["NFS3_OK", "NFS3ERR_NOENT", "NFS3ERR_NOENT"] {
+        for status in [Nfsstat3::Ok, Nfsstat3::Noent, Nfsstat3::Noent] {
             r.execution(exec(7, status));
         }
-        r.execution(exec(8, "NFS3_OK"));
+        r.execution(exec(8, Nfsstat3::Ok));
         assert_eq!(r.executions_of(7, "REMOVE"), 3);
         let (_, _, seven) = r.counts().find(|(x, _, _)| *x == 7).unwrap();
-        assert_eq!(seven.statuses, ["NFS3_OK", "NFS3ERR_NOENT"]);
-        r.execution(exec(9, "NFS3_OK"));
+        let names: Vec<&str> = seven.statuses.iter().map(|s| s.name()).collect();
+        assert_eq!(names, ["NFS3_OK", "NFS3ERR_NOENT"]);
+        r.execution(exec(9, Nfsstat3::Ok));
         assert_eq!(r.executions_of(7, "REMOVE"), 0, "oldest pair forgotten");
         assert_eq!((r.forgotten(), r.executions_total()), (1, 5));
         assert_eq!(r.executions().len(), 3);

@@ -5,6 +5,7 @@
 use std::fmt;
 
 use engine::ResponderEvent;
+use wire::nfs_client::Status;
 use wire::rpc::AcceptStat;
 
 /// One line of the server's trace.
@@ -27,7 +28,7 @@ pub enum ServerEvent {
     Executed {
         xid: u32,
         procedure: &'static str,
-        status: &'static str,
+        status: Status,
     },
     /// A duplicate parked on an in-progress entry answered with that entry's reply.
     ParkedAnswered { policy: &'static str, xid: u32 },
@@ -56,7 +57,7 @@ impl fmt::Display for ServerEvent {
                 xid,
                 procedure,
                 status,
-            } => write!(f, "srv exec xid={xid:#x} {procedure} -> {status}"),
+            } => write!(f, "srv exec xid={xid:#x} {procedure} -> {}", status.name()),
             ServerEvent::ParkedAnswered { policy, xid } => {
                 write!(f, "srv drc {policy} xid={xid:#x} answer parked duplicate")
             }

@@ -22,7 +22,9 @@
 
 use std::collections::{BTreeSet, VecDeque};
 
-use engine::verbs::{CompletionError, Endpoint, Event, WorkRequest, WrId};
+use engine::verbs::{
+    CompletionError, Endpoint, Event, RemoteMemory, UpperLayer, WorkRequest, WrId,
+};
 
 /// splitmix64 (Steele, Lea, Flood 2014): small, fast, and good enough to pick among a handful of
 /// enabled actions. Also the wire fuzzer's case generator (`wirefuzz::rng`), whose tests pin its
@@ -90,7 +92,8 @@ pub enum Action {
     PollSendQueue(Side),
     /// `Side`'s software polls one completion from its receive queue.
     PollRecvQueue(Side),
-    /// `Side` runs one unit of upper-layer work (an nfsd thread executing a request).
+    /// `Side` runs one unit of upper-layer work (an nfsd thread executing a request). Only ever
+    /// enabled for the server (see [`Sim`]'s methods).
     UpperLayer(Side),
 }
 
@@ -176,7 +179,10 @@ pub struct Sim<C, S> {
     trace: Vec<String>,
 }
 
-impl<C: Endpoint, S: Endpoint> Sim<C, S> {
+/// Both sides are transports whose registered memory the simulated HCA serves; only the server
+/// has an upper layer the scheduler runs. The client's upper layer is the scenario itself,
+/// which drives `sim.client` directly and then calls [`Sim::flush_work`].
+impl<C: Endpoint + RemoteMemory, S: Endpoint + RemoteMemory + UpperLayer> Sim<C, S> {
     /// Join `client` and `server`; the connection is not yet established (see [`Sim::connect`]).
     pub fn new(client: C, server: S, config: SimConfig) -> Self {
         Sim {
@@ -270,11 +276,7 @@ impl<C: Endpoint, S: Endpoint> Sim<C, S> {
             if !port.recv_queue_completions.is_empty() {
                 out.push(Action::PollRecvQueue(side));
             }
-            let upper = match side {
-                Side::Client => self.client.has_upper_layer_work(),
-                Side::Server => self.server.has_upper_layer_work(),
-            };
-            if upper {
+            if side == Side::Server && self.server.has_upper_layer_work() {
                 out.push(Action::UpperLayer(side));
             }
         }
@@ -388,13 +390,12 @@ impl<C: Endpoint, S: Endpoint> Sim<C, S> {
                     self.deliver(side, ev);
                 }
             }
-            Action::UpperLayer(side) => {
-                match side {
-                    Side::Client => self.client.run_upper_layer(),
-                    Side::Server => self.server.run_upper_layer(),
-                };
-                self.drain(side);
+            Action::UpperLayer(Side::Server) => {
+                self.server.run_upper_layer();
+                self.drain(Side::Server);
             }
+            // Never enabled: the client has no upper layer the simulator schedules.
+            Action::UpperLayer(Side::Client) => {}
         }
     }
 

@@ -2,7 +2,9 @@
 
 use std::collections::VecDeque;
 
-use engine::verbs::{Access, CompletionError, Endpoint, Event, MemoryTable, WorkRequest};
+use engine::verbs::{
+    Access, CompletionError, Endpoint, Event, MemoryTable, RemoteMemory, UpperLayer, WorkRequest,
+};
 use sim::{Action, Side, Sim, SimConfig};
 
 /// A scripted endpoint: posts what the test queues, records every event it sees.
@@ -20,8 +22,21 @@ impl Endpoint for Scripted {
     fn poll_work(&mut self) -> Option<WorkRequest> {
         self.work.pop_front()
     }
+}
+
+impl RemoteMemory for Scripted {
     fn memory(&mut self) -> &mut MemoryTable {
         &mut self.memory
+    }
+}
+
+/// These tests are about the transport: the scripted server has no upper layer.
+impl UpperLayer for Scripted {
+    fn run_upper_layer(&mut self) -> bool {
+        false
+    }
+    fn has_upper_layer_work(&self) -> bool {
+        false
     }
 }
 

@@ -107,8 +107,9 @@ pub enum ReplyError {
     },
 }
 
-/// An NFS or MOUNT status.
+/// An NFS or MOUNT status, serialised as its name (`"NFS3_OK"`, `"MNT3ERR_NOENT"` ...).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(untagged)]
 pub enum Status {
     Nfs3(Nfsstat3),
     Mount3(Mountstat3),

@@ -7,7 +7,9 @@
 
 use std::collections::VecDeque;
 
-use engine::verbs::{Access, Endpoint, Event, MemoryTable, WorkRequest, WrId};
+use engine::verbs::{
+    Access, Endpoint, Event, MemoryTable, RemoteMemory, UpperLayer, WorkRequest, WrId,
+};
 use engine::{ConnectionConfig, OutgoingReply, Responder, ResponderOutput};
 use server::Server;
 use sim::{Side, Sim, SimConfig};
@@ -102,12 +104,14 @@ impl Endpoint for RawPeer {
         self.work.pop_front()
     }
 
-    fn memory(&mut self) -> &mut MemoryTable {
-        &mut self.memory
-    }
-
     fn private_data(&self) -> Option<Vec<u8>> {
         self.private_data.clone()
+    }
+}
+
+impl RemoteMemory for RawPeer {
+    fn memory(&mut self) -> &mut MemoryTable {
+        &mut self.memory
     }
 }
 
@@ -143,6 +147,12 @@ impl Endpoint for BareResponder {
         self.responder.poll_work()
     }
 
+    fn private_data(&self) -> Option<Vec<u8>> {
+        self.responder.private_data()
+    }
+}
+
+impl RemoteMemory for BareResponder {
     fn memory(&mut self) -> &mut MemoryTable {
         self.responder.memory()
     }
@@ -169,13 +179,26 @@ impl Endpoint for SimResponder {
         }
     }
 
+    fn private_data(&self) -> Option<Vec<u8>> {
+        match self {
+            SimResponder::Bare(r) => r.private_data(),
+            SimResponder::Server(s) => s.private_data(),
+        }
+    }
+}
+
+impl RemoteMemory for SimResponder {
     fn memory(&mut self) -> &mut MemoryTable {
         match self {
             SimResponder::Bare(r) => r.memory(),
             SimResponder::Server(s) => s.memory(),
         }
     }
+}
 
+/// The bare responder answers each call as it arrives (inside its events), so only the
+/// reference server has upper-layer work for the simulator to schedule.
+impl UpperLayer for SimResponder {
     fn run_upper_layer(&mut self) -> bool {
         match self {
             SimResponder::Bare(_) => false,
@@ -187,13 +210,6 @@ impl Endpoint for SimResponder {
         match self {
             SimResponder::Bare(_) => false,
             SimResponder::Server(s) => s.has_upper_layer_work(),
-        }
-    }
-
-    fn private_data(&self) -> Option<Vec<u8>> {
-        match self {
-            SimResponder::Bare(r) => r.responder.private_data(),
-            SimResponder::Server(s) => s.private_data(),
         }
     }
 }

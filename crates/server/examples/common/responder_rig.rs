@@ -3,14 +3,15 @@
 //! most, each driven by our requester through the simulator to the reference server, counting
 //! the heap allocations made inside the server endpoint's own methods.
 //!
-//! Only what happens inside the server endpoint's methods is counted (every `Endpoint` call the
-//! simulator makes on it: the responder's judging, pulling and replying and the server's
-//! dispatch, DRC and execution); the requester and the simulator are not. The server's trace is
-//! never taken, as under `rig serve`. The same sequence of calls gives the same counts.
+//! Only what happens inside the server endpoint's methods is counted (every `Endpoint` and
+//! `UpperLayer` call the simulator makes on it: the responder's judging, pulling and replying
+//! and the server's dispatch, DRC and execution); the requester and the simulator are not. The
+//! server's trace is never taken, as under `rig serve`. The same sequence of calls gives the same
+//! counts.
 
 use std::alloc::System;
 
-use engine::verbs::{Endpoint, Event, MemoryTable, WorkRequest};
+use engine::verbs::{Endpoint, Event, MemoryTable, RemoteMemory, UpperLayer, WorkRequest};
 use engine::{ConnectionConfig, OutgoingCall, Requester, RequesterOutput};
 use server::Server;
 use sim::{Side, Sim, SimConfig};
@@ -62,16 +63,21 @@ impl<E: Endpoint> Endpoint for Counted<E> {
         self.count(|e| e.poll_work())
     }
 
+    fn private_data(&self) -> Option<Vec<u8>> {
+        self.inner.private_data()
+    }
+}
+
+/// Serving the peer's Reads and Writes is the simulated HCA's work, not the server's: uncounted.
+impl<E: RemoteMemory> RemoteMemory for Counted<E> {
     fn memory(&mut self) -> &mut MemoryTable {
         self.inner.memory()
     }
+}
 
+impl<E: UpperLayer> UpperLayer for Counted<E> {
     fn run_upper_layer(&mut self) -> bool {
         self.count(|e| e.run_upper_layer())
-    }
-
-    fn private_data(&self) -> Option<Vec<u8>> {
-        self.inner.private_data()
     }
 
     fn has_upper_layer_work(&self) -> bool {
