@@ -15,12 +15,12 @@ use server::drc::policy_by_name;
 /// Before it: NULL 40, GETATTR 51, LOOKUP 55, WRITE 86, READ 81, READDIR 103.
 fn ceiling(kind: Kind) -> u64 {
     match kind {
-        Kind::Null => 5,
-        Kind::Getattr => 6,
-        Kind::Lookup => 8,
-        Kind::WriteReadChunk => 26,
-        Kind::ReadWriteChunk => 12,
-        Kind::ReaddirReplyChunk => 39,
+        Kind::Null => 4,
+        Kind::Getattr => 5,
+        Kind::Lookup => 7,
+        Kind::WriteReadChunk => 25,
+        Kind::ReadWriteChunk => 11,
+        Kind::ReaddirReplyChunk => 38,
     }
 }
 
