@@ -89,3 +89,27 @@ fn rdma_holds_no_nfsv3_scenario_catalogue_of_its_own() {
         }
     }
 }
+
+#[test]
+fn the_transport_trait_schedules_no_upper_layer_work() {
+    // engine::verbs::Endpoint is what a driver moves bytes for; nfsd's work is UpperLayer's,
+    // implemented by the server (and the fuzzer's server wrapper), never by the engine.
+    let (_, verbs) = sources("engine")
+        .into_iter()
+        .find(|(path, _)| path.ends_with("verbs.rs"))
+        .expect("engine/src/verbs.rs");
+    let endpoint = verbs
+        .split("pub trait Endpoint {")
+        .nth(1)
+        .and_then(|rest| rest.split("\n}").next())
+        .expect("trait Endpoint");
+    assert!(endpoint.contains("fn handle_event"));
+    assert!(!endpoint.contains("upper_layer"), "{endpoint}");
+    for (path, text) in sources("engine") {
+        assert!(
+            !text.contains("UpperLayer for"),
+            "{} implements UpperLayer on an engine type",
+            path.display()
+        );
+    }
+}
