@@ -8,7 +8,8 @@
 //!   count with their round-up, §3.4.5.2) or in the 32-bit arithmetic svcrdma uses;
 //! * [`plan`]: everything a Responder checks before pulling a call's Read chunks, with
 //!   [`ReadPlan::splice`] rebuilding the call once they are pulled, and [`splice`] for a reader
-//!   that only has the data (a capture);
+//!   that only has the data (a capture); both fill one [`Layout`] (each chunk's data and its XDR
+//!   round-up, §3.4.5.2), which a reader with the lengths alone uses too;
 //! * [`argument_position`]: where a call's DDP-eligible argument goes (RFC 8267 §4 NFSv3, §6
 //!   NFSv4);
 //! * [`Reduction`], [`Ddp`], [`DdpData`]: which DDP-eligible items of a message travelled in
@@ -447,8 +448,8 @@ impl ReadPlan {
 }
 
 /// Reinsert Read chunk data (`chunks`: position ≠ 0 and the bytes, ordered by position) into
-/// `base`, the inline body or the Call chunk's data: [`place`] in XDR arithmetic, then the bytes,
-/// each followed by its XDR round-up (RFC 8166 §3.4.5.2).
+/// `base`, the inline body or the Call chunk's data: [`Layout::place`] (XDR arithmetic), then the
+/// bytes, each followed by its XDR round-up (RFC 8166 §3.4.5.2).
 pub fn splice(base: &[u8], chunks: &[(u32, Vec<u8>)]) -> Result<Vec<u8>, PositionError> {
     let extents: Vec<Extent> = chunks
         .iter()
@@ -457,35 +458,101 @@ pub fn splice(base: &[u8], chunks: &[(u32, Vec<u8>)]) -> Result<Vec<u8>, Positio
             length: data.len() as u64,
         })
         .collect();
-    let offsets = place(&extents, base.len() as u64, u64::MAX, Accounting::Xdr)?;
-    let pieces: Vec<(u64, Vec<u8>)> = offsets
-        .into_iter()
-        .zip(chunks.iter().map(|(_, data)| data.clone()))
-        .collect();
-    Ok(reinsert(base, &pieces))
+    let layout = Layout::place(base.len(), &extents)?;
+    Ok(layout.filled(base, chunks.iter().map(|(_, data)| data.as_slice())))
 }
 
 /// `base` with each `(offset, data)` (placed: offsets ascending, within `base`) inserted, padded.
 fn reinsert(base: &[u8], pieces: &[(u64, Vec<u8>)]) -> Vec<u8> {
-    let total = pieces
-        .iter()
-        .map(|(_, d)| pad4(d.len()))
-        .sum::<usize>()
-        .saturating_add(base.len());
-    let mut out = Vec::with_capacity(total);
-    let mut taken = 0usize;
-    for (offset, data) in pieces {
-        // `place` kept every offset within the base and at or after the previous one.
-        let at = usize::try_from(*offset)
-            .unwrap_or(base.len())
-            .clamp(taken, base.len());
-        out.extend_from_slice(&base[taken..at]);
-        taken = at;
-        out.extend_from_slice(data);
-        out.resize(out.len() + (pad4(data.len()) - data.len()), 0);
+    let layout = Layout::at_offsets(
+        base.len(),
+        pieces.iter().map(|(offset, data)| (*offset, data.len())),
+    );
+    layout.filled(base, pieces.iter().map(|(_, data)| data.as_slice()))
+}
+
+/// Where reinsertion puts each piece of the rebuilt stream (RFC 8166 §3.4.5.2): the base (inline
+/// body or Call chunk data) cut at each chunk's offset, each chunk's data followed by its XDR
+/// round-up. The one layout [`splice`] and [`ReadPlan::splice`] fill, and that a reader with the
+/// lengths alone (a capture gathering chunk data straight into place) uses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Layout {
+    /// Length of the rebuilt stream.
+    pub total: usize,
+    /// Offset of each chunk's data in the rebuilt stream (followed by its XDR round-up).
+    pub chunk_at: Vec<usize>,
+    /// `(base range, offset in the rebuilt stream)` of each piece of the base: one before each
+    /// chunk, then the rest.
+    base_pieces: Vec<(std::ops::Range<usize>, usize)>,
+}
+
+impl Layout {
+    /// The layout of Read chunks (`chunks`: position ≠ 0, ordered by position) reinserted into a
+    /// base of `base_len` bytes: offsets from [`place`] in XDR arithmetic, no size limit.
+    pub fn place(base_len: usize, chunks: &[Extent]) -> Result<Layout, PositionError> {
+        let offsets = place(chunks, base_len as u64, u64::MAX, Accounting::Xdr)?;
+        let lengths = chunks
+            .iter()
+            .map(|c| usize::try_from(c.length).unwrap_or(usize::MAX));
+        Ok(Layout::at_offsets(base_len, offsets.into_iter().zip(lengths)))
     }
-    out.extend_from_slice(&base[taken..]);
-    out
+
+    /// The layout of chunks at `(offset in the base, length)`, already [`place`]d.
+    fn at_offsets(base_len: usize, placed: impl Iterator<Item = (u64, usize)>) -> Layout {
+        let mut layout = Layout {
+            total: 0,
+            chunk_at: Vec::new(),
+            base_pieces: Vec::new(),
+        };
+        let mut out_len = 0usize;
+        let mut taken = 0usize;
+        for (offset, len) in placed {
+            // `place` kept every offset within the base and at or after the previous one.
+            let base_at = usize::try_from(offset)
+                .unwrap_or(base_len)
+                .clamp(taken, base_len);
+            layout.base_pieces.push((taken..base_at, out_len));
+            out_len = out_len.saturating_add(base_at - taken);
+            taken = base_at;
+            layout.chunk_at.push(out_len);
+            // The round-up of a length within a few bytes of `usize::MAX` saturates (no chunk
+            // data is that long; the callers bound the lengths before they get here).
+            out_len = out_len.saturating_add(len.checked_add(3).map_or(usize::MAX, |n| n & !3));
+        }
+        layout.base_pieces.push((taken..base_len, out_len));
+        layout.total = out_len.saturating_add(base_len - taken);
+        layout
+    }
+
+    /// Where each chunk goes in the base: the offset, in the base, of the byte its data is
+    /// inserted before (in chunk order).
+    pub fn base_at(&self) -> impl Iterator<Item = usize> + '_ {
+        // One piece of the base before each chunk, then the rest.
+        self.base_pieces
+            .iter()
+            .take(self.chunk_at.len())
+            .map(|(range, _)| range.end)
+    }
+
+    /// The rebuilt stream with the base in place and zeros where the chunks (and their
+    /// round-up) go.
+    pub fn with_base(&self, base: &[u8]) -> Vec<u8> {
+        let mut out = vec![0; self.total];
+        for (range, at) in &self.base_pieces {
+            out[*at..*at + range.len()].copy_from_slice(&base[range.clone()]);
+        }
+        out
+    }
+
+    /// The rebuilt stream: [`Layout::with_base`] with each chunk's data (in chunk order, as long
+    /// as laid out) copied to its place.
+    fn filled<'d>(&self, base: &[u8], chunks: impl Iterator<Item = &'d [u8]>) -> Vec<u8> {
+        let mut out = self.with_base(base);
+        for (&at, data) in self.chunk_at.iter().zip(chunks) {
+            out[at..at + data.len()].copy_from_slice(data);
+        }
+        out
+    }
 }
 
 /// RFC 8166 §3.4.5 with RFC 8267 §4/§6: the XDR position of a call's DDP-eligible argument is
