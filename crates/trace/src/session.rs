@@ -985,7 +985,7 @@ impl Builder<'_> {
         }
         // The whole message is budgeted before anything is gathered: Read chunks may name the
         // same RDMA READ many times over, and each would otherwise be copied out in full.
-        let declared: u64 = reads.iter().map(|r| u64::from(r.target.length)).sum();
+        let declared = wire::rpcrdma::read_list_length(reads);
         let over = (declared > upper::MAX_REBUILT_MESSAGE as u64).then(|| {
             format!(
                 "Read chunks of {declared} bytes exceed the {} byte rebuild limit \

@@ -23,7 +23,7 @@ use std::fmt;
 use serde::{Serialize, Serializer};
 
 use crate::error::DecodeError;
-use crate::rpcrdma::{Proc, ReadChunk, ReadSegment};
+use crate::rpcrdma::{read_list_length, Proc, ReadChunk, ReadSegment};
 use crate::xdr::{pad4, Reader, Writer};
 
 /// RFC 8166 §3.4.4: positions are XDR positions, so 4-byte aligned.
@@ -379,9 +379,7 @@ pub fn plan(
     for read in reads {
         check_aligned(read.position)?;
     }
-    let total = reads
-        .iter()
-        .fold(0u64, |sum, r| sum.saturating_add(r.target.length.into()));
+    let total = read_list_length(reads);
     if total > budget {
         return Err(ReadChunkError::OverBudget { total, budget });
     }

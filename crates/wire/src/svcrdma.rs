@@ -643,10 +643,8 @@ fn check_read_list(
         .into_iter()
         .map(|chunk| KernelChunk {
             position: chunk.position,
-            length: chunk
-                .segments
-                .iter()
-                .fold(0u32, |sum, seg| sum.wrapping_add(seg.length)),
+            // The kernel's 32-bit `ch_length += length` is the exact sum taken mod 2^32.
+            length: chunk.length() as u32,
         })
         .collect())
 }
