@@ -492,7 +492,10 @@ impl Layout {
         let lengths = chunks
             .iter()
             .map(|c| usize::try_from(c.length).unwrap_or(usize::MAX));
-        Ok(Layout::at_offsets(base_len, offsets.into_iter().zip(lengths)))
+        Ok(Layout::at_offsets(
+            base_len,
+            offsets.into_iter().zip(lengths),
+        ))
     }
 
     /// The layout of chunks at `(offset in the base, length)`, already [`place`]d.
@@ -847,19 +850,28 @@ impl Reduction {
     /// The chunks no DDP-eligible item took: Read chunk positions (calls) or Write chunk
     /// indices with their lengths (replies) — chunks that carry something not DDP-eligible.
     pub fn unused_chunks(&self) -> Vec<(usize, u64)> {
+        let mut chunks = self.chunks();
+        chunks.split_off(self.next.min(chunks.len()))
+    }
+
+    /// The chunks DDP-eligible items took so far, in stream order, named as
+    /// [`Reduction::unused_chunks`] names them.
+    pub fn taken_chunks(&self) -> Vec<(usize, u64)> {
+        let mut chunks = self.chunks();
+        chunks.truncate(self.next);
+        chunks
+    }
+
+    /// Every chunk an item may take, in order: Read chunk positions (calls) or Write chunk
+    /// indices (replies), with their lengths.
+    fn chunks(&self) -> Vec<(usize, u64)> {
         match &self.source {
             ChunkSource::None | ChunkSource::Every => Vec::new(),
             ChunkSource::Read(chunks) => chunks
                 .iter()
-                .skip(self.next)
                 .map(|c| (c.position as usize, c.length()))
                 .collect(),
-            ChunkSource::Write(lengths) => lengths
-                .iter()
-                .enumerate()
-                .skip(self.next)
-                .map(|(i, len)| (i, *len))
-                .collect(),
+            ChunkSource::Write(lengths) => lengths.iter().copied().enumerate().collect(),
         }
     }
 
