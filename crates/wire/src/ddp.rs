@@ -2,7 +2,8 @@
 //! sits in the XDR stream. The one place it is checked and applied:
 //!
 //! * [`check_aligned`]: a position is an XDR position, a multiple of 4;
-//! * [`group`]: segments with one position form one Read chunk, position 0 is the Call chunk;
+//! * [`group`]: segments with one position form one Read chunk; [`split_call_chunk`]: position 0
+//!   is the Call chunk;
 //! * [`place`]: each chunk's offset in the stream it is reinserted into, which must lie inside
 //!   that stream, chunks disjoint and each within a size limit — in exact XDR arithmetic (chunks
 //!   count with their round-up, §3.4.5.2) or in the 32-bit arithmetic svcrdma uses;
@@ -242,6 +243,17 @@ pub fn group(reads: &[ReadSegment]) -> Vec<ReadChunk> {
     chunks
 }
 
+/// RFC 8166 §3.5.3: position 0 marks the Position-Zero Read chunk, the whole call of an
+/// RDMA_NOMSG message; every other Read chunk is a piece of the call. Splits [`group`]ed chunks
+/// (ordered by position, so that chunk comes first) into the two.
+pub fn split_call_chunk(mut chunks: Vec<ReadChunk>) -> (Option<ReadChunk>, Vec<ReadChunk>) {
+    let call_chunk = match chunks.first() {
+        Some(first) if first.position == 0 => Some(chunks.remove(0)),
+        _ => None,
+    };
+    (call_chunk, chunks)
+}
+
 /// How the lengths of earlier chunks count when a position is mapped into the stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Accounting {
@@ -383,11 +395,7 @@ pub fn plan(
     if total > budget {
         return Err(ReadChunkError::OverBudget { total, budget });
     }
-    let mut chunks = group(reads);
-    let call_chunk = match chunks.first() {
-        Some(first) if first.position == 0 => Some(chunks.remove(0)),
-        _ => None,
-    };
+    let (call_chunk, chunks) = split_call_chunk(group(reads));
     match (proc_, &call_chunk) {
         (Proc::Nomsg, None) => return Err(ReadChunkError::NomsgWithoutCallChunk),
         (Proc::Msg, Some(_)) => return Err(ReadChunkError::CallChunkInMsg),
@@ -758,11 +766,7 @@ impl Reduction {
     /// A call's Read list ([`group`]ed): every chunk but the Position-Zero chunk carries one
     /// DDP-eligible argument, in position order.
     pub fn for_call(read_chunks: &[ReadChunk]) -> Reduction {
-        let moved: Vec<ReadChunk> = read_chunks
-            .iter()
-            .filter(|c| c.position != 0)
-            .cloned()
-            .collect();
+        let (_, moved) = split_call_chunk(read_chunks.to_vec());
         Reduction {
             source: ChunkSource::Read(moved),
             ..Reduction::inline()
