@@ -729,7 +729,6 @@ impl Responder {
             writes,
             reply: None,
         };
-        let inline_header_len = 16 + chunks.encoded_len();
         let body;
         if let Some(mut reply_chunk) = reply_chunk {
             // As svcrdma does: when the requester provided a Reply chunk, the reply goes there
@@ -742,7 +741,7 @@ impl Responder {
             chunks.reply = Some(reply_chunk);
             message.clear();
             body = Body::Nomsg(chunks);
-        } else if inline_header_len + message.len() <= self.config.inline_send {
+        } else if self.config.fits_inline(&chunks, message.len()).is_ok() {
             body = Body::Msg(chunks);
         } else {
             // RFC 8166 §3.3.2: the reply Send may not exceed the requester's inline threshold.
