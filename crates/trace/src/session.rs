@@ -997,7 +997,7 @@ impl Builder<'_> {
             reads: reads.to_vec(),
             ..Default::default()
         };
-        let (call_chunk, chunks) = wire::ddp::split_call_chunk(lists.read_chunks());
+        let (call_chunk, chunks) = wire::ddp::take_call_chunk(lists.read_chunks());
         if let Some(e) = over {
             if !nomsg && call_chunk.is_none() {
                 return Some(Ok(RpcStream::reduced(inline, 0, e)));

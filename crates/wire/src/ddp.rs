@@ -9,8 +9,8 @@
 //!   count with their round-up, §3.4.5.2) or in the 32-bit arithmetic svcrdma uses;
 //! * [`plan`]: everything a Responder checks before pulling a call's Read chunks, with
 //!   [`ReadPlan::splice`] rebuilding the call once they are pulled, and [`splice`] for a reader
-//!   that only has the data (a capture); both fill one [`Layout`] (each chunk's data and its XDR
-//!   round-up, §3.4.5.2), which a reader with the lengths alone uses too;
+//!   that only has the data (a capture); both lay the chunks out as [`Layout`] records it (each
+//!   chunk's data and its XDR round-up, §3.4.5.2) for a reader with the lengths alone;
 //! * [`argument_position`]: where a call's DDP-eligible argument goes (RFC 8267 §4 NFSv3, §6
 //!   NFSv4);
 //! * [`Reduction`], [`Ddp`], [`DdpData`]: which DDP-eligible items of a message travelled in
@@ -246,11 +246,19 @@ pub fn group(reads: &[ReadSegment]) -> Vec<ReadChunk> {
 /// RFC 8166 §3.5.3: position 0 marks the Position-Zero Read chunk, the whole call of an
 /// RDMA_NOMSG message; every other Read chunk is a piece of the call. Splits [`group`]ed chunks
 /// (ordered by position, so that chunk comes first) into the two.
-pub fn split_call_chunk(mut chunks: Vec<ReadChunk>) -> (Option<ReadChunk>, Vec<ReadChunk>) {
-    let call_chunk = match chunks.first() {
-        Some(first) if first.position == 0 => Some(chunks.remove(0)),
-        _ => None,
-    };
+pub fn split_call_chunk(chunks: &[ReadChunk]) -> (Option<&ReadChunk>, &[ReadChunk]) {
+    match chunks.split_first() {
+        Some((first, others)) if first.position == 0 => (Some(first), others),
+        _ => (None, chunks),
+    }
+}
+
+/// [`split_call_chunk`], taking the chunks apart.
+pub fn take_call_chunk(mut chunks: Vec<ReadChunk>) -> (Option<ReadChunk>, Vec<ReadChunk>) {
+    let call_chunk = split_call_chunk(&chunks)
+        .0
+        .is_some()
+        .then(|| chunks.remove(0));
     (call_chunk, chunks)
 }
 
@@ -395,7 +403,7 @@ pub fn plan(
     if total > budget {
         return Err(ReadChunkError::OverBudget { total, budget });
     }
-    let (call_chunk, chunks) = split_call_chunk(group(reads));
+    let (call_chunk, chunks) = take_call_chunk(group(reads));
     match (proc_, &call_chunk) {
         (Proc::Nomsg, None) => return Err(ReadChunkError::NomsgWithoutCallChunk),
         (Proc::Msg, Some(_)) => return Err(ReadChunkError::CallChunkInMsg),
@@ -454,8 +462,8 @@ impl ReadPlan {
 }
 
 /// Reinsert Read chunk data (`chunks`: position ≠ 0 and the bytes, ordered by position) into
-/// `base`, the inline body or the Call chunk's data: [`Layout::place`] (XDR arithmetic), then the
-/// bytes, each followed by its XDR round-up (RFC 8166 §3.4.5.2).
+/// `base`, the inline body or the Call chunk's data: [`place`] in XDR arithmetic, then the bytes,
+/// each followed by its XDR round-up (RFC 8166 §3.4.5.2).
 pub fn splice(base: &[u8], chunks: &[(u32, Vec<u8>)]) -> Result<Vec<u8>, PositionError> {
     let extents: Vec<Extent> = chunks
         .iter()
@@ -464,23 +472,81 @@ pub fn splice(base: &[u8], chunks: &[(u32, Vec<u8>)]) -> Result<Vec<u8>, Positio
             length: data.len() as u64,
         })
         .collect();
-    let layout = Layout::place(base.len(), &extents)?;
-    Ok(layout.filled(base, chunks.iter().map(|(_, data)| data.as_slice())))
+    let offsets = place(&extents, base.len() as u64, u64::MAX, Accounting::Xdr)?;
+    let pieces: Vec<(u64, &[u8])> = offsets
+        .into_iter()
+        .zip(chunks.iter().map(|(_, data)| data.as_slice()))
+        .collect();
+    Ok(reinsert(base, &pieces))
 }
 
-/// `base` with each `(offset, data)` (placed: offsets ascending, within `base`) inserted, padded.
-fn reinsert(base: &[u8], pieces: &[(u64, Vec<u8>)]) -> Vec<u8> {
-    let layout = Layout::at_offsets(
-        base.len(),
-        pieces.iter().map(|(offset, data)| (*offset, data.len())),
-    );
-    layout.filled(base, pieces.iter().map(|(_, data)| data.as_slice()))
+/// `base` with each `(offset, data)` (placed: offsets ascending, within `base`) inserted, padded,
+/// as [`steps`] lays them out.
+fn reinsert<D: AsRef<[u8]>>(base: &[u8], pieces: &[(u64, D)]) -> Vec<u8> {
+    let total = pieces
+        .iter()
+        .map(|(_, d)| pad4(d.as_ref().len()))
+        .sum::<usize>()
+        .saturating_add(base.len());
+    let mut out = Vec::with_capacity(total);
+    let mut taken = 0usize;
+    let placed = pieces.iter().map(|(offset, d)| (*offset, d.as_ref().len()));
+    for (step, (_, data)) in steps(base.len(), placed).zip(pieces) {
+        let data = data.as_ref();
+        out.extend_from_slice(&base[step.base.clone()]);
+        out.extend_from_slice(data);
+        out.resize(out.len() + (step.padded - data.len()), 0);
+        taken = step.base.end;
+    }
+    out.extend_from_slice(&base[taken..]);
+    out
 }
 
-/// Where reinsertion puts each piece of the rebuilt stream (RFC 8166 §3.4.5.2): the base (inline
-/// body or Call chunk data) cut at each chunk's offset, each chunk's data followed by its XDR
-/// round-up. The one layout [`splice`] and [`ReadPlan::splice`] fill, and that a reader with the
-/// lengths alone (a capture gathering chunk data straight into place) uses.
+/// Where one chunk goes when it is reinserted: the piece of the base before it (`base`, placed
+/// at `out` in the rebuilt stream), then the chunk's data at `chunk_at`, `padded` bytes with its
+/// XDR round-up (RFC 8166 §3.4.5.2).
+#[derive(Debug, Clone)]
+struct Step {
+    base: std::ops::Range<usize>,
+    out: usize,
+    chunk_at: usize,
+    padded: usize,
+}
+
+/// The reinsertion layout, chunk by chunk, of chunks at `(offset in the base, length)` (already
+/// [`place`]d) into a base of `base_len` bytes: the one layout [`reinsert`] fills as it goes and
+/// [`Layout`] records. After the last step, the rest of the base follows.
+fn steps(
+    base_len: usize,
+    placed: impl Iterator<Item = (u64, usize)>,
+) -> impl Iterator<Item = Step> {
+    let mut taken = 0usize;
+    let mut out_len = 0usize;
+    placed.map(move |(offset, len)| {
+        // `place` kept every offset within the base and at or after the previous one.
+        let base_at = usize::try_from(offset)
+            .unwrap_or(base_len)
+            .clamp(taken, base_len);
+        let chunk_at = out_len.saturating_add(base_at - taken);
+        // The round-up of a length within a few bytes of `usize::MAX` saturates (no chunk data
+        // is that long; the callers bound the lengths before they get here).
+        let padded = len.checked_add(3).map_or(usize::MAX, |n| n & !3);
+        let step = Step {
+            base: taken..base_at,
+            out: out_len,
+            chunk_at,
+            padded,
+        };
+        taken = base_at;
+        out_len = chunk_at.saturating_add(padded);
+        step
+    })
+}
+
+/// Where reinsertion puts each piece of the rebuilt stream (RFC 8166 §3.4.5.2), recorded for a
+/// reader with the lengths alone (a capture gathering chunk data straight into place): the base
+/// (inline body or Call chunk data) cut at each chunk's offset, each chunk's data followed by its
+/// XDR round-up, exactly as [`splice`] and [`ReadPlan::splice`] lay them out.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Layout {
     /// Length of the rebuilt stream.
@@ -500,37 +566,21 @@ impl Layout {
         let lengths = chunks
             .iter()
             .map(|c| usize::try_from(c.length).unwrap_or(usize::MAX));
-        Ok(Layout::at_offsets(
-            base_len,
-            offsets.into_iter().zip(lengths),
-        ))
-    }
-
-    /// The layout of chunks at `(offset in the base, length)`, already [`place`]d.
-    fn at_offsets(base_len: usize, placed: impl Iterator<Item = (u64, usize)>) -> Layout {
         let mut layout = Layout {
             total: 0,
-            chunk_at: Vec::new(),
-            base_pieces: Vec::new(),
+            chunk_at: Vec::with_capacity(chunks.len()),
+            base_pieces: Vec::with_capacity(chunks.len() + 1),
         };
-        let mut out_len = 0usize;
-        let mut taken = 0usize;
-        for (offset, len) in placed {
-            // `place` kept every offset within the base and at or after the previous one.
-            let base_at = usize::try_from(offset)
-                .unwrap_or(base_len)
-                .clamp(taken, base_len);
-            layout.base_pieces.push((taken..base_at, out_len));
-            out_len = out_len.saturating_add(base_at - taken);
-            taken = base_at;
-            layout.chunk_at.push(out_len);
-            // The round-up of a length within a few bytes of `usize::MAX` saturates (no chunk
-            // data is that long; the callers bound the lengths before they get here).
-            out_len = out_len.saturating_add(len.checked_add(3).map_or(usize::MAX, |n| n & !3));
+        let (mut taken, mut out_len) = (0usize, 0usize);
+        for step in steps(base_len, offsets.into_iter().zip(lengths)) {
+            layout.base_pieces.push((step.base.clone(), step.out));
+            layout.chunk_at.push(step.chunk_at);
+            taken = step.base.end;
+            out_len = step.chunk_at.saturating_add(step.padded);
         }
         layout.base_pieces.push((taken..base_len, out_len));
         layout.total = out_len.saturating_add(base_len - taken);
-        layout
+        Ok(layout)
     }
 
     /// Where each chunk goes in the base: the offset, in the base, of the byte its data is
@@ -549,16 +599,6 @@ impl Layout {
         let mut out = vec![0; self.total];
         for (range, at) in &self.base_pieces {
             out[*at..*at + range.len()].copy_from_slice(&base[range.clone()]);
-        }
-        out
-    }
-
-    /// The rebuilt stream: [`Layout::with_base`] with each chunk's data (in chunk order, as long
-    /// as laid out) copied to its place.
-    fn filled<'d>(&self, base: &[u8], chunks: impl Iterator<Item = &'d [u8]>) -> Vec<u8> {
-        let mut out = self.with_base(base);
-        for (&at, data) in self.chunk_at.iter().zip(chunks) {
-            out[at..at + data.len()].copy_from_slice(data);
         }
         out
     }
@@ -766,9 +806,9 @@ impl Reduction {
     /// A call's Read list ([`group`]ed): every chunk but the Position-Zero chunk carries one
     /// DDP-eligible argument, in position order.
     pub fn for_call(read_chunks: &[ReadChunk]) -> Reduction {
-        let (_, moved) = split_call_chunk(read_chunks.to_vec());
+        let (_, moved) = split_call_chunk(read_chunks);
         Reduction {
-            source: ChunkSource::Read(moved),
+            source: ChunkSource::Read(moved.to_vec()),
             ..Reduction::inline()
         }
     }

@@ -709,8 +709,8 @@ fn check_read_chunk_positions(
     model: &KernelModel,
 ) -> Result<(), Rule> {
     let max_len = u64::from(model.max_chunk_bytes());
-    let (call_chunk, others) = ddp::split_call_chunk(chunks.to_vec());
-    let call_chunk = call_chunk.map(|c| u64::from(kernel_length(&c)));
+    let (call_chunk, others) = ddp::split_call_chunk(chunks);
+    let call_chunk = call_chunk.map(|c| u64::from(kernel_length(c)));
     let inline_len = u32::try_from(inline_len).unwrap_or(u32::MAX) as usize;
     let extents: Vec<Extent> = others
         .iter()
