@@ -911,7 +911,7 @@ impl Builder<'_> {
             ),
         };
         if let Some(rpc) = &decoded.rpc {
-            if rpc.xid != xid {
+            if wire::message::check_xid(xid, rpc.xid).is_err() {
                 m.error = Some(format!(
                     "RPC xid {:#010x} differs from transport xid {xid:#010x} (RFC 8166 §4.1.1)",
                     rpc.xid

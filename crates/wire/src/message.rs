@@ -43,6 +43,18 @@ pub const RULE_NFS4_PROCEDURE: &str = "RFC 8881 §16 (NFSv4 procedures: NULL 0, 
 pub const RULE_AUXILIARY_NOT_DDP_ELIGIBLE: &str =
     "RFC 8267 §5 (no MOUNT or NFSACL data item is DDP-eligible)";
 
+/// RFC 8166 §4.1.1: the transport header's XID (`transport_xid`) is the RPC message's.
+pub fn check_xid(transport_xid: u32, rpc_xid: u32) -> Result<(), DecodeError> {
+    if rpc_xid != transport_xid {
+        return Err(DecodeError::BadValue {
+            field: "rpc_msg.xid",
+            value: rpc_xid.into(),
+            rule: RULE_XID_MATCH,
+        });
+    }
+    Ok(())
+}
+
 /// Which layer of the message a decode error belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -263,12 +275,7 @@ pub fn decode_message_with(
     // RFC 8166 §4.1.1: the transport header's XID MUST be the same as the XID in the RPC message.
     // A receiver MAY key on the transport XID alone (svcrdma does, so it never notices a
     // mismatch); a decoder for interop testing reports it.
-    if rpc.xid() != out.rpcrdma.xid {
-        let error = DecodeError::BadValue {
-            field: "rpc_msg.xid",
-            value: rpc.xid().into(),
-            rule: RULE_XID_MATCH,
-        };
+    if let Err(error) = check_xid(out.rpcrdma.xid, rpc.xid()) {
         return Err(fail(Layer::Rpc, error, &out, Some(rpc)));
     }
     let no_chunks = ChunkLists::default();
