@@ -61,6 +61,22 @@ pub(crate) fn negotiated(
 }
 
 impl ConnectionConfig {
+    /// RFC 8166 §3.3.2: the length of an RDMA_MSG Send, fixed header and `chunks` then
+    /// `message_len` inline bytes, if it fits this side's inline threshold (`inline_send`); a
+    /// longer message needs a chunk (a Position-Zero Read chunk for a call, the Reply chunk for
+    /// a reply). `Err` carries the length that does not fit.
+    pub fn fits_inline(
+        &self,
+        chunks: &wire::rpcrdma::ChunkLists,
+        message_len: usize,
+    ) -> Result<usize, usize> {
+        let send_len = wire::rpcrdma::FIXED_HEADER_LEN + chunks.encoded_len() + message_len;
+        if send_len > self.inline_send {
+            return Err(send_len);
+        }
+        Ok(send_len)
+    }
+
     /// The RFC 8797 private data this side advertises: its Send and Receive sizes.
     pub fn private_data(&self) -> wire::private_data::PrivateData {
         let clamp = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);

@@ -289,16 +289,13 @@ impl<M: Registrar> Requester<M> {
             transmission.reply_chunk = Some(target.handle);
             chunks.reply = Some(vec![segment(target)]);
         }
-        let header_len = 16 + chunks.encoded_len();
         let mut inline = call.message;
         // RFC 8166 §3.3.2: a Send may not exceed the peer's inline threshold; a longer call
         // travels as RDMA_NOMSG with the whole message in a Position-Zero Read chunk (§3.5.3).
-        let body = if header_len + inline.len() > self.config.inline_send {
+        let body = if let Err(len) = self.config.fits_inline(&chunks, inline.len()) {
             if !chunks.reads.is_empty() {
                 self.release(&transmission);
-                return Err(CallError::TooLarge {
-                    len: header_len + inline.len(),
-                });
+                return Err(CallError::TooLarge { len });
             }
             let target = self.register(
                 &transmission,

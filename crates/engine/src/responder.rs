@@ -482,25 +482,10 @@ impl Responder {
     /// whether the Receive goes on to the strict codec.
     fn passes_model(&mut self, payload: &[u8], xid: Option<u32>) -> bool {
         let verdict = classify_with(payload, &self.model);
-        let reason = RejectReason::Svcrdma(verdict.rule);
-        match verdict.outcome {
-            Outcome::Accept => return true,
-            // RFC 8166 §4.5.1: a version this responder does not speak is answered ERR_VERS
-            // with the range it does (svcrdma: low = high = 1).
-            Outcome::ErrVers => self.reject(xid, reason, Some(ERR_VERS)),
-            // RFC 8166 §4.5.2: a header the responder cannot parse is answered ERR_CHUNK.
-            Outcome::ErrChunk => self.reject(xid, reason, Some(ErrorBody::Chunk)),
-            Outcome::ErrChunkThenClose => {
-                self.reject(xid, reason, Some(ErrorBody::Chunk));
-                self.work.push_back(WorkRequest::Disconnect);
-            }
-            // svcrdma rule 5: RDMA_DONE and RDMA_ERROR are dropped silently.
-            Outcome::Drop => self.reject(xid, reason, None),
-            Outcome::Disconnect => {
-                self.reject(xid, reason, None);
-                self.work.push_back(WorkRequest::Disconnect);
-            }
+        if verdict.outcome == Outcome::Accept {
+            return true;
         }
+        self.refuse(xid, RejectReason::Svcrdma(verdict.rule), verdict.outcome);
         false
     }
 
@@ -512,13 +497,32 @@ impl Responder {
             Err(e) => {
                 self.trace
                     .push(ResponderEvent::StrictDecode { rule: e.rule() });
-                let error = match Outcome::from(&e) {
-                    Outcome::ErrVers => Some(ERR_VERS),
-                    Outcome::Drop => None,
-                    _ => Some(ErrorBody::Chunk),
-                };
-                self.reject(xid, RejectReason::Malformed(e), error);
+                let outcome = Outcome::from(&e);
+                self.refuse(xid, RejectReason::Malformed(e), outcome);
                 None
+            }
+        }
+    }
+
+    /// Answer a refused Receive on the wire as `outcome` says: the one place an [`Outcome`]
+    /// becomes an RDMA_ERROR, a silent drop or a closed connection.
+    fn refuse(&mut self, xid: Option<u32>, reason: RejectReason, outcome: Outcome) {
+        match outcome {
+            // RFC 8166 §4.5.1: a version this responder does not speak is answered ERR_VERS
+            // with the range it does (svcrdma: low = high = 1).
+            Outcome::ErrVers => self.reject(xid, reason, Some(ERR_VERS)),
+            // RFC 8166 §4.5.2: a header the responder cannot parse is answered ERR_CHUNK.
+            Outcome::ErrChunk => self.reject(xid, reason, Some(ErrorBody::Chunk)),
+            Outcome::ErrChunkThenClose => {
+                self.reject(xid, reason, Some(ErrorBody::Chunk));
+                self.work.push_back(WorkRequest::Disconnect);
+            }
+            // svcrdma rule 5: RDMA_DONE and RDMA_ERROR are dropped silently (and a refusal
+            // is never answered "accept": callers pass an accepted header on, not here).
+            Outcome::Drop | Outcome::Accept => self.reject(xid, reason, None),
+            Outcome::Disconnect => {
+                self.reject(xid, reason, None);
+                self.work.push_back(WorkRequest::Disconnect);
             }
         }
     }
@@ -727,7 +731,6 @@ impl Responder {
             writes,
             reply: None,
         };
-        let inline_header_len = 16 + chunks.encoded_len();
         let body;
         if let Some(mut reply_chunk) = reply_chunk {
             // As svcrdma does: when the requester provided a Reply chunk, the reply goes there
@@ -740,7 +743,7 @@ impl Responder {
             chunks.reply = Some(reply_chunk);
             message.clear();
             body = Body::Nomsg(chunks);
-        } else if inline_header_len + message.len() <= self.config.inline_send {
+        } else if self.config.fits_inline(&chunks, message.len()).is_ok() {
             body = Body::Msg(chunks);
         } else {
             // RFC 8166 §3.3.2: the reply Send may not exceed the requester's inline threshold.

@@ -28,7 +28,7 @@ use engine::verbs::{Endpoint, Event, MemoryTable, RemoteMemory, UpperLayer, Work
 use engine::{ConnectionConfig, IncomingCall, OutgoingReply, Responder, ResponderOutput, RpcCall};
 use serde::Serialize;
 use wire::mount3::{Mount3Call, Mount3Proc, Mountstat3, MOUNT_V3};
-use wire::nfs3::{DdpData, Nfs3Call, Nfs3Proc, Nfs3Reply, NfsRes, NFS_V3};
+use wire::nfs3::{DdpData, Nfs3Call, Nfs3Proc, NFS_V3};
 use wire::nfs_client::Status;
 use wire::rpc::{AcceptStat, CallHeader, ReplyHeader, MOUNT_PROGRAM, NFS_PROGRAM};
 use wire::xdr::pad4;
@@ -443,17 +443,10 @@ impl Server {
         let (message, ddp, status) = match &parsed.program {
             Program::Nfs(nfs_call) => {
                 let reply = self.fs.nfs(nfs_call);
-                // RFC 8267: READ data and the READLINK path may go to a Write chunk; both are the
-                // last item of their results.
-                let ddp_len = match &reply {
-                    Nfs3Reply::Read(NfsRes::Ok(ok)) => match &ok.data {
-                        DdpData::Inline(d) => Some(d.len()),
-                        DdpData::Moved { .. } => None,
-                    },
-                    Nfs3Reply::Readlink(NfsRes::Ok(ok)) => match &ok.data {
-                        DdpData::Inline(d) => Some(d.len()),
-                        DdpData::Moved { .. } => None,
-                    },
+                // RFC 8267 §4: the DDP-eligible result (READ data, the READLINK path) may go
+                // to a Write chunk; each is the last item of its results.
+                let ddp_len = match reply.ddp_data() {
+                    Some(DdpData::Inline(d)) => Some(d.len()),
                     _ => None,
                 };
                 let mut w = Writer::with_capacity(

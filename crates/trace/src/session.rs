@@ -911,7 +911,7 @@ impl Builder<'_> {
             ),
         };
         if let Some(rpc) = &decoded.rpc {
-            if rpc.xid != xid {
+            if wire::message::check_xid(xid, rpc.xid).is_err() {
                 m.error = Some(format!(
                     "RPC xid {:#010x} differs from transport xid {xid:#010x} (RFC 8166 §4.1.1)",
                     rpc.xid
@@ -985,7 +985,7 @@ impl Builder<'_> {
         }
         // The whole message is budgeted before anything is gathered: Read chunks may name the
         // same RDMA READ many times over, and each would otherwise be copied out in full.
-        let declared: u64 = reads.iter().map(|r| u64::from(r.target.length)).sum();
+        let declared = wire::rpcrdma::read_list_length(reads);
         let over = (declared > upper::MAX_REBUILT_MESSAGE as u64).then(|| {
             format!(
                 "Read chunks of {declared} bytes exceed the {} byte rebuild limit \
@@ -997,36 +997,55 @@ impl Builder<'_> {
             reads: reads.to_vec(),
             ..Default::default()
         };
-        let chunks = lists.read_chunks();
+        let (call_chunk, chunks) = wire::ddp::take_call_chunk(lists.read_chunks());
         if let Some(e) = over {
-            if !nomsg && chunks.iter().all(|c| c.position != 0) {
+            if !nomsg && call_chunk.is_none() {
                 return Some(Ok(RpcStream::reduced(inline, 0, e)));
             }
             return Some(Err(e));
         }
-        if !nomsg && chunks.iter().all(|c| c.position != 0) {
+        if !nomsg && call_chunk.is_none() {
             if let Some(stream) = self.call_stream_in_place(index, conn, inline, &chunks) {
                 return Some(stream);
             }
         }
         let mut chunk_bytes = 0u64;
-        let mut gathered = Vec::new();
+        // Gathered in position order: the Call chunk (which carries the whole call) first.
+        let call = match &call_chunk {
+            Some(call_chunk) => {
+                let gathered = self.gather(
+                    conn,
+                    &call_chunk.segments,
+                    index,
+                    Look::After,
+                    Collect::Bytes,
+                );
+                match gathered {
+                    Ok(Gathered { bytes, len }) => {
+                        chunk_bytes += len;
+                        Some(bytes)
+                    }
+                    Err(e) => return Some(Err(e)),
+                }
+            }
+            None => None,
+        };
+        let mut others = Vec::with_capacity(chunks.len());
         for chunk in chunks {
             match self.gather(conn, &chunk.segments, index, Look::After, Collect::Bytes) {
                 Ok(Gathered { bytes, len }) => {
                     chunk_bytes += len;
-                    gathered.push((chunk.position, bytes));
+                    others.push((chunk.position, bytes));
                 }
                 // Data not captured: decode the reduced stream instead (length words only).
-                Err(e) if !nomsg && chunk.position != 0 => {
+                Err(e) if !nomsg => {
                     return Some(Ok(RpcStream::reduced(inline, chunk_bytes, e)));
                 }
                 Err(e) => return Some(Err(e)),
             }
         }
-        let (zero, others): (Vec<_>, Vec<_>) = gathered.into_iter().partition(|(p, _)| *p == 0);
-        let base = match zero.into_iter().next() {
-            Some((_, data)) => data,
+        let base = match call {
+            Some(data) => data,
             None if nomsg => {
                 return Some(Err(
                     "RDMA_NOMSG Call without a Position-Zero Read chunk (RFC 8166 §3.5.3)".into(),

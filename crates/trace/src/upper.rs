@@ -57,23 +57,26 @@ fn position_error(e: wire::ddp::PositionError) -> String {
 }
 
 /// Where [`reinsert_read_chunks`] puts each piece of the rebuilt message, from the lengths alone:
-/// the chunk data can then be copied straight to its place.
+/// the chunk data can then be copied straight to its place. The layout is
+/// [`wire::ddp::Layout`]'s, the one [`wire::ddp::splice`] fills (its `total` and `chunk_at`
+/// read through).
 #[derive(Debug)]
-pub struct Reinsertion {
-    /// Length of the rebuilt message.
-    pub total: usize,
-    /// Offset of each chunk's data in the rebuilt message (followed by its XDR round-up).
-    pub chunk_at: Vec<usize>,
-    /// `(inline range, offset in the rebuilt message)` of each piece of the inline stream.
-    inline_pieces: Vec<(std::ops::Range<usize>, usize)>,
+pub struct Reinsertion(wire::ddp::Layout);
+
+impl std::ops::Deref for Reinsertion {
+    type Target = wire::ddp::Layout;
+
+    fn deref(&self) -> &wire::ddp::Layout {
+        &self.0
+    }
 }
 
 impl Reinsertion {
     /// The layout for Read chunks of `(position, length)` into an inline stream of
-    /// `inline_len` bytes, or why they cannot be reinserted: the offsets are
-    /// [`wire::ddp::place`]'s (XDR arithmetic), the same as [`wire::ddp::splice`] uses.
+    /// `inline_len` bytes, or why they cannot be reinserted: [`wire::ddp::Layout::place`],
+    /// within [`MAX_REBUILT_MESSAGE`].
     pub fn plan(inline_len: usize, chunks: &[(u32, usize)]) -> Result<Self, String> {
-        let total = rebuilt_len(inline_len, chunks.iter().map(|&(_, len)| len))?;
+        rebuilt_len(inline_len, chunks.iter().map(|&(_, len)| len))?;
         let extents: Vec<wire::ddp::Extent> = chunks
             .iter()
             .map(|&(position, len)| wire::ddp::Extent {
@@ -81,52 +84,20 @@ impl Reinsertion {
                 length: len as u64,
             })
             .collect();
-        let offsets = wire::ddp::place(
-            &extents,
-            inline_len as u64,
-            u64::MAX,
-            wire::ddp::Accounting::Xdr,
-        )
-        .map_err(position_error)?;
-        let mut layout = Reinsertion {
-            total,
-            chunk_at: Vec::with_capacity(chunks.len()),
-            inline_pieces: Vec::with_capacity(chunks.len() + 1),
-        };
-        let mut out_len = 0usize;
-        let mut taken = 0usize;
-        for (&(_, len), offset) in chunks.iter().zip(offsets) {
-            // `place` kept every offset within the inline stream, at or after the previous one.
-            let inline_at = usize::try_from(offset)
-                .unwrap_or(inline_len)
-                .clamp(taken, inline_len);
-            layout.inline_pieces.push((taken..inline_at, out_len));
-            out_len += inline_at - taken;
-            taken = inline_at;
-            layout.chunk_at.push(out_len);
-            out_len += wire::xdr::pad4(len);
-        }
-        layout.inline_pieces.push((taken..inline_len, out_len));
-        Ok(layout)
+        wire::ddp::Layout::place(inline_len, &extents)
+            .map(Reinsertion)
+            .map_err(position_error)
     }
 
     /// Where each chunk goes in the inline stream: the offset, in the inline stream, of the
     /// byte its data is inserted before (in chunk order).
     pub fn inline_at(&self) -> impl Iterator<Item = usize> + '_ {
-        // One piece of the inline stream before each chunk, then the rest.
-        self.inline_pieces
-            .iter()
-            .take(self.chunk_at.len())
-            .map(|(range, _)| range.end)
+        self.0.base_at()
     }
 
     /// The rebuilt message with the inline stream in place and zeros where the chunks go.
     pub fn with_inline(&self, inline: &[u8]) -> Vec<u8> {
-        let mut out = vec![0; self.total];
-        for (range, at) in &self.inline_pieces {
-            out[*at..*at + range.len()].copy_from_slice(&inline[range.clone()]);
-        }
-        out
+        self.0.with_base(inline)
     }
 }
 

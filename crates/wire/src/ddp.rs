@@ -2,13 +2,15 @@
 //! sits in the XDR stream. The one place it is checked and applied:
 //!
 //! * [`check_aligned`]: a position is an XDR position, a multiple of 4;
-//! * [`group`]: segments with one position form one Read chunk, position 0 is the Call chunk;
+//! * [`group`]: segments with one position form one Read chunk; [`split_call_chunk`]: position 0
+//!   is the Call chunk;
 //! * [`place`]: each chunk's offset in the stream it is reinserted into, which must lie inside
 //!   that stream, chunks disjoint and each within a size limit — in exact XDR arithmetic (chunks
 //!   count with their round-up, §3.4.5.2) or in the 32-bit arithmetic svcrdma uses;
 //! * [`plan`]: everything a Responder checks before pulling a call's Read chunks, with
 //!   [`ReadPlan::splice`] rebuilding the call once they are pulled, and [`splice`] for a reader
-//!   that only has the data (a capture);
+//!   that only has the data (a capture); both lay the chunks out as [`Layout`] records it (each
+//!   chunk's data and its XDR round-up, §3.4.5.2) for a reader with the lengths alone;
 //! * [`argument_position`]: where a call's DDP-eligible argument goes (RFC 8267 §4 NFSv3, §6
 //!   NFSv4);
 //! * [`Reduction`], [`Ddp`], [`DdpData`]: which DDP-eligible items of a message travelled in
@@ -22,7 +24,7 @@ use std::fmt;
 use serde::{Serialize, Serializer};
 
 use crate::error::DecodeError;
-use crate::rpcrdma::{Proc, ReadChunk, ReadSegment};
+use crate::rpcrdma::{read_list_length, Proc, ReadChunk, ReadSegment};
 use crate::xdr::{pad4, Reader, Writer};
 
 /// RFC 8166 §3.4.4: positions are XDR positions, so 4-byte aligned.
@@ -241,6 +243,25 @@ pub fn group(reads: &[ReadSegment]) -> Vec<ReadChunk> {
     chunks
 }
 
+/// RFC 8166 §3.5.3: position 0 marks the Position-Zero Read chunk, the whole call of an
+/// RDMA_NOMSG message; every other Read chunk is a piece of the call. Splits [`group`]ed chunks
+/// (ordered by position, so that chunk comes first) into the two.
+pub fn split_call_chunk(chunks: &[ReadChunk]) -> (Option<&ReadChunk>, &[ReadChunk]) {
+    match chunks.split_first() {
+        Some((first, others)) if first.position == 0 => (Some(first), others),
+        _ => (None, chunks),
+    }
+}
+
+/// [`split_call_chunk`], taking the chunks apart.
+pub fn take_call_chunk(mut chunks: Vec<ReadChunk>) -> (Option<ReadChunk>, Vec<ReadChunk>) {
+    let call_chunk = split_call_chunk(&chunks)
+        .0
+        .is_some()
+        .then(|| chunks.remove(0));
+    (call_chunk, chunks)
+}
+
 /// How the lengths of earlier chunks count when a position is mapped into the stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Accounting {
@@ -378,17 +399,11 @@ pub fn plan(
     for read in reads {
         check_aligned(read.position)?;
     }
-    let total = reads
-        .iter()
-        .fold(0u64, |sum, r| sum.saturating_add(r.target.length.into()));
+    let total = read_list_length(reads);
     if total > budget {
         return Err(ReadChunkError::OverBudget { total, budget });
     }
-    let mut chunks = group(reads);
-    let call_chunk = match chunks.first() {
-        Some(first) if first.position == 0 => Some(chunks.remove(0)),
-        _ => None,
-    };
+    let (call_chunk, chunks) = take_call_chunk(group(reads));
     match (proc_, &call_chunk) {
         (Proc::Nomsg, None) => return Err(ReadChunkError::NomsgWithoutCallChunk),
         (Proc::Msg, Some(_)) => return Err(ReadChunkError::CallChunkInMsg),
@@ -458,34 +473,135 @@ pub fn splice(base: &[u8], chunks: &[(u32, Vec<u8>)]) -> Result<Vec<u8>, Positio
         })
         .collect();
     let offsets = place(&extents, base.len() as u64, u64::MAX, Accounting::Xdr)?;
-    let pieces: Vec<(u64, Vec<u8>)> = offsets
+    let pieces: Vec<(u64, &[u8])> = offsets
         .into_iter()
-        .zip(chunks.iter().map(|(_, data)| data.clone()))
+        .zip(chunks.iter().map(|(_, data)| data.as_slice()))
         .collect();
     Ok(reinsert(base, &pieces))
 }
 
-/// `base` with each `(offset, data)` (placed: offsets ascending, within `base`) inserted, padded.
-fn reinsert(base: &[u8], pieces: &[(u64, Vec<u8>)]) -> Vec<u8> {
+/// `base` with each `(offset, data)` (placed: offsets ascending, within `base`) inserted, padded,
+/// as [`steps`] lays them out.
+fn reinsert<D: AsRef<[u8]>>(base: &[u8], pieces: &[(u64, D)]) -> Vec<u8> {
     let total = pieces
         .iter()
-        .map(|(_, d)| pad4(d.len()))
+        .map(|(_, d)| pad4(d.as_ref().len()))
         .sum::<usize>()
         .saturating_add(base.len());
     let mut out = Vec::with_capacity(total);
     let mut taken = 0usize;
-    for (offset, data) in pieces {
-        // `place` kept every offset within the base and at or after the previous one.
-        let at = usize::try_from(*offset)
-            .unwrap_or(base.len())
-            .clamp(taken, base.len());
-        out.extend_from_slice(&base[taken..at]);
-        taken = at;
+    let placed = pieces.iter().map(|(offset, d)| (*offset, d.as_ref().len()));
+    for (step, (_, data)) in steps(base.len(), placed).zip(pieces) {
+        let data = data.as_ref();
+        out.extend_from_slice(&base[step.base.clone()]);
         out.extend_from_slice(data);
-        out.resize(out.len() + (pad4(data.len()) - data.len()), 0);
+        out.resize(out.len() + (step.padded - data.len()), 0);
+        taken = step.base.end;
     }
     out.extend_from_slice(&base[taken..]);
     out
+}
+
+/// Where one chunk goes when it is reinserted: the piece of the base before it (`base`, placed
+/// at `out` in the rebuilt stream), then the chunk's data at `chunk_at`, `padded` bytes with its
+/// XDR round-up (RFC 8166 §3.4.5.2).
+#[derive(Debug, Clone)]
+struct Step {
+    base: std::ops::Range<usize>,
+    out: usize,
+    chunk_at: usize,
+    padded: usize,
+}
+
+/// The reinsertion layout, chunk by chunk, of chunks at `(offset in the base, length)` (already
+/// [`place`]d) into a base of `base_len` bytes: the one layout [`reinsert`] fills as it goes and
+/// [`Layout`] records. After the last step, the rest of the base follows.
+fn steps(
+    base_len: usize,
+    placed: impl Iterator<Item = (u64, usize)>,
+) -> impl Iterator<Item = Step> {
+    let mut taken = 0usize;
+    let mut out_len = 0usize;
+    placed.map(move |(offset, len)| {
+        // `place` kept every offset within the base and at or after the previous one.
+        let base_at = usize::try_from(offset)
+            .unwrap_or(base_len)
+            .clamp(taken, base_len);
+        let chunk_at = out_len.saturating_add(base_at - taken);
+        // The round-up of a length within a few bytes of `usize::MAX` saturates (no chunk data
+        // is that long; the callers bound the lengths before they get here).
+        let padded = len.checked_add(3).map_or(usize::MAX, |n| n & !3);
+        let step = Step {
+            base: taken..base_at,
+            out: out_len,
+            chunk_at,
+            padded,
+        };
+        taken = base_at;
+        out_len = chunk_at.saturating_add(padded);
+        step
+    })
+}
+
+/// Where reinsertion puts each piece of the rebuilt stream (RFC 8166 §3.4.5.2), recorded for a
+/// reader with the lengths alone (a capture gathering chunk data straight into place): the base
+/// (inline body or Call chunk data) cut at each chunk's offset, each chunk's data followed by its
+/// XDR round-up, exactly as [`splice`] and [`ReadPlan::splice`] lay them out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Layout {
+    /// Length of the rebuilt stream.
+    pub total: usize,
+    /// Offset of each chunk's data in the rebuilt stream (followed by its XDR round-up).
+    pub chunk_at: Vec<usize>,
+    /// `(base range, offset in the rebuilt stream)` of each piece of the base: one before each
+    /// chunk, then the rest.
+    base_pieces: Vec<(std::ops::Range<usize>, usize)>,
+}
+
+impl Layout {
+    /// The layout of Read chunks (`chunks`: position ≠ 0, ordered by position) reinserted into a
+    /// base of `base_len` bytes: offsets from [`place`] in XDR arithmetic, no size limit.
+    pub fn place(base_len: usize, chunks: &[Extent]) -> Result<Layout, PositionError> {
+        let offsets = place(chunks, base_len as u64, u64::MAX, Accounting::Xdr)?;
+        let lengths = chunks
+            .iter()
+            .map(|c| usize::try_from(c.length).unwrap_or(usize::MAX));
+        let mut layout = Layout {
+            total: 0,
+            chunk_at: Vec::with_capacity(chunks.len()),
+            base_pieces: Vec::with_capacity(chunks.len() + 1),
+        };
+        let (mut taken, mut out_len) = (0usize, 0usize);
+        for step in steps(base_len, offsets.into_iter().zip(lengths)) {
+            layout.base_pieces.push((step.base.clone(), step.out));
+            layout.chunk_at.push(step.chunk_at);
+            taken = step.base.end;
+            out_len = step.chunk_at.saturating_add(step.padded);
+        }
+        layout.base_pieces.push((taken..base_len, out_len));
+        layout.total = out_len.saturating_add(base_len - taken);
+        Ok(layout)
+    }
+
+    /// Where each chunk goes in the base: the offset, in the base, of the byte its data is
+    /// inserted before (in chunk order).
+    pub fn base_at(&self) -> impl Iterator<Item = usize> + '_ {
+        // One piece of the base before each chunk, then the rest.
+        self.base_pieces
+            .iter()
+            .take(self.chunk_at.len())
+            .map(|(range, _)| range.end)
+    }
+
+    /// The rebuilt stream with the base in place and zeros where the chunks (and their
+    /// round-up) go.
+    pub fn with_base(&self, base: &[u8]) -> Vec<u8> {
+        let mut out = vec![0; self.total];
+        for (range, at) in &self.base_pieces {
+            out[*at..*at + range.len()].copy_from_slice(&base[range.clone()]);
+        }
+        out
+    }
 }
 
 /// RFC 8166 §3.4.5 with RFC 8267 §4/§6: the XDR position of a call's DDP-eligible argument is
@@ -690,13 +806,9 @@ impl Reduction {
     /// A call's Read list ([`group`]ed): every chunk but the Position-Zero chunk carries one
     /// DDP-eligible argument, in position order.
     pub fn for_call(read_chunks: &[ReadChunk]) -> Reduction {
-        let moved: Vec<ReadChunk> = read_chunks
-            .iter()
-            .filter(|c| c.position != 0)
-            .cloned()
-            .collect();
+        let (_, moved) = split_call_chunk(read_chunks);
         Reduction {
-            source: ChunkSource::Read(moved),
+            source: ChunkSource::Read(moved.to_vec()),
             ..Reduction::inline()
         }
     }
@@ -782,19 +894,28 @@ impl Reduction {
     /// The chunks no DDP-eligible item took: Read chunk positions (calls) or Write chunk
     /// indices with their lengths (replies) — chunks that carry something not DDP-eligible.
     pub fn unused_chunks(&self) -> Vec<(usize, u64)> {
+        let mut chunks = self.chunks();
+        chunks.split_off(self.next.min(chunks.len()))
+    }
+
+    /// The chunks DDP-eligible items took so far, in stream order, named as
+    /// [`Reduction::unused_chunks`] names them.
+    pub fn taken_chunks(&self) -> Vec<(usize, u64)> {
+        let mut chunks = self.chunks();
+        chunks.truncate(self.next);
+        chunks
+    }
+
+    /// Every chunk an item may take, in order: Read chunk positions (calls) or Write chunk
+    /// indices (replies), with their lengths.
+    fn chunks(&self) -> Vec<(usize, u64)> {
         match &self.source {
             ChunkSource::None | ChunkSource::Every => Vec::new(),
             ChunkSource::Read(chunks) => chunks
                 .iter()
-                .skip(self.next)
                 .map(|c| (c.position as usize, c.length()))
                 .collect(),
-            ChunkSource::Write(lengths) => lengths
-                .iter()
-                .enumerate()
-                .skip(self.next)
-                .map(|(i, len)| (i, *len))
-                .collect(),
+            ChunkSource::Write(lengths) => lengths.iter().copied().enumerate().collect(),
         }
     }
 

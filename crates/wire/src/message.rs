@@ -43,6 +43,18 @@ pub const RULE_NFS4_PROCEDURE: &str = "RFC 8881 §16 (NFSv4 procedures: NULL 0, 
 pub const RULE_AUXILIARY_NOT_DDP_ELIGIBLE: &str =
     "RFC 8267 §5 (no MOUNT or NFSACL data item is DDP-eligible)";
 
+/// RFC 8166 §4.1.1: the transport header's XID (`transport_xid`) is the RPC message's.
+pub fn check_xid(transport_xid: u32, rpc_xid: u32) -> Result<(), DecodeError> {
+    if rpc_xid != transport_xid {
+        return Err(DecodeError::BadValue {
+            field: "rpc_msg.xid",
+            value: rpc_xid.into(),
+            rule: RULE_XID_MATCH,
+        });
+    }
+    Ok(())
+}
+
 /// Which layer of the message a decode error belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -263,12 +275,7 @@ pub fn decode_message_with(
     // RFC 8166 §4.1.1: the transport header's XID MUST be the same as the XID in the RPC message.
     // A receiver MAY key on the transport XID alone (svcrdma does, so it never notices a
     // mismatch); a decoder for interop testing reports it.
-    if rpc.xid() != out.rpcrdma.xid {
-        let error = DecodeError::BadValue {
-            field: "rpc_msg.xid",
-            value: rpc.xid().into(),
-            rule: RULE_XID_MATCH,
-        };
+    if let Err(error) = check_xid(out.rpcrdma.xid, rpc.xid()) {
         return Err(fail(Layer::Rpc, error, &out, Some(rpc)));
     }
     let no_chunks = ChunkLists::default();
@@ -322,42 +329,41 @@ fn decode_call(cp: CallProc, chunks: &ChunkLists, r: &mut Reader<'_>) -> UpperRe
     let decoded = match (cp.prog, cp.vers) {
         (NFS_PROGRAM, NFS_V3) => {
             let proc_ = Nfs3Proc::decode_u32(cp.proc_)?;
-            // Read chunks other than the Position-Zero chunk carry moved argument data.
-            let moved: Vec<_> = chunks
-                .read_chunks()
-                .into_iter()
-                .filter(|c| c.position != 0)
-                .collect();
+            // Read chunks other than the Position-Zero chunk carry moved argument data: the
+            // call's DDP-eligible argument, if it has one, takes the first of them.
+            let mut reduction = Reduction::for_call(&chunks.read_chunks());
             let item = ddp_eligible_argument(proc_);
+            let ddp = match item {
+                Some(_) => reduction.next_ddp(),
+                None => Ddp::Inline,
+            };
             // RFC 8267 §4: only a DDP-eligible argument may be moved, and an NFSv3 call has at
             // most one. Extra or ineligible Read chunks do not stop decoding (the inline stream
             // is still well formed); they are reported as violations.
-            let mut violations: Vec<Violation> = moved
-                .iter()
-                .skip(usize::from(item.is_some()))
-                .map(|chunk| Violation {
+            let mut violations: Vec<Violation> = reduction
+                .unused_chunks()
+                .into_iter()
+                .map(|(position, _)| Violation {
                     rule: RULE_NOT_DDP_ELIGIBLE,
                     field: "read_list.position",
-                    value: chunk.position.into(),
+                    value: position as u64,
                 })
                 .collect();
-            let ddp = if item.is_some() && !moved.is_empty() {
-                Ddp::Moved
-            } else {
-                Ddp::Inline
-            };
             // The RPC header was consumed from the same reader, so `consumed()` is an offset in
             // the RPC message, the coordinate system of Read chunk positions.
             let args = Nfs3Call::decode_reduced(proc_, r, ddp)?;
             let mut s = summary("NFS", NFS_V3, proc_.name(), true);
-            if let (Some(chunk), Some(item)) = (moved.first(), item) {
+            if let (Some(&(position, chunk_length)), Some(item)) =
+                (reduction.taken_chunks().first(), item)
+            {
+                let position = position as u32;
                 // The moved item is the last item of WRITE3args and SYMLINK3args, so its content
                 // would start exactly where the reduced stream ends.
-                if let Err(e) = check_argument_position(chunk.position, r.consumed()) {
+                if let Err(e) = check_argument_position(position, r.consumed()) {
                     violations.push(Violation {
                         rule: e.rule(),
                         field: "read_list.position",
-                        value: chunk.position.into(),
+                        value: position.into(),
                     });
                 }
                 let moved_length = args.ddp_data().map_or(0, DdpData::len);
@@ -365,9 +371,9 @@ fn decode_call(cp: CallProc, chunks: &ChunkLists, r: &mut Reader<'_>) -> UpperRe
                     item,
                     length: moved_length,
                     chunk: "read",
-                    position: Some(chunk.position),
-                    chunk_length: chunk.length(),
-                    chunk_length_matches: chunk_length_matches(moved_length, chunk.length()),
+                    position: Some(position),
+                    chunk_length,
+                    chunk_length_matches: chunk_length_matches(moved_length, chunk_length),
                 });
             }
             s.violations = violations;
@@ -444,26 +450,27 @@ fn decode_reply(cp: CallProc, chunks: &ChunkLists, r: &mut Reader<'_>) -> UpperR
             let proc_ = Nfs3Proc::decode_u32(cp.proc_)?;
             // The Responder returns the Write list with each segment's length set to what it
             // wrote (RFC 8166 §3.4.6); a first Write chunk with bytes in it carries the reply's
-            // DDP-eligible item. A zero-length chunk means the item (if any) stayed inline.
-            let first_write = chunks.writes.first().map(|c| total_length(c));
+            // DDP-eligible item. A zero-length chunk means the item (if any) stayed inline. An
+            // NFSv3 reply has at most one such item, so only the first Write chunk counts.
+            let first_write: Vec<u64> = chunks
+                .writes
+                .first()
+                .map(|c| total_length(c))
+                .into_iter()
+                .collect();
+            let mut reduction = Reduction::for_reply(&first_write);
             let item = ddp_eligible_result(proc_);
-            let ddp = match (item, first_write) {
-                (Some(_), Some(len)) if len > 0 => Ddp::Moved,
-                _ => Ddp::Inline,
+            let ddp = match item {
+                Some(_) => reduction.next_ddp(),
+                None => Ddp::Inline,
             };
             let res = Nfs3Reply::decode_reduced(proc_, r, ddp)?;
             let mut s = summary("NFS", NFS_V3, proc_.name(), false);
-            if let (None, Some(len)) = (item, first_write.filter(|len| *len > 0)) {
-                s.violations.push(Violation {
-                    rule: RULE_WRITE_NOT_DDP_ELIGIBLE,
-                    field: "write_list",
-                    value: len,
-                });
-            }
+            s.violations = write_chunks_not_taken(&reduction, RULE_WRITE_NOT_DDP_ELIGIBLE);
             s.status = Some(res.status().name());
-            if let (Some(item), Some(chunk_length), Some(length)) = (
+            if let (Some(item), Some(&(_, chunk_length)), Some(length)) = (
                 item,
-                first_write,
+                reduction.taken_chunks().first(),
                 res.ddp_data().filter(|d| d.is_moved()).map(DdpData::len),
             ) {
                 s.ddp = Some(DdpSummary {
@@ -500,16 +507,7 @@ fn decode_reply(cp: CallProc, chunks: &ChunkLists, r: &mut Reader<'_>) -> UpperR
                     chunk_length_matches: chunk_length_matches(item.length, chunk_length),
                 });
             }
-            s.violations = reduction
-                .unused_chunks()
-                .into_iter()
-                .filter(|(_, len)| *len > 0)
-                .map(|(_, len)| Violation {
-                    rule: RULE_WRITE_NOT_DDP_ELIGIBLE,
-                    field: "write_list",
-                    value: len,
-                })
-                .collect();
+            s.violations = write_chunks_not_taken(&reduction, RULE_WRITE_NOT_DDP_ELIGIBLE);
             (Upper::Nfs4Reply(Box::new(res)), s)
         }
         (MOUNT_PROGRAM, MOUNT_V3) => {
@@ -558,32 +556,40 @@ fn nfs4_compound(proc_: u32) -> crate::error::Result<bool> {
 }
 
 /// RFC 8267 §5: MOUNT and NFSACL have no DDP-eligible data item, so no Read chunk (other than
-/// Position Zero) in a call and no Write chunk carrying bytes in a reply.
+/// Position Zero) in a call and no Write chunk carrying bytes in a reply: every such chunk is one
+/// no item takes ([`Reduction::unused_chunks`] of a message without items).
 fn auxiliary_chunk_violations(chunks: &ChunkLists, call: bool) -> Vec<Violation> {
     if call {
-        chunks
-            .read_chunks()
+        Reduction::for_call(&chunks.read_chunks())
+            .unused_chunks()
             .into_iter()
-            .filter(|c| c.position != 0)
-            .map(|c| Violation {
+            .map(|(position, _)| Violation {
                 rule: RULE_AUXILIARY_NOT_DDP_ELIGIBLE,
                 field: "read_list.position",
-                value: c.position.into(),
+                value: position as u64,
             })
             .collect()
     } else {
-        chunks
-            .writes
-            .iter()
-            .map(|c| total_length(c))
-            .filter(|len| *len > 0)
-            .map(|len| Violation {
-                rule: RULE_AUXILIARY_NOT_DDP_ELIGIBLE,
-                field: "write_list",
-                value: len,
-            })
-            .collect()
+        let lengths: Vec<u64> = chunks.writes.iter().map(|c| total_length(c)).collect();
+        write_chunks_not_taken(
+            &Reduction::for_reply(&lengths),
+            RULE_AUXILIARY_NOT_DDP_ELIGIBLE,
+        )
     }
+}
+
+/// The Write chunks of a reply that carry bytes although no DDP-eligible result took them.
+fn write_chunks_not_taken(reduction: &Reduction, rule: &'static str) -> Vec<Violation> {
+    reduction
+        .unused_chunks()
+        .into_iter()
+        .filter(|(_, len)| *len > 0)
+        .map(|(_, len)| Violation {
+            rule,
+            field: "write_list",
+            value: len,
+        })
+        .collect()
 }
 
 /// Whether `chunk_length` is a plausible length for a moved item of `length` bytes: exactly

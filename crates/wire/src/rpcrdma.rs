@@ -100,7 +100,17 @@ impl Xdr for Segment {
 
 /// Sum of the segment lengths of a chunk, in 64 bits so it cannot wrap.
 pub fn total_length(segments: &[Segment]) -> u64 {
-    segments.iter().map(|s| u64::from(s.length)).sum()
+    sum_lengths(segments.iter())
+}
+
+/// [`total_length`] of a whole Read list: every Read chunk's segments together.
+pub fn read_list_length(reads: &[ReadSegment]) -> u64 {
+    sum_lengths(reads.iter().map(|read| &read.target))
+}
+
+/// The one sum of segment lengths (saturating: no list is long enough to reach `u64::MAX`).
+fn sum_lengths<'a>(segments: impl Iterator<Item = &'a Segment>) -> u64 {
+    segments.fold(0u64, |sum, s| sum.saturating_add(u64::from(s.length)))
 }
 
 /// One Read list entry (RFC 8166 §3.4.5 `rdma_read_segment`).

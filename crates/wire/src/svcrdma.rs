@@ -28,7 +28,7 @@ use serde::Serialize;
 
 use crate::ddp::{self, Accounting, Extent, PositionError};
 use crate::error::DecodeError;
-use crate::rpcrdma::{ReadSegment, Segment, RPCRDMA_VERSION, SEGMENT_LEN};
+use crate::rpcrdma::{ReadChunk, ReadSegment, Segment, RPCRDMA_VERSION, SEGMENT_LEN};
 
 /// Linux PAGE_SIZE on x86_64.
 pub const PAGE_SIZE: u32 = 4096;
@@ -544,11 +544,10 @@ impl KernelStream<'_> {
     }
 }
 
-/// A Read chunk as the kernel's parsed chunk list holds it: length summed in 32 bits.
-#[derive(Debug, Clone, Copy)]
-struct KernelChunk {
-    position: u32,
-    length: u32,
+/// A Read chunk's length as the kernel's parsed chunk list holds it: `pcl_set_read_segment`'s
+/// 32-bit `ch_length += length`, which is the exact sum taken mod 2^32.
+fn kernel_length(chunk: &ReadChunk) -> u32 {
+    chunk.length() as u32
 }
 
 fn check(bytes: &[u8], model: &KernelModel) -> Result<(), Rule> {
@@ -594,7 +593,7 @@ fn check(bytes: &[u8], model: &KernelModel) -> Result<(), Rule> {
     }
     // svc_rdma_build_read_segment: the Read sink is rq_pages; more pages than the request owns
     // hits the overrun guard -> -EINVAL -> ERR_CHUNK, then svc_xprt_deferred_close.
-    let read_bytes: u64 = reads.iter().map(|c| u64::from(c.length)).sum();
+    let read_bytes: u64 = reads.iter().map(|c| u64::from(kernel_length(c))).sum();
     if read_bytes > model.read_budget() {
         return Err(Rule::ReadPagesOverrun);
     }
@@ -608,12 +607,9 @@ fn check(bytes: &[u8], model: &KernelModel) -> Result<(), Rule> {
 }
 
 /// `xdr_check_read_list` -> `xdr_count_read_segments`, then `pcl_alloc_call`/`pcl_alloc_read`
-/// grouping ([`ddp::group`]). Returns the chunks sorted by position (position 0 = the Call chunk),
-/// each length summed in 32 bits as `pcl_set_read_segment` does (`ch_length += length`).
-fn check_read_list(
-    s: &mut KernelStream<'_>,
-    model: &KernelModel,
-) -> Result<Vec<KernelChunk>, Rule> {
+/// grouping ([`ddp::group`]). Returns the chunks sorted by position (position 0 = the Call chunk);
+/// the kernel's length of each is [`kernel_length`].
+fn check_read_list(s: &mut KernelStream<'_>, model: &KernelModel) -> Result<Vec<ReadChunk>, Rule> {
     let mut reads: Vec<ReadSegment> = Vec::new();
     let mut present = s.word().ok_or(Rule::ReadListTruncated)?;
     // xdr_item_is_present: any non-zero discriminator counts as "present". Each pass consumes at
@@ -639,16 +635,7 @@ fn check_read_list(
         });
         present = s.word().ok_or(Rule::ReadListTruncated)?;
     }
-    Ok(ddp::group(&reads)
-        .into_iter()
-        .map(|chunk| KernelChunk {
-            position: chunk.position,
-            length: chunk
-                .segments
-                .iter()
-                .fold(0u32, |sum, seg| sum.wrapping_add(seg.length)),
-        })
-        .collect())
+    Ok(ddp::group(&reads))
 }
 
 /// `xdr_check_write_list` -> `xdr_count_write_chunks`. Returns whether a zero-segment chunk was
@@ -717,22 +704,19 @@ fn check_write_chunk(
 /// [`ddp::place`]) in the kernel's unsigned 32-bit arithmetic, each chunk within
 /// `rc_maxpages << PAGE_SHIFT`.
 fn check_read_chunk_positions(
-    chunks: &[KernelChunk],
+    chunks: &[ReadChunk],
     inline_len: usize,
     model: &KernelModel,
 ) -> Result<(), Rule> {
     let max_len = u64::from(model.max_chunk_bytes());
-    let call_chunk = chunks
-        .iter()
-        .find(|c| c.position == 0)
-        .map(|c| u64::from(c.length));
+    let (call_chunk, others) = ddp::split_call_chunk(chunks);
+    let call_chunk = call_chunk.map(|c| u64::from(kernel_length(c)));
     let inline_len = u32::try_from(inline_len).unwrap_or(u32::MAX) as usize;
-    let extents: Vec<Extent> = chunks
+    let extents: Vec<Extent> = others
         .iter()
-        .filter(|c| c.position != 0)
         .map(|c| Extent {
             position: c.position,
-            length: c.length.into(),
+            length: kernel_length(c).into(),
         })
         .collect();
     ddp::stream_len(call_chunk, inline_len, max_len)
