@@ -248,7 +248,7 @@ pub fn decode_call_moved(
         (wire::rpc::NFS_PROGRAM, 4) if key.proc_ == NFSPROC4_COMPOUND => {
             let mut reduction = Reduction::for_call(chunks);
             let args = Compound4Args::decode_with(&mut r, &mut reduction).ok()?;
-            if r.remaining() != 0 || !reduction.unused_chunks().is_empty() {
+            if r.remaining() != 0 || reduction.unused_chunks().next().is_some() {
                 return None;
             }
             let mut moved = reduction.items().iter().filter(|i| i.moved);

@@ -804,19 +804,19 @@ impl Reduction {
     }
 
     /// A call's Read list ([`group`]ed): every chunk but the Position-Zero chunk carries one
-    /// DDP-eligible argument, in position order.
-    pub fn for_call(read_chunks: &[ReadChunk]) -> Reduction {
-        let (_, moved) = split_call_chunk(read_chunks);
+    /// DDP-eligible argument, in position order. An owned list is taken as it is (no copy).
+    pub fn for_call(read_chunks: impl Into<Vec<ReadChunk>>) -> Reduction {
+        let (_, moved) = take_call_chunk(read_chunks.into());
         Reduction {
-            source: ChunkSource::Read(moved.to_vec()),
+            source: ChunkSource::Read(moved),
             ..Reduction::inline()
         }
     }
 
     /// A reply's Write list, each chunk by the total length the Responder wrote into it.
-    pub fn for_reply(write_chunk_lengths: &[u64]) -> Reduction {
+    pub fn for_reply(write_chunk_lengths: impl Into<Vec<u64>>) -> Reduction {
         Reduction {
-            source: ChunkSource::Write(write_chunk_lengths.to_vec()),
+            source: ChunkSource::Write(write_chunk_lengths.into()),
             ..Reduction::inline()
         }
     }
@@ -893,30 +893,28 @@ impl Reduction {
 
     /// The chunks no DDP-eligible item took: Read chunk positions (calls) or Write chunk
     /// indices with their lengths (replies) — chunks that carry something not DDP-eligible.
-    pub fn unused_chunks(&self) -> Vec<(usize, u64)> {
-        let mut chunks = self.chunks();
-        chunks.split_off(self.next.min(chunks.len()))
+    pub fn unused_chunks(&self) -> impl Iterator<Item = (usize, u64)> + '_ {
+        self.chunks().skip(self.next)
     }
 
     /// The chunks DDP-eligible items took so far, in stream order, named as
     /// [`Reduction::unused_chunks`] names them.
-    pub fn taken_chunks(&self) -> Vec<(usize, u64)> {
-        let mut chunks = self.chunks();
-        chunks.truncate(self.next);
-        chunks
+    pub fn taken_chunks(&self) -> impl Iterator<Item = (usize, u64)> + '_ {
+        self.chunks().take(self.next)
     }
 
     /// Every chunk an item may take, in order: Read chunk positions (calls) or Write chunk
     /// indices (replies), with their lengths.
-    fn chunks(&self) -> Vec<(usize, u64)> {
-        match &self.source {
-            ChunkSource::None | ChunkSource::Every => Vec::new(),
-            ChunkSource::Read(chunks) => chunks
-                .iter()
-                .map(|c| (c.position as usize, c.length()))
-                .collect(),
-            ChunkSource::Write(lengths) => lengths.iter().copied().enumerate().collect(),
-        }
+    fn chunks(&self) -> impl Iterator<Item = (usize, u64)> + '_ {
+        let (reads, writes): (&[ReadChunk], &[u64]) = match &self.source {
+            ChunkSource::Read(chunks) => (chunks, &[]),
+            ChunkSource::Write(lengths) => (&[], lengths),
+            ChunkSource::None | ChunkSource::Every => (&[], &[]),
+        };
+        reads
+            .iter()
+            .map(|c| (c.position as usize, c.length()))
+            .chain(writes.iter().copied().enumerate())
     }
 
     /// The length of the chunk an item took: the Read chunk at its position, or the Write

@@ -331,7 +331,12 @@ fn decode_call(cp: CallProc, chunks: &ChunkLists, r: &mut Reader<'_>) -> UpperRe
             let proc_ = Nfs3Proc::decode_u32(cp.proc_)?;
             // Read chunks other than the Position-Zero chunk carry moved argument data: the
             // call's DDP-eligible argument, if it has one, takes the first of them.
-            let mut reduction = Reduction::for_call(&chunks.read_chunks());
+            // Most calls carry no Read list: their stream is unreduced, without grouping anything.
+            let mut reduction = if chunks.reads.is_empty() {
+                Reduction::inline()
+            } else {
+                Reduction::for_call(chunks.read_chunks())
+            };
             let item = ddp_eligible_argument(proc_);
             let ddp = match item {
                 Some(_) => reduction.next_ddp(),
@@ -342,7 +347,6 @@ fn decode_call(cp: CallProc, chunks: &ChunkLists, r: &mut Reader<'_>) -> UpperRe
             // is still well formed); they are reported as violations.
             let mut violations: Vec<Violation> = reduction
                 .unused_chunks()
-                .into_iter()
                 .map(|(position, _)| Violation {
                     rule: RULE_NOT_DDP_ELIGIBLE,
                     field: "read_list.position",
@@ -353,8 +357,8 @@ fn decode_call(cp: CallProc, chunks: &ChunkLists, r: &mut Reader<'_>) -> UpperRe
             // the RPC message, the coordinate system of Read chunk positions.
             let args = Nfs3Call::decode_reduced(proc_, r, ddp)?;
             let mut s = summary("NFS", NFS_V3, proc_.name(), true);
-            if let (Some(&(position, chunk_length)), Some(item)) =
-                (reduction.taken_chunks().first(), item)
+            if let (Some((position, chunk_length)), Some(item)) =
+                (reduction.taken_chunks().next(), item)
             {
                 let position = position as u32;
                 // The moved item is the last item of WRITE3args and SYMLINK3args, so its content
@@ -386,7 +390,7 @@ fn decode_call(cp: CallProc, chunks: &ChunkLists, r: &mut Reader<'_>) -> UpperRe
             }
             // RFC 8267 §6: each DDP-eligible argument (WRITE data, CREATE link text), in stream
             // order, takes the next Read chunk; only its length word stays inline.
-            let mut reduction = Reduction::for_call(&chunks.read_chunks());
+            let mut reduction = Reduction::for_call(chunks.read_chunks());
             let args = Compound4Args::decode_with(r, &mut reduction)?;
             let mut s = summary("NFS", NFS_V4, "COMPOUND", true);
             for item in reduction.items().iter().filter(|i| i.moved) {
@@ -410,16 +414,11 @@ fn decode_call(cp: CallProc, chunks: &ChunkLists, r: &mut Reader<'_>) -> UpperRe
                 });
             }
             s.violations
-                .extend(
-                    reduction
-                        .unused_chunks()
-                        .into_iter()
-                        .map(|(position, _)| Violation {
-                            rule: RULE_NOT_DDP_ELIGIBLE,
-                            field: "read_list.position",
-                            value: position as u64,
-                        }),
-                );
+                .extend(reduction.unused_chunks().map(|(position, _)| Violation {
+                    rule: RULE_NOT_DDP_ELIGIBLE,
+                    field: "read_list.position",
+                    value: position as u64,
+                }));
             (Upper::Nfs4Call(Box::new(args)), s)
         }
         (MOUNT_PROGRAM, MOUNT_V3) => {
@@ -452,13 +451,11 @@ fn decode_reply(cp: CallProc, chunks: &ChunkLists, r: &mut Reader<'_>) -> UpperR
             // wrote (RFC 8166 §3.4.6); a first Write chunk with bytes in it carries the reply's
             // DDP-eligible item. A zero-length chunk means the item (if any) stayed inline. An
             // NFSv3 reply has at most one such item, so only the first Write chunk counts.
-            let first_write: Vec<u64> = chunks
-                .writes
-                .first()
-                .map(|c| total_length(c))
-                .into_iter()
-                .collect();
-            let mut reduction = Reduction::for_reply(&first_write);
+            // Most replies carry no Write list: their stream is unreduced.
+            let mut reduction = match chunks.writes.first() {
+                Some(chunk) => Reduction::for_reply(vec![total_length(chunk)]),
+                None => Reduction::inline(),
+            };
             let item = ddp_eligible_result(proc_);
             let ddp = match item {
                 Some(_) => reduction.next_ddp(),
@@ -468,9 +465,9 @@ fn decode_reply(cp: CallProc, chunks: &ChunkLists, r: &mut Reader<'_>) -> UpperR
             let mut s = summary("NFS", NFS_V3, proc_.name(), false);
             s.violations = write_chunks_not_taken(&reduction, RULE_WRITE_NOT_DDP_ELIGIBLE);
             s.status = Some(res.status().name());
-            if let (Some(item), Some(&(_, chunk_length)), Some(length)) = (
+            if let (Some(item), Some((_, chunk_length)), Some(length)) = (
                 item,
-                reduction.taken_chunks().first(),
+                reduction.taken_chunks().next(),
                 res.ddp_data().filter(|d| d.is_moved()).map(DdpData::len),
             ) {
                 s.ddp = Some(DdpSummary {
@@ -492,7 +489,7 @@ fn decode_reply(cp: CallProc, chunks: &ChunkLists, r: &mut Reader<'_>) -> UpperR
             // RFC 8267 §6 with RFC 8166 §3.4.6: each DDP-eligible result (READ data, READLINK
             // link text), in stream order, takes the next Write chunk, moved when it holds bytes.
             let lengths: Vec<u64> = chunks.writes.iter().map(|c| total_length(c)).collect();
-            let mut reduction = Reduction::for_reply(&lengths);
+            let mut reduction = Reduction::for_reply(lengths);
             let res = Compound4Res::decode_with(r, &mut reduction)?;
             let mut s = summary("NFS", NFS_V4, "COMPOUND", false);
             s.status = Some(res.status.known_name().unwrap_or("NFS4ERR(undefined)"));
@@ -560,9 +557,8 @@ fn nfs4_compound(proc_: u32) -> crate::error::Result<bool> {
 /// no item takes ([`Reduction::unused_chunks`] of a message without items).
 fn auxiliary_chunk_violations(chunks: &ChunkLists, call: bool) -> Vec<Violation> {
     if call {
-        Reduction::for_call(&chunks.read_chunks())
+        Reduction::for_call(chunks.read_chunks())
             .unused_chunks()
-            .into_iter()
             .map(|(position, _)| Violation {
                 rule: RULE_AUXILIARY_NOT_DDP_ELIGIBLE,
                 field: "read_list.position",
@@ -572,7 +568,7 @@ fn auxiliary_chunk_violations(chunks: &ChunkLists, call: bool) -> Vec<Violation>
     } else {
         let lengths: Vec<u64> = chunks.writes.iter().map(|c| total_length(c)).collect();
         write_chunks_not_taken(
-            &Reduction::for_reply(&lengths),
+            &Reduction::for_reply(lengths),
             RULE_AUXILIARY_NOT_DDP_ELIGIBLE,
         )
     }
@@ -582,7 +578,6 @@ fn auxiliary_chunk_violations(chunks: &ChunkLists, call: bool) -> Vec<Violation>
 fn write_chunks_not_taken(reduction: &Reduction, rule: &'static str) -> Vec<Violation> {
     reduction
         .unused_chunks()
-        .into_iter()
         .filter(|(_, len)| *len > 0)
         .map(|(_, len)| Violation {
             rule,

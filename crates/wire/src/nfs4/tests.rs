@@ -451,7 +451,7 @@ fn a_moved_write_keeps_its_length_word_and_later_operations_follow() {
     assert!(item.moved);
     assert_eq!(item.chunk, Some(64));
     assert_eq!(reduction.chunk_length(item), Some(5));
-    assert!(reduction.unused_chunks().is_empty());
+    assert_eq!(reduction.unused_chunks().next(), None);
     // The data's XDR position: just after its length word in the reduced stream.
     let tag_minor_count = 12;
     let sequence = 4 + 16 + 4 * 4;
@@ -497,7 +497,7 @@ fn read_results_take_write_chunks_in_order_and_only_when_they_carried_bytes() {
         ],
     };
     let moved = res(DdpData::Moved { length: 18 });
-    let mut reduction = Reduction::for_reply(&[18, 4]);
+    let mut reduction = Reduction::for_reply([18, 4]);
     let decoded =
         Compound4Res::decode_with(&mut Reader::new(&moved.to_bytes()), &mut reduction).unwrap();
     assert_eq!(decoded, moved);
@@ -513,11 +513,11 @@ fn read_results_take_write_chunks_in_order_and_only_when_they_carried_bytes() {
     assert_eq!(lengths, [Some(18), Some(4)]);
     // An empty Write chunk: the Responder kept the data inline (RFC 8166 §3.4.6).
     let inline = res(DdpData::Inline(b"abc".to_vec()));
-    let mut reduction = Reduction::for_reply(&[0, 4, 9]);
+    let mut reduction = Reduction::for_reply([0, 4, 9]);
     let decoded =
         Compound4Res::decode_with(&mut Reader::new(&inline.to_bytes()), &mut reduction).unwrap();
     assert_eq!(decoded, inline);
-    assert_eq!(reduction.unused_chunks(), [(2, 9)]);
+    assert_eq!(reduction.unused_chunks().collect::<Vec<_>>(), [(2, 9)]);
 }
 
 #[test]
