@@ -31,10 +31,10 @@ fn reduction(mode: u8, chunks: &[(u32, u32)]) -> Reduction {
                     },
                 })
                 .collect();
-            Reduction::for_call(&ddp::group(&reads))
+            Reduction::for_call(ddp::group(&reads))
         }
         _ => Reduction::for_reply(
-            &chunks
+            chunks
                 .iter()
                 .map(|&(_, l)| u64::from(l))
                 .collect::<Vec<_>>(),
