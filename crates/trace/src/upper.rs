@@ -463,14 +463,13 @@ fn decode_reply_results(
     }))
 }
 
+/// The length of the reply's DDP-eligible item when it went through a Write chunk
+/// ([`Nfs3Reply::ddp_data`] names the item, RFC 8267 §4).
 fn moved_item_len(reply: &Nfs3Reply) -> Option<u32> {
-    match reply {
-        Nfs3Reply::Read(wire::nfs3::NfsRes::Ok(ok)) if ok.data.is_moved() => Some(ok.data.len()),
-        Nfs3Reply::Readlink(wire::nfs3::NfsRes::Ok(ok)) if ok.data.is_moved() => {
-            Some(ok.data.len())
-        }
-        _ => None,
-    }
+    reply
+        .ddp_data()
+        .filter(|data| data.is_moved())
+        .map(|data| data.len())
 }
 
 fn nfs3_call_detail(call: &Nfs3Call) -> Option<String> {
