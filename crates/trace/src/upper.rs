@@ -409,7 +409,7 @@ fn decode_reply_results(
             finish(&r, "nfs3 reply")?;
             // The reduced stream keeps the moved item's length; the Write chunk must hold it.
             if let (Some(inline_len), Some(moved)) = (moved_item_len(&reply), moved) {
-                if u64::from(inline_len) != moved {
+                if !wire::message::write_chunk_holds(inline_len, moved) {
                     return Err(format!(
                         "Write chunk carried {moved} bytes but the reply says {inline_len} (RFC 8166 §3.4.6)"
                     ));
@@ -445,7 +445,7 @@ fn decode_reply_results(
             // The reduced stream keeps each moved item's length; its Write chunk must hold it.
             for item in reduction.items().iter().filter(|i| i.moved) {
                 let carried = reduction.chunk_length(item).unwrap_or(0);
-                if u64::from(item.length) != carried {
+                if !wire::message::write_chunk_holds(item.length, carried) {
                     return Err(format!(
                         "Write chunk carried {carried} bytes but {} says {} (RFC 8166 §3.4.6)",
                         item.item, item.length

@@ -476,7 +476,7 @@ fn decode_reply(cp: CallProc, chunks: &ChunkLists, r: &mut Reader<'_>) -> UpperR
                     chunk: "write",
                     position: None,
                     chunk_length,
-                    chunk_length_matches: chunk_length_matches(length, chunk_length),
+                    chunk_length_matches: write_chunk_holds(length, chunk_length),
                 });
             }
             (Upper::Nfs3Reply(res), s)
@@ -501,7 +501,7 @@ fn decode_reply(cp: CallProc, chunks: &ChunkLists, r: &mut Reader<'_>) -> UpperR
                     chunk: "write",
                     position: None,
                     chunk_length,
-                    chunk_length_matches: chunk_length_matches(item.length, chunk_length),
+                    chunk_length_matches: write_chunk_holds(item.length, chunk_length),
                 });
             }
             s.violations = write_chunks_not_taken(&reduction, RULE_WRITE_NOT_DDP_ELIGIBLE);
@@ -587,8 +587,16 @@ fn write_chunks_not_taken(reduction: &Reduction, rule: &'static str) -> Vec<Viol
         .collect()
 }
 
-/// Whether `chunk_length` is a plausible length for a moved item of `length` bytes: exactly
-/// the item, or the item with its XDR round-up (RFC 8166 §3.4.5.2 lets Requesters include it).
+/// Whether a Read chunk of `chunk_length` bytes is a plausible carrier of a moved argument of
+/// `length` bytes: exactly the item, or the item with its XDR round-up (RFC 8166 §3.4.5.2 lets
+/// Requesters include it).
 pub fn chunk_length_matches(length: u32, chunk_length: u64) -> bool {
     chunk_length == u64::from(length) || chunk_length == pad4(length as usize) as u64
+}
+
+/// Whether a returned Write chunk of `chunk_length` bytes holds a moved result of `length`
+/// bytes: exactly the item. RFC 8166 §3.4.6: a Responder MUST NOT write XDR roundup padding
+/// into a Write chunk, and returns each segment's length as what it wrote.
+pub fn write_chunk_holds(length: u32, chunk_length: u64) -> bool {
+    chunk_length == u64::from(length)
 }
