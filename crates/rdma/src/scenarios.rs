@@ -525,21 +525,23 @@ impl Driver for Session {
     }
 
     fn reconnect_with_late_receives(&mut self) -> Result<(), DriverError> {
-        Err(DriverError(
-            Session::supports(Control::LateReceivePosting)
-                .err()
-                .unwrap_or_default()
-                .to_string(),
-        ))
+        Err(unsupported(Control::LateReceivePosting))
     }
 
     fn post_receives(&mut self) -> Result<(), DriverError> {
-        self.reconnect_with_late_receives()
+        Err(unsupported(Control::LateReceivePosting))
     }
 
     fn rnr_naks(&self) -> Option<u64> {
         None
     }
+}
+
+/// The error of a call to a control this driver lacks, with the reason `supports` gives (only a
+/// scenario that does not list the control in `Scenario::requires` can get here).
+fn unsupported(control: Control) -> DriverError {
+    let reason = Session::supports(control).err().unwrap_or("supported");
+    DriverError(reason.to_string())
 }
 
 impl From<ClientError> for DriverError {
