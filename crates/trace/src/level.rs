@@ -173,6 +173,10 @@ pub enum Incompleteness {
     /// RPC-over-RDMA connections with no CM DREQ, DREP or REJ after their last event: the
     /// capture stopped before the disconnect.
     NoDisconnect { open: usize, of: usize },
+    /// RPC-over-RDMA connections whose last DREQ no DREP answered: the capture stopped between
+    /// the two (the recipient of a DREQ answers it with a DREP, IBTA Vol 1 §12.6; a peer that
+    /// died answers nothing, and its death is reported by the kernel log, not by the trace).
+    UnansweredDisconnect { open: usize, of: usize },
     /// PSNs that no packet of the capture carried, even after retransmissions.
     LostPackets { psns: u64 },
     /// Multi-packet operations whose packets were not all captured.
@@ -187,6 +191,9 @@ impl fmt::Display for Incompleteness {
                 f,
                 "no disconnect after the last message on {open} of {of} connections"
             ),
+            Incompleteness::UnansweredDisconnect { open, of } => {
+                write!(f, "no DREP after the DREQ on {open} of {of} connections")
+            }
             Incompleteness::LostPackets { psns } => write!(f, "{psns} PSNs never captured"),
             Incompleteness::Unfinished { operations } => {
                 write!(f, "{operations} RC operations not captured whole")
@@ -222,13 +229,35 @@ impl fmt::Display for CaptureStatus {
     }
 }
 
-fn ends_connection(name: &str) -> bool {
-    matches!(name, "CM_DREQ" | "CM_DREP" | "CM_REJ")
+/// How far a connection's teardown got after its last other event.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+enum Teardown {
+    /// Something other than a disconnect came last (or nothing yet).
+    #[default]
+    Open,
+    /// A DREQ came last and no DREP answered it.
+    Requested,
+    /// A DREP or REJ ended it.
+    Closed,
+}
+
+impl Teardown {
+    /// The state after CM message `name`, or `None` when `name` is not a teardown message.
+    fn after_cm(self, name: &str) -> Option<Teardown> {
+        match name {
+            "CM_DREP" | "CM_REJ" => Some(Teardown::Closed),
+            // A second DREQ (the peer's, crossing ours, or a retransmission) after the DREP
+            // does not undo it.
+            "CM_DREQ" if self == Teardown::Closed => Some(Teardown::Closed),
+            "CM_DREQ" => Some(Teardown::Requested),
+            _ => None,
+        }
+    }
 }
 
 /// Judge whether `trace` holds a whole exchange: the capture file is intact, every PSN gap was
 /// filled, every multi-packet operation completed, and every RPC-over-RDMA connection was
-/// disconnected after its last event. A capture without any connection is complete (nothing
+/// disconnected after its last event, its DREQ answered by a DREP (or it was rejected). A capture without any connection is complete (nothing
 /// connected); whether something should have is for the caller to say.
 pub fn capture_status(trace: &Trace) -> CaptureStatus {
     let mut status = StatusOfEvents::default();
@@ -244,9 +273,9 @@ pub fn capture_status(trace: &Trace) -> CaptureStatus {
 #[derive(Debug, Default)]
 pub struct StatusOfEvents {
     counts: TransportCounts,
-    /// Per connection id: whether an ending CM message follows its last other event. Grown
-    /// to the highest id seen (ids are dense, one per connection of the capture).
-    closed: Vec<bool>,
+    /// Per connection id: how far its teardown got after its last other event. Grown to the
+    /// highest id seen (ids are dense, one per connection of the capture).
+    teardown: Vec<Teardown>,
 }
 
 impl StatusOfEvents {
@@ -256,25 +285,26 @@ impl StatusOfEvents {
             self.counts.add(t);
         }
         let Some(conn) = e.conn else { return };
-        if conn >= self.closed.len() {
-            self.closed.resize(conn + 1, false);
+        if conn >= self.teardown.len() {
+            self.teardown.resize(conn + 1, Teardown::Open);
         }
-        match &e.body {
-            EventBody::Transport(_) => {}
-            EventBody::Cm { name, .. } if ends_connection(name) => self.closed[conn] = true,
-            _ => self.closed[conn] = false,
-        }
+        let state = &mut self.teardown[conn];
+        *state = match &e.body {
+            EventBody::Transport(_) => return,
+            EventBody::Cm { name, .. } => state.after_cm(name).unwrap_or(Teardown::Open),
+            _ => Teardown::Open,
+        };
     }
 
     /// The transport counts and the capture status, given the rest of the trace (its
     /// connections and capture error; its `events` are not read).
     pub fn finish(self, trace: &Trace) -> (TransportCounts, CaptureStatus) {
         let counts = self.counts;
-        (counts, status_of(trace, &self.closed, counts))
+        (counts, status_of(trace, &self.teardown, counts))
     }
 }
 
-fn status_of(trace: &Trace, closed: &[bool], counts: TransportCounts) -> CaptureStatus {
+fn status_of(trace: &Trace, teardown: &[Teardown], counts: TransportCounts) -> CaptureStatus {
     let mut reasons = Vec::new();
     if let Some(error) = &trace.capture_error {
         reasons.push(Incompleteness::Truncated {
@@ -288,14 +318,24 @@ fn status_of(trace: &Trace, closed: &[bool], counts: TransportCounts) -> Capture
         .map(|c| c.id)
         .collect();
     // Events on ids past the trace's connections were never counted (as before).
-    let closed = &closed[..closed.len().min(trace.connections.len())];
-    let open = rpcrdma
-        .iter()
-        .filter(|&&c| !closed.get(c).copied().unwrap_or(false))
-        .count();
+    let teardown = &teardown[..teardown.len().min(trace.connections.len())];
+    let in_state = |wanted: Teardown| {
+        rpcrdma
+            .iter()
+            .filter(|&&c| teardown.get(c).copied().unwrap_or_default() == wanted)
+            .count()
+    };
+    let open = in_state(Teardown::Open);
     if open > 0 {
         reasons.push(Incompleteness::NoDisconnect {
             open,
+            of: rpcrdma.len(),
+        });
+    }
+    let unanswered = in_state(Teardown::Requested);
+    if unanswered > 0 {
+        reasons.push(Incompleteness::UnansweredDisconnect {
+            open: unanswered,
             of: rpcrdma.len(),
         });
     }
@@ -368,7 +408,7 @@ mod tests {
     }
 
     #[test]
-    fn a_connection_is_closed_only_by_a_disconnect_after_its_last_event() {
+    fn a_connection_is_closed_only_by_an_answered_disconnect_after_its_last_event() {
         let cm = |name: &str| EventBody::Cm {
             name: name.into(),
             detail: String::new(),
@@ -382,6 +422,22 @@ mod tests {
         };
         assert_eq!(capture_status(&Trace::default()), CaptureStatus::Complete);
         trace.events = vec![event(cm("CM_REQ")), event(cm("CM_DREQ"))];
+        // A DREQ that no DREP answered: the capture stopped between the two.
+        assert_eq!(
+            capture_status(&trace),
+            CaptureStatus::Incomplete(vec![Incompleteness::UnansweredDisconnect {
+                open: 1,
+                of: 1
+            }])
+        );
+        assert_eq!(
+            capture_status(&trace).to_string(),
+            "incomplete (no DREP after the DREQ on 1 of 1 connections)"
+        );
+        trace.events.push(event(cm("CM_DREP")));
+        assert_eq!(capture_status(&trace), CaptureStatus::Complete);
+        // The peer's DREQ crossing ours, after the DREP, does not reopen the teardown.
+        trace.events.push(event(cm("CM_DREQ")));
         assert_eq!(capture_status(&trace), CaptureStatus::Complete);
         // A transport event after the disconnect does not reopen it; a Send does.
         trace
