@@ -27,7 +27,7 @@ use records::{RecordLimits, RecordSizes, Records};
 use engine::verbs::{Endpoint, Event, MemoryTable, RemoteMemory, UpperLayer, WorkRequest};
 use engine::{ConnectionConfig, IncomingCall, OutgoingReply, Responder, ResponderOutput, RpcCall};
 use serde::Serialize;
-use wire::mount3::{Mount3Call, Mount3Proc, Mountstat3, MOUNT_V3};
+use wire::mount3::{Mount3Call, Mount3Proc, MOUNT_V3};
 use wire::nfs3::{DdpData, Nfs3Call, Nfs3Proc, NFS_V3};
 use wire::nfs_client::Status;
 use wire::rpc::{AcceptStat, CallHeader, ReplyHeader, MOUNT_PROGRAM, NFS_PROGRAM};
@@ -463,8 +463,9 @@ impl Server {
             Program::Mount(mount_call) => {
                 let mut w = Writer::with_capacity(SUCCESS_HEADER_LEN + RESULTS_ROOM);
                 header.encode(&mut w);
-                self.fs.mount(mount_call).encode(&mut w);
-                (w.into_bytes(), None, Status::Mount3(Mountstat3::Ok))
+                let reply = self.fs.mount(mount_call);
+                reply.encode(&mut w);
+                (w.into_bytes(), None, Status::Mount3(reply.status()))
             }
         };
         self.records.execution(Execution {

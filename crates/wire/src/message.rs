@@ -513,10 +513,7 @@ fn decode_reply(cp: CallProc, chunks: &ChunkLists, r: &mut Reader<'_>) -> UpperR
             let mut s = summary("MOUNT", MOUNT_V3, proc_.name(), false);
             s.violations = auxiliary_chunk_violations(chunks, false);
             if let Mount3Reply::Mnt(m) = &res {
-                s.status = Some(match m {
-                    crate::mount3::MntRes::Ok(_) => "MNT3_OK",
-                    crate::mount3::MntRes::Fail(st) => st.name(),
-                });
+                s.status = Some(m.status().name());
             }
             (Upper::Mount3Reply(res), s)
         }

@@ -93,6 +93,16 @@ pub enum MntRes {
     Fail(Mountstat3),
 }
 
+impl MntRes {
+    /// The `mountstat3` this result carries.
+    pub fn status(&self) -> Mountstat3 {
+        match self {
+            MntRes::Ok(_) => Mountstat3::Ok,
+            MntRes::Fail(status) => *status,
+        }
+    }
+}
+
 impl Xdr for MntRes {
     fn decode(r: &mut Reader<'_>) -> Result<Self> {
         match Mountstat3::decode(r)? {
@@ -217,6 +227,15 @@ impl Mount3Reply {
             Mount3Reply::Export(list) => {
                 w.list(list, |w, e| e.encode(w));
             }
+        }
+    }
+
+    /// The status the results carry: MNT's `mountstat3`; the other procedures return none
+    /// (RFC 1813 Appendix I) and count as `MNT3_OK`.
+    pub fn status(&self) -> Mountstat3 {
+        match self {
+            Mount3Reply::Mnt(res) => res.status(),
+            _ => Mountstat3::Ok,
         }
     }
 

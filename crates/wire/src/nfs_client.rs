@@ -77,8 +77,7 @@ impl Results {
     pub fn status_name(&self) -> &'static str {
         match self {
             Results::Nfs3(reply) => reply.status().name(),
-            Results::Mount3(Mount3Reply::Mnt(MntRes::Fail(status))) => status.name(),
-            Results::Mount3(_) => "MNT3_OK",
+            Results::Mount3(reply) => reply.status().name(),
         }
     }
 }
