@@ -24,6 +24,32 @@ pub fn workspace_root() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("."))
 }
 
+/// Cargo's target directory: `$CARGO_TARGET_DIR` (relative to the workspace root, where the
+/// Justfile runs cargo), else `<workspace>/target`. Binaries the runs ship and render with
+/// (`target/release/rig`) are where cargo built them, not always under the workspace.
+pub fn target_dir() -> PathBuf {
+    match std::env::var_os("CARGO_TARGET_DIR") {
+        Some(dir) if !dir.is_empty() => workspace_root().join(dir),
+        _ => workspace_root().join("target"),
+    }
+}
+
+/// A path as suites and flags write it: absolute as is; `target/...` inside [`target_dir`];
+/// anything else relative to the workspace root.
+pub fn resolve_workspace_path(path: &Path) -> PathBuf {
+    resolve_under(path, &workspace_root(), &target_dir())
+}
+
+fn resolve_under(path: &Path, root: &Path, target: &Path) -> PathBuf {
+    if path.is_absolute() {
+        return path.to_path_buf();
+    }
+    match path.strip_prefix("target") {
+        Ok(rest) => target.join(rest),
+        Err(_) => root.join(path),
+    }
+}
+
 /// The image cache: `$RIG_VM_CACHE`, else `<workspace>/target/vm`.
 pub fn cache_root() -> PathBuf {
     std::env::var_os("RIG_VM_CACHE")
@@ -174,6 +200,20 @@ pub fn disk_size(path: &Path) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn target_paths_resolve_into_cargos_target_directory() {
+        let (root, target) = (Path::new("/ws"), Path::new("/elsewhere/t"));
+        let resolve = |p: &str| resolve_under(Path::new(p), root, target);
+        assert_eq!(
+            resolve("target/release/rig"),
+            Path::new("/elsewhere/t/release/rig")
+        );
+        // Only the whole first component counts.
+        assert_eq!(resolve("targets/x"), Path::new("/ws/targets/x"));
+        assert_eq!(resolve("fixtures/a"), Path::new("/ws/fixtures/a"));
+        assert_eq!(resolve("/abs/rig"), Path::new("/abs/rig"));
+    }
 
     #[test]
     fn key_changes_with_any_input() {

@@ -31,7 +31,7 @@ pub fn rig_binary(run_dir: &Path) -> Option<PathBuf> {
     if shared.is_file() {
         return Some(shared);
     }
-    let built = crate::cache::workspace_root().join("target/release/rig");
+    let built = crate::cache::resolve_workspace_path(Path::new("target/release/rig"));
     built.is_file().then_some(built)
 }
 

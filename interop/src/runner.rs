@@ -376,18 +376,13 @@ fn prepare_share(share: &Path, suite: &Suite, settings: &RunSettings) -> Result<
         &share.join(&suite.name),
     )?;
     fs::write(share.join("plan"), suite.plan())?;
-    let root = crate::cache::workspace_root();
     let extras = suite
         .extra_files
         .iter()
         .map(|e| (e.from.clone(), e.to.clone()))
         .chain(settings.extra_files.iter().cloned());
     for (from, to) in extras {
-        let from = if from.is_absolute() {
-            from
-        } else {
-            root.join(from)
-        };
+        let from = crate::cache::resolve_workspace_path(&from);
         let target = share.join(&to);
         if let Some(parent) = target.parent() {
             fs::create_dir_all(parent)?;

@@ -389,9 +389,7 @@ impl Driver for Session {
             Control::Hold(_) => Err(
                 "needs the server's Send completion held back, which only the simulator controls",
             ),
-            Control::LateReceivePosting => Err(
-                "needs the server's first Send to race our Receive posting, which the HCA's RNR retry hides on a real link",
-            ),
+            Control::LateReceivePosting => Err(LATE_RECEIVE_POSTING_UNSUPPORTED),
             Control::RnrRetryExhaustion => Err(
                 "needs RNR retries exhausted before we post Receives; not reproducible deterministically over rxe",
             ),
@@ -525,11 +523,11 @@ impl Driver for Session {
     }
 
     fn reconnect_with_late_receives(&mut self) -> Result<(), DriverError> {
-        Err(unsupported(Control::LateReceivePosting))
+        Err(DriverError(LATE_RECEIVE_POSTING_UNSUPPORTED.to_owned()))
     }
 
     fn post_receives(&mut self) -> Result<(), DriverError> {
-        Err(unsupported(Control::LateReceivePosting))
+        Err(DriverError(LATE_RECEIVE_POSTING_UNSUPPORTED.to_owned()))
     }
 
     fn rnr_naks(&self) -> Option<u64> {
@@ -537,12 +535,10 @@ impl Driver for Session {
     }
 }
 
-/// The error of a call to a control this driver lacks, with the reason `supports` gives (only a
-/// scenario that does not list the control in `Scenario::requires` can get here).
-fn unsupported(control: Control) -> DriverError {
-    let reason = Session::supports(control).err().unwrap_or("supported");
-    DriverError(reason.to_string())
-}
+/// Why [`Control::LateReceivePosting`] is unsupported: `supports` says it, and the two driver
+/// calls that need it fail with it (only a scenario that does not list the control in
+/// `Scenario::requires` can make them).
+const LATE_RECEIVE_POSTING_UNSUPPORTED: &str = "needs the server's first Send to race our Receive posting, which the HCA's RNR retry hides on a real link";
 
 impl From<ClientError> for DriverError {
     fn from(e: ClientError) -> DriverError {

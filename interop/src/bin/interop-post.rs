@@ -43,7 +43,8 @@ enum Command {
         /// gets it as its only one. Harness failures are never accepted.
         #[arg(long, value_name = "CASE-GLOB", num_args = 1..)]
         accept: Vec<String>,
-        /// The rig binary that renders captures (`rig trace show --format text`).
+        /// The rig binary that renders captures (`rig trace show --format text`); `target/` is
+        /// cargo's target directory (`$CARGO_TARGET_DIR`).
         #[arg(long, default_value = "target/release/rig")]
         rig: PathBuf,
         /// Output directories of runs (each with report.json and runs/); repeatable, so suites
@@ -141,11 +142,7 @@ fn snapshot_root() -> PathBuf {
 /// per case and attempt (`interop run --repeat` keeps attempt N's files in `attempt-N/`).
 fn run_snapshots(out: &Path, rig: &Path) -> Result<Vec<Snapshot>> {
     let report = last_report(out)?;
-    let rig = if rig.is_absolute() {
-        rig.to_path_buf()
-    } else {
-        workspace_root().join(rig)
-    };
+    let rig = interop::cache::resolve_workspace_path(rig);
     let rig = rig.is_file().then_some(rig);
     if rig.is_none() {
         eprintln!("interop-post: no rig binary: traces left out of the snapshots");
