@@ -24,7 +24,7 @@ use std::fmt;
 use serde::{Serialize, Serializer};
 
 use crate::error::DecodeError;
-use crate::rpcrdma::{read_list_length, Proc, ReadChunk, ReadSegment};
+use crate::rpcrdma::{read_list_length, ChunkLists, Proc, ReadChunk, ReadSegment};
 use crate::xdr::{pad4, Reader, Writer};
 
 /// RFC 8166 §3.4.4: positions are XDR positions, so 4-byte aligned.
@@ -810,6 +810,17 @@ impl Reduction {
         Reduction {
             source: ChunkSource::Read(moved),
             ..Reduction::inline()
+        }
+    }
+
+    /// A call's reduction from its transport header's lists: [`Reduction::for_call`] of its
+    /// grouped Read list, or the [`Reduction::inline`] stream when it has none (most calls:
+    /// nothing is grouped or allocated).
+    pub fn for_call_lists(lists: &ChunkLists) -> Reduction {
+        if lists.reads.is_empty() {
+            Reduction::inline()
+        } else {
+            Reduction::for_call(lists.read_chunks())
         }
     }
 

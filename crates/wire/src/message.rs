@@ -331,12 +331,7 @@ fn decode_call(cp: CallProc, chunks: &ChunkLists, r: &mut Reader<'_>) -> UpperRe
             let proc_ = Nfs3Proc::decode_u32(cp.proc_)?;
             // Read chunks other than the Position-Zero chunk carry moved argument data: the
             // call's DDP-eligible argument, if it has one, takes the first of them.
-            // Most calls carry no Read list: their stream is unreduced, without grouping anything.
-            let mut reduction = if chunks.reads.is_empty() {
-                Reduction::inline()
-            } else {
-                Reduction::for_call(chunks.read_chunks())
-            };
+            let mut reduction = Reduction::for_call_lists(chunks);
             let item = ddp_eligible_argument(proc_);
             let ddp = match item {
                 Some(_) => reduction.next_ddp(),
@@ -390,7 +385,7 @@ fn decode_call(cp: CallProc, chunks: &ChunkLists, r: &mut Reader<'_>) -> UpperRe
             }
             // RFC 8267 §6: each DDP-eligible argument (WRITE data, CREATE link text), in stream
             // order, takes the next Read chunk; only its length word stays inline.
-            let mut reduction = Reduction::for_call(chunks.read_chunks());
+            let mut reduction = Reduction::for_call_lists(chunks);
             let args = Compound4Args::decode_with(r, &mut reduction)?;
             let mut s = summary("NFS", NFS_V4, "COMPOUND", true);
             for item in reduction.items().iter().filter(|i| i.moved) {
@@ -554,7 +549,7 @@ fn nfs4_compound(proc_: u32) -> crate::error::Result<bool> {
 /// no item takes ([`Reduction::unused_chunks`] of a message without items).
 fn auxiliary_chunk_violations(chunks: &ChunkLists, call: bool) -> Vec<Violation> {
     if call {
-        Reduction::for_call(chunks.read_chunks())
+        Reduction::for_call_lists(chunks)
             .unused_chunks()
             .map(|(position, _)| Violation {
                 rule: RULE_AUXILIARY_NOT_DDP_ELIGIBLE,
