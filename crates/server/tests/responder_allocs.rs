@@ -18,7 +18,7 @@ fn ceiling(kind: Kind) -> u64 {
         Kind::Null => 4,
         Kind::Getattr => 5,
         Kind::Lookup => 7,
-        Kind::WriteReadChunk => 25,
+        Kind::WriteReadChunk => 24,
         Kind::ReadWriteChunk => 11,
         Kind::ReaddirReplyChunk => 38,
     }
