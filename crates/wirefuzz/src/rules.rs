@@ -491,10 +491,35 @@ pub const MAX_PROFILE_STRING: usize = 4096;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Expected {
     pub answer: Answer,
+    /// Other answers suite runs saw this kernel give the same case, depending on timing: the
+    /// suite accepts them ([`Expected::accepts`]); the kernel model answers [`Expected::answer`].
+    pub also: Vec<Answer>,
     /// Confirmed by a suite run against this kernel (`false`: predicted or inferred).
     pub measured: bool,
     /// Where the value came from.
     pub note: String,
+}
+
+/// An expected answer and its timing alternatives as one text: `err-chunk|err-chunk-then-close`.
+pub fn answers_text(answer: Answer, also: &[Answer]) -> String {
+    std::iter::once(answer)
+        .chain(also.iter().copied())
+        .map(Answer::name)
+        .collect::<Vec<_>>()
+        .join("|")
+}
+
+impl Expected {
+    /// [`answers_text`] of this entry.
+    pub fn answers_text(&self) -> String {
+        answers_text(self.answer, &self.also)
+    }
+
+    /// Whether `observed` is this rule's behaviour on this kernel: the expected answer or one
+    /// of its timing alternatives, each compared by [`Answer::satisfies`].
+    pub fn accepts(&self, observed: Answer) -> bool {
+        observed.satisfies(self.answer) || self.also.iter().any(|&a| observed.satisfies(a))
+    }
 }
 
 /// A kernel's expected answers to the catalogue's negative cases.
@@ -528,6 +553,8 @@ pub enum ProfileError {
     TooLong { field: String, len: usize },
     /// A rule expected to hang: no responder can be built to answer so.
     HangExpected(&'static str),
+    /// More timing alternatives (`also`) than there are answers.
+    TooManyAlternatives { rule: String, count: usize },
 }
 
 impl fmt::Display for ProfileError {
@@ -550,6 +577,11 @@ impl fmt::Display for ProfileError {
             ProfileError::TooLong { field, len } => write!(
                 f,
                 "{field}: {len} bytes, more than the {MAX_PROFILE_STRING}-byte limit"
+            ),
+            ProfileError::TooManyAlternatives { rule, count } => write!(
+                f,
+                "rule {rule}: {count} alternatives in `also`, more than the {} answers",
+                Answer::ALL.len()
             ),
             ProfileError::HangExpected(rule) => write!(
                 f,
@@ -576,6 +608,8 @@ struct ProfileFile {
 #[serde(deny_unknown_fields)]
 struct EntryFile {
     expected: String,
+    #[serde(default)]
+    also: Vec<String>,
     measured: bool,
     #[serde(default)]
     note: String,
@@ -613,16 +647,30 @@ impl KernelProfile {
                     name.chars().take(MAX_PROFILE_STRING).collect(),
                 ));
             }
-            let answer =
-                Answer::from_name(&entry.expected).ok_or_else(|| ProfileError::UnknownAnswer {
+            let answer_named = |answer: &str| {
+                Answer::from_name(answer).ok_or_else(|| ProfileError::UnknownAnswer {
                     rule: name.clone(),
-                    answer: entry.expected.chars().take(MAX_PROFILE_STRING).collect(),
-                })?;
+                    answer: answer.chars().take(MAX_PROFILE_STRING).collect(),
+                })
+            };
+            let answer = answer_named(&entry.expected)?;
+            if entry.also.len() > Answer::ALL.len() {
+                return Err(ProfileError::TooManyAlternatives {
+                    rule: name.clone(),
+                    count: entry.also.len(),
+                });
+            }
+            let also = entry
+                .also
+                .iter()
+                .map(|a| answer_named(a))
+                .collect::<Result<Vec<_>, _>>()?;
             let note = bounded(&format!("rules.{name}.note"), entry.note)?;
             rules.insert(
                 name,
                 Expected {
                     answer,
+                    also,
                     measured: entry.measured,
                     note,
                 },
@@ -689,9 +737,16 @@ impl KernelProfile {
                 continue;
             };
             out.push_str(&format!(
-                "\n[rules.{}]\nexpected = {}\nmeasured = {}\nnote = {}\n",
+                "\n[rules.{}]\nexpected = {}\n",
                 rule.name(),
-                toml_string(entry.answer.name()),
+                toml_string(entry.answer.name())
+            ));
+            if !entry.also.is_empty() {
+                let also: Vec<String> = entry.also.iter().map(|a| toml_string(a.name())).collect();
+                out.push_str(&format!("also = [{}]\n", also.join(", ")));
+            }
+            out.push_str(&format!(
+                "measured = {}\nnote = {}\n",
                 entry.measured,
                 toml_string(&entry.note)
             ));
@@ -848,6 +903,22 @@ mod tests {
             assert_eq!(Answer::from_name(answer.name()), Some(answer));
         }
         assert!(Answer::Close.satisfies(Answer::ErrChunkThenClose));
+        // A timing alternative is accepted beside the expected answer, nothing else is.
+        let expected = Expected {
+            answer: Answer::ErrChunk,
+            also: vec![Answer::ErrChunkThenClose],
+            measured: true,
+            note: String::new(),
+        };
+        assert!(expected.accepts(Answer::ErrChunk));
+        assert!(expected.accepts(Answer::ErrChunkThenClose));
+        assert!(expected.accepts(Answer::Close));
+        assert!(!expected.accepts(Answer::Reply));
+        assert!(!Expected {
+            also: Vec::new(),
+            ..expected
+        }
+        .accepts(Answer::ErrChunkThenClose));
         assert!(!Answer::ErrChunk.satisfies(Answer::ErrChunkThenClose));
         assert!(!Answer::Reply.satisfies(Answer::ErrChunk));
     }
@@ -861,6 +932,11 @@ mod tests {
                     rule.name().to_string(),
                     Expected {
                         answer: Answer::ALL[i % Answer::ALL.len()],
+                        also: if i % 3 == 0 {
+                            vec![Answer::ALL[(i + 1) % Answer::ALL.len()]]
+                        } else {
+                            Vec::new()
+                        },
                         measured: i % 2 == 0,
                         note: format!("note \"{i}\" \\ with\ttabs"),
                     },
@@ -894,6 +970,17 @@ mod tests {
         assert!(matches!(
             KernelProfile::parse(&answer),
             Err(ProfileError::UnknownAnswer { answer, .. }) if answer == "maybe"
+        ));
+        let also = good.replacen("also = [\"", "also = [\"sometimes\", \"", 1);
+        assert!(matches!(
+            KernelProfile::parse(&also),
+            Err(ProfileError::UnknownAnswer { answer, .. }) if answer == "sometimes"
+        ));
+        let many = vec!["\"reply\""; Answer::ALL.len() + 1].join(", ");
+        let too_many = good.replacen("also = [", &format!("also = [{many}, "), 1);
+        assert!(matches!(
+            KernelProfile::parse(&too_many),
+            Err(ProfileError::TooManyAlternatives { .. })
         ));
         let format = good.replace(PROFILE_FORMAT, "v0");
         assert_eq!(
