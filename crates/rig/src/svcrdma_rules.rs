@@ -13,8 +13,8 @@ use serde::Serialize;
 use wirefuzz::case::Case;
 use wirefuzz::executor::{open_runner, CaseRunner};
 use wirefuzz::rules::{
-    answers_text, catalogue, follow_up_null, Answer, CaseKind, Expected, KernelProfile, RuleCases,
-    CATALOGUE_RULES,
+    accepts, answers_text, catalogue, follow_up_null, Answer, CaseKind, Expected, KernelProfile,
+    RuleCases, CATALOGUE_RULES,
 };
 use wirefuzz::target::{Deadline, TargetSpec};
 
@@ -186,23 +186,23 @@ fn run_row(
     expected: &Expected,
 ) -> Result<Row> {
     let case = entry.case(kind);
-    let (expected, expected_note) = match kind {
-        CaseKind::Negative => (expected.clone(), expected.note.clone()),
+    let (expected_answer, also, expected_note) = match kind {
+        CaseKind::Negative => (
+            expected.answer,
+            expected.also.clone(),
+            expected.note.clone(),
+        ),
         CaseKind::Positive => (
-            Expected {
-                answer: Answer::Reply,
-                also: Vec::new(),
-                measured: true,
-                note: String::new(),
-            },
+            Answer::Reply,
+            Vec::new(),
             "positive control: must be answered".into(),
         ),
     };
     let mut row = Row {
         rule: entry.rule.name(),
         case: kind,
-        expected: expected.answer,
-        also: expected.also.clone(),
+        expected: expected_answer,
+        also,
         observed: None,
         ok: true,
         skipped: None,
@@ -219,7 +219,7 @@ fn run_row(
     let (answer, notes) = answer_on_fresh_connection(spec, deadline, args.log.as_deref(), case)
         .with_context(|| format!("{} {kind} case", entry.rule.name()))?;
     row.observed = Some(answer);
-    row.ok = expected.accepts(answer);
+    row.ok = accepts(row.expected, &row.also, answer);
     row.notes = notes;
     Ok(row)
 }
@@ -328,16 +328,11 @@ fn observed_profile(profile: &KernelProfile, report: &Report) -> KernelProfile {
         };
         // An answer the entry accepts keeps it (its timing alternatives too); another one
         // replaces it as a new measurement.
-        let accepted = entry.accepts(answer);
-        let was = if accepted {
-            String::new()
+        let (kept, also, was) = if entry.accepts(answer) {
+            (entry.answer, std::mem::take(&mut entry.also), String::new())
         } else {
-            format!("; was {} ({})", entry.answer, entry.note)
-        };
-        let (kept, also) = if accepted {
-            (entry.answer, std::mem::take(&mut entry.also))
-        } else {
-            (answer, Vec::new())
+            let was = format!("; was {} ({})", entry.answer, entry.note);
+            (answer, Vec::new(), was)
         };
         *entry = Expected {
             answer: kept,

@@ -242,23 +242,24 @@ enum Teardown {
 }
 
 impl Teardown {
-    /// The state after CM message `name`, or `None` when `name` is not a teardown message.
-    fn after_cm(self, name: &str) -> Option<Teardown> {
+    /// The state after CM message `name` (one that is not part of a teardown reopens it).
+    fn after_cm(self, name: &str) -> Teardown {
         match name {
-            "CM_DREP" | "CM_REJ" => Some(Teardown::Closed),
+            "CM_DREP" | "CM_REJ" => Teardown::Closed,
             // A second DREQ (the peer's, crossing ours, or a retransmission) after the DREP
             // does not undo it.
-            "CM_DREQ" if self == Teardown::Closed => Some(Teardown::Closed),
-            "CM_DREQ" => Some(Teardown::Requested),
-            _ => None,
+            "CM_DREQ" if self == Teardown::Closed => Teardown::Closed,
+            "CM_DREQ" => Teardown::Requested,
+            _ => Teardown::Open,
         }
     }
 }
 
 /// Judge whether `trace` holds a whole exchange: the capture file is intact, every PSN gap was
 /// filled, every multi-packet operation completed, and every RPC-over-RDMA connection was
-/// disconnected after its last event, its DREQ answered by a DREP (or it was rejected). A capture without any connection is complete (nothing
-/// connected); whether something should have is for the caller to say.
+/// disconnected after its last event, its DREQ answered by a DREP (or it was rejected). A capture
+/// without any connection is complete (nothing connected); whether something should have is for
+/// the caller to say.
 pub fn capture_status(trace: &Trace) -> CaptureStatus {
     let mut status = StatusOfEvents::default();
     for e in &trace.events {
@@ -291,7 +292,7 @@ impl StatusOfEvents {
         let state = &mut self.teardown[conn];
         *state = match &e.body {
             EventBody::Transport(_) => return,
-            EventBody::Cm { name, .. } => state.after_cm(name).unwrap_or(Teardown::Open),
+            EventBody::Cm { name, .. } => state.after_cm(name),
             _ => Teardown::Open,
         };
     }

@@ -515,11 +515,16 @@ impl Expected {
         answers_text(self.answer, &self.also)
     }
 
-    /// Whether `observed` is this rule's behaviour on this kernel: the expected answer or one
-    /// of its timing alternatives, each compared by [`Answer::satisfies`].
+    /// [`accepts`] of this entry.
     pub fn accepts(&self, observed: Answer) -> bool {
-        observed.satisfies(self.answer) || self.also.iter().any(|&a| observed.satisfies(a))
+        accepts(self.answer, &self.also, observed)
     }
+}
+
+/// Whether `observed` is the behaviour expected: `answer` or one of its timing alternatives
+/// `also`, each compared by [`Answer::satisfies`].
+pub fn accepts(answer: Answer, also: &[Answer], observed: Answer) -> bool {
+    observed.satisfies(answer) || also.iter().any(|&a| observed.satisfies(a))
 }
 
 /// A kernel's expected answers to the catalogue's negative cases.
