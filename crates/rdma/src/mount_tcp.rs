@@ -342,13 +342,19 @@ mod tests {
                 s
             })
             .collect();
-        // A third is closed by the server: it reads end of file, not a reply.
+        // A third is closed by the server: it reads end of file. Only Ok(0) is the close; a
+        // read that times out (a server that kept the connection open and idle) or returns
+        // bytes is a failure, so the check cannot pass without the server closing.
         let mut third = TcpStream::connect(addr).unwrap();
         third
             .set_read_timeout(Some(Duration::from_secs(10)))
             .unwrap();
         let mut byte = [0u8; 1];
-        assert_eq!(third.read(&mut byte).unwrap_or(0), 0);
+        match third.read(&mut byte) {
+            Ok(0) => {}
+            Ok(n) => panic!("the third connection was served ({n} bytes), not closed"),
+            Err(e) => panic!("the third connection was not closed within 10 s: {e}"),
+        }
         // Once the two go, a new connection is served again.
         drop(hold);
         let served = (0..50).any(|_| {
