@@ -154,6 +154,13 @@ pub enum Failure {
         basis: &'static str,
         connection: &'static str,
     },
+    /// A count was claimed (kernel or `rig serve`) but none is there: the count failed, so
+    /// nothing can be said about the call, and the verdict must not read as a pass.
+    ExecutionsNotCounted {
+        procedure: String,
+        xid: u32,
+        basis: &'static str,
+    },
 }
 
 impl Failure {
@@ -163,6 +170,7 @@ impl Failure {
             Failure::ReExecuted { .. } => "re-executed",
             Failure::ReplayedUnexecutedArguments { .. } => "replayed-unexecuted-arguments",
             Failure::ReplayDiffers { .. } => "replay-differs",
+            Failure::ExecutionsNotCounted { .. } => "executions-not-counted",
         }
     }
 }
@@ -215,6 +223,14 @@ impl fmt::Display for Failure {
                 plural(*replies, "reply", "replies"),
                 plural(*executions, "execution", "executions"),
             ),
+            Failure::ExecutionsNotCounted {
+                procedure,
+                xid,
+                basis,
+            } => write!(
+                f,
+                "executions of {procedure} for XID {xid:#010x} unknown ({basis}, but no count): nothing was judged"
+            ),
         }
     }
 }
@@ -229,7 +245,11 @@ pub fn procedure_by_name(name: &str) -> Option<Nfs3Proc> {
         .find(|p| p.name().eq_ignore_ascii_case(name))
 }
 
-/// The rule. Unknown executions pass with no claim; otherwise a non-idempotent procedure (in
+/// The rule. Unknown executions on a counted basis (kernel, `rig serve`) fail
+/// [`Failure::ExecutionsNotCounted`]: a count that failed is never a pass. Unknown *inferred*
+/// executions make no claim: `rig scenarios`' verdict is provisional, and every suite that runs
+/// it over RDMA re-judges it with a count (`rig judge`, which refuses to fall back to an unknown
+/// inferred count). Otherwise a non-idempotent procedure (in
 /// nfsd's sense, [`Nfs3Proc::is_idempotent`]) executed more often than it had argument sets fails
 /// [`Failure::ReExecuted`], and more replies than executions while an argument set went
 /// unexecuted fails [`Failure::ReplayedUnexecutedArguments`]; more replies than executions
@@ -238,7 +258,14 @@ pub fn procedure_by_name(name: &str) -> Option<Nfs3Proc> {
 /// a refusal ([`REFUSALS`]) answered nothing.
 pub fn judge(o: &Observation<'_>) -> Result<(), Failure> {
     let Some(executions) = o.executions else {
-        return Ok(());
+        return match o.basis {
+            Basis::Kernel | Basis::Serve => Err(Failure::ExecutionsNotCounted {
+                procedure: o.procedure.to_string(),
+                xid: o.xid,
+                basis: o.basis.describe(),
+            }),
+            Basis::Inferred | Basis::None => Ok(()),
+        };
     };
     let non_idempotent = procedure_by_name(o.procedure).is_some_and(|p| !p.is_idempotent());
     if non_idempotent && executions > o.argument_sets {
@@ -430,13 +457,24 @@ mod tests {
     }
 
     #[test]
-    fn unknown_executions_make_no_claim() {
+    fn unknown_inferred_executions_make_no_claim_but_a_missing_count_fails() {
         let s = statuses(&["NFS3_OK", "NFS3ERR_NOENT", "NFS3ERR_NOENT"]);
         let mut o = observation("REMOVE", &s);
         o.executions = None;
         o.argument_sets = 2;
         o.replies = 3;
+        o.basis = Basis::Inferred;
         assert_eq!(judge(&o), Ok(()));
+        // A counted basis without a count is a count that failed: never a pass.
+        for basis in [Basis::Kernel, Basis::Serve] {
+            o.basis = basis;
+            let failure = judge(&o).unwrap_err();
+            assert_eq!(failure.kind(), "executions-not-counted");
+            assert!(
+                failure.to_string().contains("nothing was judged"),
+                "{failure}"
+            );
+        }
     }
 
     #[test]

@@ -75,7 +75,9 @@ pub struct Verdict {
     pub executions_basis: String,
     /// How the statuses were read (kept when `rig judge` replaces the count).
     pub inference: String,
-    /// "pass" or "fail", by [`judge::judge`].
+    /// "pass" or "fail", by [`judge::judge`]; "skip" when the scenario sent no call under test
+    /// because it cannot run on this transport ([`UNSUPPORTED`]); "error" when it failed before
+    /// reaching a verdict. Neither of the last two is a pass.
     #[serde(default = "pass")]
     pub judgement: String,
     /// Why the verdict fails; empty when it passes.
@@ -94,13 +96,20 @@ pub struct Verdict {
     pub note: String,
 }
 
+/// The outcome of a scenario this transport cannot run (the reason is the verdict's note).
+pub const UNSUPPORTED: &str = "unsupported-on-rdma";
+
+/// The judgement of a scenario that sent nothing: not run, so neither pass nor fail.
+pub const SKIP: &str = "skip";
+
 fn pass() -> String {
     "pass".to_string()
 }
 
 impl Verdict {
     /// A verdict with no call under test (the scenario could not run, or failed before its
-    /// XID): nothing sent, nothing counted (`executions_basis` none), judged pass.
+    /// XID): nothing sent, nothing counted (`executions_basis` none), and not a pass: judged
+    /// "skip" when the transport cannot run it ([`UNSUPPORTED`]), else "error".
     pub fn without_call(
         scenario: &str,
         label: &str,
@@ -122,7 +131,11 @@ impl Verdict {
             executions: None,
             executions_basis: Basis::None.verdict_name().to_string(),
             inference: String::new(),
-            judgement: pass(),
+            judgement: if outcome == UNSUPPORTED {
+                SKIP.to_string()
+            } else {
+                "error".to_string()
+            },
             failure: String::new(),
             credits_requested: 0,
             credits_granted: 0,
@@ -225,7 +238,7 @@ fn empty_verdict(
 
 fn run_one(scenario: &Scenario, options: &Options, root: Option<FileHandle>) -> Verdict {
     if let Some(reason) = scenario.unsupported_by(Session::supports) {
-        return empty_verdict(scenario, options, "unsupported-on-rdma", reason.to_string());
+        return empty_verdict(scenario, options, UNSUPPORTED, reason.to_string());
     }
     let mut opts = options.clone();
     opts.prefix = format!("{}-{}", options.prefix, scenario.name);
@@ -770,6 +783,18 @@ mod tests {
         v.executions = Some(1);
         assert!(v.apply_judgement(Basis::Inferred).is_ok());
         assert_eq!((v.judgement.as_str(), v.failure.as_str()), ("pass", ""));
+    }
+
+    #[test]
+    fn a_scenario_that_sent_nothing_is_not_a_pass() {
+        let note = "needs the simulator".to_string();
+        let skipped = Verdict::without_call("burst", "nfsd", "LINK", UNSUPPORTED, note.clone());
+        assert_eq!(
+            (skipped.judgement.as_str(), skipped.transmissions),
+            (SKIP, 0)
+        );
+        let broken = Verdict::without_call("burst", "nfsd", "LINK", "error", note);
+        assert_eq!(broken.judgement, "error");
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! `rig judge`: re-judge a `rig scenarios --format json` verdict file with executions counted on
 //! the server (kernel ftrace text or `rig serve --stats` JSON), by the one rule in
 //! [`rdma::judge`]. Prints one summary line per verdict and `key=value` lines for the case's
-//! kernel.txt; `--write` rewrites the verdict file in place. Exit 0 pass, 1 fail, 2 bad input.
+//! kernel.txt; `--write` rewrites the verdict file in place. Exit 0 pass, 1 fail, 2 bad input or
+//! a count that failed (a harness failure: nothing was judged, so it is never a pass), 3 nothing
+//! to judge (the scenario sent no call under test: the case is a skip, or its client failed).
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -9,7 +11,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, ensure, Context, Result};
 use rdma::counted::{FtraceCounts, ServeCounts};
 use rdma::judge::Basis;
-use rdma::scenarios::Verdict;
+use rdma::scenarios::{Verdict, SKIP, UNSUPPORTED};
 
 /// Largest input file read (verdict, trace or stats).
 const MAX_INPUT: u64 = 16 << 20;
@@ -40,12 +42,37 @@ enum Source {
     ServeStats(ServeCounts),
 }
 
+/// What judging one verdict (or a file of them) came to, worst last.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Judgement {
+    /// No call under test: nothing to count or judge (the scenario cannot run here, or failed).
+    NotRun,
+    /// Judged by the rule on a count, and it holds.
+    Pass,
+    /// The count failed and the inferred executions do not fail the rule: nothing was judged.
+    NotCounted,
+    /// The rule failed (on the count, or on the inferred executions when the count failed).
+    Fail,
+}
+
+impl Judgement {
+    /// The exit status of `rig judge` (see the module comment).
+    pub fn exit_code(self) -> u8 {
+        match self {
+            Judgement::Pass => 0,
+            Judgement::Fail => 1,
+            Judgement::NotCounted => 2,
+            Judgement::NotRun => 3,
+        }
+    }
+}
+
 /// What judging one verdict printed.
 #[derive(Debug)]
 struct Judged {
     summary: String,
     keys: Vec<(&'static str, String)>,
-    failed: bool,
+    judgement: Judgement,
 }
 
 fn read_bounded(path: &Path) -> Result<String> {
@@ -173,16 +200,49 @@ fn judge_one(verdict: &mut Verdict, source: &Source) -> Judged {
             keys.push(("trace_lost_events", trace.lost_events.to_string()));
         }
     }
+    if basis == Basis::None && verdict.transmissions == 0 {
+        // Nothing was sent to count: the verdict keeps what `rig scenarios` recorded ("skip"
+        // for a scenario this transport cannot run, "error" for one that failed before its
+        // XID), never a pass.
+        let why = if verdict.outcome == UNSUPPORTED {
+            // A verdict recorded before "skip" existed said "pass" here.
+            verdict.judgement = SKIP.to_string();
+            format!("not run: {}", verdict.note)
+        } else {
+            format!("no verdict (outcome {})", verdict.outcome)
+        };
+        return Judged {
+            summary: format!("rig judge: not run: {head}: {why}; {count_text}"),
+            keys,
+            judgement: Judgement::NotRun,
+        };
+    }
     let result = verdict.apply_judgement(basis);
     let sets = plural(verdict.argument_sets, "argument set", "argument sets");
-    let summary = match &result {
-        Ok(()) => format!("rig judge: pass: {head}: {count_text}, {sets}"),
-        Err(failure) => format!("rig judge: fail: {head}: {failure} [{count_text}]"),
+    let (summary, judgement) = match (&result, &counted) {
+        (Err(failure), _) => (
+            format!("rig judge: fail: {head}: {failure} [{count_text}]"),
+            Judgement::Fail,
+        ),
+        (Ok(()), Ok(_)) => (
+            format!("rig judge: pass: {head}: {count_text}, {sets}"),
+            Judgement::Pass,
+        ),
+        (Ok(()), Err(why)) => {
+            // The inferred executions do not fail the rule, but they are no count: a failed
+            // count is a harness failure, recorded as such in the verdict, never a pass.
+            verdict.judgement = "error".to_string();
+            verdict.failure = format!("executions not counted: {why}");
+            (
+                format!("rig judge: error: {head}: {count_text}"),
+                Judgement::NotCounted,
+            )
+        }
     };
     Judged {
         summary,
         keys,
-        failed: result.is_err(),
+        judgement,
     }
 }
 
@@ -195,8 +255,9 @@ fn write_in_place(path: &Path, text: &str) -> Result<()> {
     fs::rename(&tmp, path).with_context(|| format!("replacing {}", path.display()))
 }
 
-/// Judge the file; the summary and key lines go to `out`. Returns whether any verdict failed.
-fn judge_file(args: &Args, out: &mut Vec<String>) -> Result<bool> {
+/// Judge the file; the summary and key lines go to `out`. Returns the worst judgement of its
+/// verdicts (a file whose every verdict is not run is not run).
+fn judge_file(args: &Args, out: &mut Vec<String>) -> Result<Judgement> {
     let mut verdicts = parse_verdicts(&read_bounded(&args.verdict)?)?;
     let source = match (&args.ftrace, &args.serve_stats) {
         (Some(path), None) => Source::Ftrace(Box::new(FtraceCounts::parse(&read_bounded(path)?))),
@@ -207,10 +268,10 @@ fn judge_file(args: &Args, out: &mut Vec<String>) -> Result<bool> {
         _ => bail!("exactly one of --ftrace and --serve-stats"),
     };
     let several = verdicts.len() > 1;
-    let mut failed = false;
+    let mut worst = Judgement::NotRun;
     for verdict in &mut verdicts {
         let judged = judge_one(verdict, &source);
-        failed |= judged.failed;
+        worst = worst.max(judged.judgement);
         out.push(judged.summary);
         for (key, value) in judged.keys {
             if several {
@@ -224,16 +285,16 @@ fn judge_file(args: &Args, out: &mut Vec<String>) -> Result<bool> {
         let text = serde_json::to_string_pretty(&verdicts)? + "\n";
         write_in_place(&args.verdict, &text)?;
     }
-    Ok(failed)
+    Ok(worst)
 }
 
 pub fn run(args: Args) -> Result<u8> {
     let mut out = Vec::new();
-    let failed = judge_file(&args, &mut out)?;
+    let judgement = judge_file(&args, &mut out)?;
     for line in out {
         crate::outln!("{line}")?;
     }
-    Ok(u8::from(failed))
+    Ok(judgement.exit_code())
 }
 
 #[cfg(test)]
@@ -344,7 +405,7 @@ mod tests {
     fn a_replayed_retransmit_passes_with_counted_executions() {
         let (_dir, args) = case(&trace(REPLAYED));
         let mut out = Vec::new();
-        assert!(!judge_file(&args, &mut out).unwrap());
+        assert_eq!(judge_file(&args, &mut out).unwrap(), Judgement::Pass);
         assert!(out[0].starts_with("rig judge: pass: after-ack REMOVE xid=0x5a3f0012: executions 1 counted in the kernel (2 calls - 1 replay - 0 drops; inferred 1)"), "{out:?}");
         assert_eq!(
             out[1..],
@@ -377,7 +438,7 @@ mod tests {
     fn a_re_executed_retransmit_fails_and_is_written_back() {
         let (_dir, args) = case(&trace(RE_EXECUTED));
         let mut out = Vec::new();
-        assert!(judge_file(&args, &mut out).unwrap());
+        assert_eq!(judge_file(&args, &mut out).unwrap(), Judgement::Fail);
         assert!(out[0].starts_with("rig judge: fail: after-ack REMOVE xid=0x5a3f0012: non-idempotent REMOVE executed 2 times for XID 0x5a3f0012 with 1 argument set (counted in the kernel); on a live connection"), "{out:?}");
         assert!(out.contains(&"counts_agree=true".to_string()), "{out:?}");
         assert!(out.contains(&"executions_counted=2".to_string()), "{out:?}");
@@ -390,10 +451,11 @@ mod tests {
     }
 
     #[test]
-    fn an_xid_missing_from_the_trace_is_not_counted() {
+    fn an_xid_missing_from_the_trace_is_not_counted_and_not_a_pass() {
         let (_dir, args) = case("# rig-sources: sunrpc:svc_process nfsd:nfsd_drc_found\n");
         let mut out = Vec::new();
-        assert!(!judge_file(&args, &mut out).unwrap());
+        assert_eq!(judge_file(&args, &mut out).unwrap(), Judgement::NotCounted);
+        assert!(out[0].starts_with("rig judge: error: "), "{out:?}");
         assert!(
             out[0].contains("executions not counted: no svc_process line"),
             "{out:?}"
@@ -403,6 +465,10 @@ mod tests {
         assert!(out.contains(&"counts_agree=unknown".to_string()));
         let written = parse_verdicts(&fs::read_to_string(&args.verdict).unwrap()).unwrap();
         assert_eq!(written[0].executions_basis, "inferred");
+        // Recorded as the harness failure it is (the inferred 1 passes the rule, yet no count).
+        assert_eq!(written[0].judgement, "error");
+        assert!(written[0].failure.starts_with("executions not counted: "));
+        assert_eq!(run(args).unwrap(), 2);
     }
 
     #[test]
@@ -417,21 +483,35 @@ mod tests {
             .replace(
                 "\"executions_basis\": \"inferred\"",
                 "\"executions_basis\": \"none\"",
-            );
+            )
+            .replace("\"transmissions\": 2", "\"transmissions\": 0");
         let (_dir, args) = case(&trace(REPLAYED));
         fs::write(&args.verdict, &unsupported).unwrap();
         let mut out = Vec::new();
-        assert!(!judge_file(&args, &mut out).unwrap());
+        assert_eq!(judge_file(&args, &mut out).unwrap(), Judgement::NotRun);
         assert!(
-            out[0].contains(
-                "executions not counted: no XID under test (outcome unsupported-on-rdma)"
-            ),
+            out[0].starts_with("rig judge: not run: ")
+                && out[0].contains(
+                    "executions not counted: no XID under test (outcome unsupported-on-rdma)"
+                ),
             "{out:?}"
         );
+        // A verdict recorded as a pass before "skip" existed is rewritten as the skip it is.
         let written = parse_verdicts(&fs::read_to_string(&args.verdict).unwrap()).unwrap();
         assert_eq!(written[0].executions_basis, "none");
         assert_eq!(written[0].executions, None);
-        assert_eq!(written[0].judgement, "pass");
+        assert_eq!(written[0].judgement, "skip");
+        assert_eq!(run(args).unwrap(), 3);
+
+        // An "ok" verdict that transmitted but names no XID has nothing counted: not a pass.
+        let (_dir, args) = case(&trace(REPLAYED));
+        fs::write(
+            &args.verdict,
+            VERDICT.replace("\"xid\": 1514078226", "\"xid\": 0"),
+        )
+        .unwrap();
+        let mut out = Vec::new();
+        assert_eq!(judge_file(&args, &mut out).unwrap(), Judgement::NotCounted);
     }
 
     #[test]
@@ -453,7 +533,7 @@ mod tests {
             stats.to_str().unwrap(),
         ]);
         let mut out = Vec::new();
-        assert!(judge_file(&cli.args, &mut out).unwrap());
+        assert_eq!(judge_file(&cli.args, &mut out).unwrap(), Judgement::Fail);
         assert!(out[0].contains("(counted by rig serve)"), "{out:?}");
         assert_eq!(out[1..], ["executions_counted=2", "executions_inferred=1"]);
         // Without --write the file is untouched.
@@ -523,7 +603,8 @@ mod tests {
                 .replace(
                     "\"outcome\": \"ok\"",
                     "\"outcome\": \"unsupported-on-rdma\"",
-                ),
+                )
+                .replace("\"transmissions\": 2", "\"transmissions\": 0"),
         )
         .unwrap();
         fs::write(&trace_path, trace(REPLAYED)).unwrap();
@@ -535,7 +616,7 @@ mod tests {
             trace_path.to_str().unwrap(),
         ]);
         let mut out = Vec::new();
-        assert!(!judge_file(&cli.args, &mut out).unwrap());
+        assert_eq!(judge_file(&cli.args, &mut out).unwrap(), Judgement::NotRun);
         assert!(
             out[0].contains("no XID under test (outcome unsupported-on-rdma)"),
             "{out:?}"

@@ -88,8 +88,11 @@ while IFS= read -r line || [ -n "$line" ]; do
 done < "$kernel_txt"
 echo "== new dmesg lines ($new_dmesg)"
 [ "$new_dmesg" = 0 ] || tail -n "$new_dmesg" /tmp/after.dmesg
-# rig judge: 0 pass, 1 fail (the reason is the verdict's "failure"), 2 bad input (no verdict from
-# the client, whose own RESULT already says why; or an unreadable trace): recorded, not failed.
+# rig judge: 0 pass, 1 fail (the reason is the verdict's "failure"), 2 no count (bad input: no
+# verdict file, an unreadable trace, the XID missing from it), 3 nothing sent (a scenario this
+# transport cannot run: a skip, whose reason the client's RESULT gives; or a client that failed
+# before its XID, whose own RESULT fails the case). A count that failed is a harness failure of
+# the case, never a pass.
 verdict=pass judged=pass reason=
 case $judge_rc in
   0) ;;
@@ -97,7 +100,11 @@ case $judge_rc in
      reason=$(json_field failure "$verdict_file")
      [ -n "$reason" ] || reason=$fail_line
      reason=$(printf '%s' "$reason" | tr -s ' \t=' '___') ;;
-  *) judged=error ;;
+  3) verdict=skip judged=not-run
+     reason=$(json_field note "$verdict_file" | tr -s ' \t=' '___')
+     [ -n "$reason" ] || reason=no_verdict_from_the_client ;;
+  *) verdict=fail judged=error
+     reason=count_failed:_$(tail -n 1 /tmp/judge.out | tr -s ' \t=' '___' | head -c 300) ;;
 esac
 rig_result $verdict kernel=$release dmesg_new=$new_dmesg judge=$judged ${reason:+"reason=$reason"} \
   $deltas

@@ -167,10 +167,19 @@ SCAN
       error=$(head -c 200 "/tmp/$RIG_CASE.err" | tr -s ' \n\t=' '____')
     exit 1
   fi
-  # "ok" or "unsupported-on-rdma" (recorded, with the reason in the verdict's note); "error"
-  # means the scenario could not reach a verdict.
+  # "unsupported-on-rdma": the scenario sent nothing on this transport. That is not a pass: the
+  # case is a skip with the verdict's note as its reason (the host reports and counts it), and
+  # there is nothing to re-judge (SCENARIO_SKIPPED tells judge_serve_stats).
+  SCENARIO_SKIPPED=
+  if [ "$outcome" = unsupported-on-rdma ] && [ "$rc" = 0 ]; then
+    SCENARIO_SKIPPED=1
+    rig_result skip label=$label scenario=$scenario outcome=$outcome rc=$rc \
+      reason=$(json_field note "$out" | tr -s ' \t=' '___') $fields
+    return 0
+  fi
+  # "ok", or "error": the scenario could not reach a verdict.
   verdict=pass
-  [ "$outcome" = error ] || [ "$rc" != 0 ] && verdict=fail
+  [ "$outcome" = ok ] && [ "$rc" = 0 ] || verdict=fail
   # judgement/failure: the one rule on the *inferred* executions, recorded here; the server side
   # (drc) or judge_serve_stats (selftest) re-judges with counted executions and fails the case.
   rig_result $verdict label=$label scenario=$scenario outcome=$outcome rc=$rc $fields
@@ -225,6 +234,8 @@ closed_connections() {
 # scenario made (the verdict's "connects") has closed, so the counts are final, then
 # `rig judge --serve-stats --write` and report: pass, or fail with the rule's reason.
 judge_serve_stats() {
+  # A skipped scenario sent nothing to count; run_scenario's skip line is the case's result.
+  [ -z "${SCENARIO_SKIPPED:-}" ] || return 0
   stats="$RIG_OUT/serve-$1.stats.json"
   out="$RIG_OUT/$RIG_CASE.verdict.json"
   connects=${VERDICT_CONNECTS:-0}
@@ -241,11 +252,16 @@ judge_serve_stats() {
   while IFS= read -r line || [ -n "$line" ]; do
     case $line in executions_counted=*) counted=${line#executions_counted=}; break ;; esac
   done < "/tmp/$RIG_CASE.judge"
+  # rig judge: 0 pass, 1 fail, 2 no count (bad input, or the XID missing from the stats), 3
+  # nothing sent. A count that failed is a harness failure of the case, never a pass: the
+  # scenario's own RESULT line is only the inferred, provisional judgement.
   case $judge_rc in
     0) rig_result pass step=judge count=serve-stats executions_counted=${counted:-unknown} ;;
     1) rig_result fail step=judge count=serve-stats executions_counted=${counted:-unknown} \
          reason=$(json_field failure "$out" | tr -s ' \t=' '___') ;;
-    # Bad input (no verdict, no stats): recorded; the scenario's own RESULT says what ran.
-    *) rig_result pass step=judge count=serve-stats judge=error ;;
+    3) rig_result fail step=judge count=serve-stats judge=not-run \
+         reason=the_scenario_sent_no_call_under_test_but_did_not_skip ;;
+    *) rig_result fail step=judge count=serve-stats judge=error harness=count-failed \
+         reason=$(tail -n 1 "/tmp/$RIG_CASE.judge" | tr -s ' \t=' '___' | head -c 300) ;;
   esac
 }
