@@ -167,13 +167,20 @@ fn read_replies_wireshark_marks_malformed_decode_in_full() {
     }
 }
 
+/// Fails, not skips, without tshark: `just test` installs it (scripts/test-deps.sh), and a test
+/// that passes when its oracle is missing would hide a decode that no longer agrees.
+fn require_tshark() {
+    let problem = match Command::new("tshark").arg("--version").output() {
+        Ok(o) if o.status.success() => return,
+        Ok(o) => format!("`tshark --version` {}", o.status),
+        Err(e) => format!("tshark not found ({e})"),
+    };
+    panic!("{problem}: `just test-deps` installs tshark (scripts/test-deps.sh)");
+}
+
 #[test]
-fn live_tshark_agrees_when_installed() {
-    let probe = Command::new("tshark").arg("--version").output();
-    if !matches!(&probe, Ok(o) if o.status.success()) {
-        println!("note: tshark not installed; the recorded TSV test still ran");
-        return;
-    }
+fn live_tshark_agrees() {
+    require_tshark();
     for name in FIXTURES {
         let out = Command::new("sh")
             .arg(root().join("fixtures/pcap-messages/wireshark.sh"))
@@ -373,12 +380,8 @@ fn every_nfs4_compound_agrees_with_the_recorded_wireshark_view() {
 }
 
 #[test]
-fn live_tshark_agrees_on_nfs4_when_installed() {
-    let probe = Command::new("tshark").arg("--version").output();
-    if !matches!(&probe, Ok(o) if o.status.success()) {
-        println!("note: tshark not installed; the recorded NFSv4 TSV test still ran");
-        return;
-    }
+fn live_tshark_agrees_on_nfs4() {
+    require_tshark();
     for name in NFS41_FIXTURES {
         let out = Command::new("sh")
             .arg(root().join("fixtures/pcap-messages/wireshark-nfs4.sh"))
