@@ -134,6 +134,7 @@ fn verdict_class(verdict: Verdict) -> &'static str {
         Verdict::NotRun => "v-not-run",
         Verdict::Caught => "v-caught",
         Verdict::Known => "v-known",
+        Verdict::Skip => "v-skip",
     }
 }
 
@@ -149,7 +150,7 @@ fn anchor(run: &KernelRun, case: &str) -> String {
 const STYLE: &str = "body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}\
 table{border-collapse:collapse;margin:.5em 0 1.5em}td,th{border:1px solid #ccc;padding:2px 6px;vertical-align:top;text-align:left}\
 th{background:#f0f0f0}.v-pass{background:#d6f5d6}.v-fail,.v-timeout{background:#f8c8c8}.v-known{background:#fbeec1}\
-.v-caught{background:#cfe2ff}.v-not-run{background:#e4e4e4}.bad{color:#a00;font-weight:bold}.ok{color:#060;font-weight:bold}\
+.v-caught{background:#cfe2ff}.v-not-run,.v-skip{background:#e4e4e4}.bad{color:#a00;font-weight:bold}.ok{color:#060;font-weight:bold}\
 pre{white-space:pre-wrap;margin:0;font-size:12px}.files a{margin-right:.6em}details{margin:.2em 0}\
 td.reasons{max-width:40em}li,pre{overflow-wrap:anywhere}.legend span{padding:1px 6px;margin-right:.4em}";
 
@@ -193,7 +194,8 @@ pub fn render(
     out.push_str(
         "<p class=\"legend\"><span class=\"v-pass\">pass</span><span class=\"v-fail\">fail</span>\
          <span class=\"v-timeout\">timeout</span><span class=\"v-known\">known failure</span>\
-         <span class=\"v-caught\">expected catch (mutant)</span><span class=\"v-not-run\">not run</span></p>\n",
+         <span class=\"v-caught\">expected catch (mutant)</span><span class=\"v-not-run\">not run</span>\
+         <span class=\"v-skip\">skip (sent nothing)</span></p>\n",
     );
     findings(&mut out, report, snapshots);
     matrix(&mut out, report);
@@ -224,6 +226,7 @@ fn findings(out: &mut String, report: &Report, snapshots: &Snapshots) {
         Verdict::NotRun,
         Verdict::Caught,
         Verdict::Known,
+        Verdict::Skip,
     ] {
         for run in &report.runs {
             for case in run.cases.iter().filter(|c| c.verdict == wanted) {

@@ -63,8 +63,43 @@ impl Report {
         !self.runs.is_empty() && self.runs.iter().all(KernelRun::passed)
     }
 
+    /// `report.json`: the runs, and the summary's counts by verdict (a skip is counted apart
+    /// from a pass). Reading it back ignores the summary, which is derived.
     pub fn to_json(&self) -> String {
-        serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
+        #[derive(Serialize)]
+        struct WithSummary<'a> {
+            runs: &'a [KernelRun],
+            summary: std::collections::BTreeMap<&'static str, usize>,
+        }
+        serde_json::to_string_pretty(&WithSummary {
+            runs: &self.runs,
+            summary: self.counts(),
+        })
+        .unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
+    }
+
+    /// How many cases of every run ended with each verdict (only verdicts that occur).
+    pub fn counts(&self) -> std::collections::BTreeMap<&'static str, usize> {
+        let mut counts = std::collections::BTreeMap::new();
+        for case in self.runs.iter().flat_map(|run| &run.cases) {
+            *counts.entry(case.verdict.as_str()).or_default() += 1;
+        }
+        counts
+    }
+
+    /// The summary line under the table: `summary: 12 pass, 3 skip, 1 fail (16 cases)`.
+    pub fn summary_line(&self) -> String {
+        let counts = self.counts();
+        let parts: Vec<String> = counts.iter().map(|(k, v)| format!("{v} {k}")).collect();
+        format!(
+            "summary: {} ({} cases)",
+            if parts.is_empty() {
+                "no case ran".to_owned()
+            } else {
+                parts.join(", ")
+            },
+            counts.values().sum::<usize>()
+        )
     }
 
     /// Summary table: one row per kernel × suite × case, then the failure reasons. Columns are
@@ -129,6 +164,7 @@ impl Report {
         for reason in reasons {
             let _ = writeln!(out, "  - {reason}");
         }
+        let _ = writeln!(out, "{}", self.summary_line());
         out
     }
 
@@ -177,8 +213,8 @@ impl Report {
 
     /// JUnit XML through `quick-junit`: a testsuite per kernel × suite (attempt), a testcase per
     /// case. A failed or timed-out case is a `failure`; a harness error of the run (boot timeout,
-    /// qemu crash) an `error` testcase named `harness`; `known` and `not-run` are `skipped` with
-    /// the reason; `caught` passes with a note. A case the harness retried (incomplete capture)
+    /// qemu crash) an `error` testcase named `harness`; `known`, `not-run` and `skip` are
+    /// `skipped` with the reason; `caught` passes with a note. A case the harness retried (incomplete capture)
     /// carries its first attempt as a flaky run. Each case's `system-out` lists its files
     /// (`share/out/<case>.*`) and the run's dmesg, console and pcap paths.
     pub fn junit(&self) -> String {
@@ -295,7 +331,7 @@ fn junit_suite(run: &KernelRun) -> quick_junit::TestSuite {
         let reasons = bounded(&case.reasons.join("\n"));
         let mut status = match case.verdict {
             Verdict::Pass | Verdict::Caught => TestCaseStatus::success(),
-            Verdict::Known | Verdict::NotRun => {
+            Verdict::Known | Verdict::NotRun | Verdict::Skip => {
                 let mut s = TestCaseStatus::skipped();
                 s.set_message(format!(
                     "{}: {}",
@@ -600,6 +636,11 @@ mod tests {
                     &["timing (finding 4)"],
                 ),
                 outcome("nfsd.once", Verdict::NotRun, &["setup failed"]),
+                outcome(
+                    "nfsd.passive-first",
+                    Verdict::Skip,
+                    &["cli: skipped: needs the simulator"],
+                ),
                 outcome("nfsd.in-ack-window", Verdict::Caught, &["mutant caught"]),
                 outcome("nfsd.timeout", Verdict::Timeout, &["cli: killed"]),
                 retried,
@@ -617,7 +658,7 @@ mod tests {
         assert!(!xml.contains('\u{1}'), "control characters are dropped");
         let root = parse(&xml);
         let suites = root.child("testsuites").expect("a testsuites root");
-        assert_eq!(suites.attr("tests"), "8");
+        assert_eq!(suites.attr("tests"), "9");
         assert_eq!(suites.attr("failures"), "2");
         assert_eq!(suites.attr("errors"), "1");
         assert_eq!(suites.attr("time"), "32.500");
@@ -632,7 +673,7 @@ mod tests {
                 drc.attr("errors"),
                 drc.attr("skipped")
             ),
-            ("6", "2", "0", "2")
+            ("7", "2", "0", "3")
         );
         assert_eq!(drc.attr("time"), "30.000");
         let props: Vec<(&str, &str)> = drc
@@ -679,6 +720,11 @@ mod tests {
         assert!(case("nfsd.after-ack-late").child("failure").is_none());
         let not_run = case("nfsd.once").child("skipped").unwrap();
         assert_eq!(not_run.attr("message"), "not-run: setup failed");
+        let skip = case("nfsd.passive-first").child("skipped").unwrap();
+        assert_eq!(
+            skip.attr("message"),
+            "skip: cli: skipped: needs the simulator"
+        );
         // Caught: a pass with a note.
         let caught = case("nfsd.in-ack-window");
         assert!(caught.child("failure").is_none() && caught.child("skipped").is_none());
@@ -727,6 +773,33 @@ mod tests {
             .child("failure")
             .unwrap();
         assert!(failure.text.ends_with("more bytes cut]"));
+    }
+
+    #[test]
+    fn skips_are_counted_apart_from_passes_in_table_and_json() {
+        let report = Report {
+            runs: vec![run(
+                "linux-6.12",
+                vec![
+                    outcome("nfsd.once", Verdict::Pass, &[]),
+                    outcome("nfsd.passive-first", Verdict::Skip, &["cli: skipped: sim"]),
+                    outcome("nfsd.burst", Verdict::Skip, &["cli: skipped: sim"]),
+                ],
+            )],
+        };
+        assert!(report.passed());
+        let table = report.table();
+        assert!(
+            table.ends_with("summary: 1 pass, 2 skip (3 cases)\n"),
+            "{table}"
+        );
+        assert!(table.contains("  - linux-6.12 smoke nfsd.burst: cli: skipped: sim"));
+        let value: serde_json::Value = serde_json::from_str(&report.to_json()).unwrap();
+        assert_eq!(value["summary"]["skip"], 2);
+        assert_eq!(value["summary"]["pass"], 1);
+        assert_eq!(value["runs"][0]["cases"][1]["verdict"], "skip");
+        let back: Report = serde_json::from_str(&report.to_json()).unwrap();
+        assert_eq!(back, report);
     }
 
     #[test]

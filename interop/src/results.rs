@@ -84,6 +84,10 @@ pub enum Verdict {
     Caught,
     /// Failed, and listed there as a known failure (with a reason and a finding).
     Known,
+    /// Did not run on this transport or kernel: the case sent nothing under test (a scenario
+    /// unsupported on RDMA, a missing prerequisite), with the guest's reason. Not a pass: the
+    /// summary counts it apart; not a failure either.
+    Skip,
 }
 
 impl Verdict {
@@ -95,12 +99,17 @@ impl Verdict {
             Verdict::NotRun => "not-run",
             Verdict::Caught => "caught",
             Verdict::Known => "known",
+            Verdict::Skip => "skip",
         }
     }
 
-    /// Whether the run stays green with this verdict.
+    /// Whether the run stays green with this verdict (a skip is reported and counted, but the
+    /// kernel did nothing wrong).
     pub fn is_ok(self) -> bool {
-        matches!(self, Verdict::Pass | Verdict::Caught | Verdict::Known)
+        matches!(
+            self,
+            Verdict::Pass | Verdict::Caught | Verdict::Known | Verdict::Skip
+        )
     }
 }
 
@@ -114,6 +123,18 @@ pub struct CaseOutcome {
     pub reasons: Vec<String>,
     /// The RESULT lines of this case (checksums and other details).
     pub results: Vec<ResultLine>,
+}
+
+/// The RESULT verdict of a role that ran nothing under test (`rig_result skip reason=...`).
+pub const SKIP_VERDICT: &str = "skip";
+
+/// Why a role skipped: its `reason`, else the scenario's `note`, else a plain word.
+fn skip_reason(line: &ResultLine) -> String {
+    line.fields
+        .get("reason")
+        .or_else(|| line.fields.get("note"))
+        .filter(|r| !r.is_empty())
+        .map_or_else(|| "no reason given".to_owned(), |r| r.replace('_', " "))
 }
 
 /// `timeout -s KILL` exits with 128 + SIGKILL.
@@ -136,6 +157,7 @@ pub fn evaluate_case(case: &Case, steps: &[StepLine], results: &[ResultLine]) ->
         .cloned()
         .collect();
     let mut duration_ms = 0;
+    let mut skipped = Vec::new();
     for role in Role::BOTH {
         if case.script(role).is_none() {
             continue;
@@ -167,14 +189,24 @@ pub fn evaluate_case(case: &Case, steps: &[StepLine], results: &[ResultLine]) ->
             ),
         }
         let role_results: Vec<&ResultLine> = mine.iter().filter(|r| r.role == role_name).collect();
-        if !role_results.iter().any(|r| r.verdict == "pass") {
+        let role_skips: Vec<&&ResultLine> = role_results
+            .iter()
+            .filter(|r| r.verdict == SKIP_VERDICT)
+            .collect();
+        for skip in &role_skips {
+            skipped.push(format!("{role_name}: skipped: {}", skip_reason(skip)));
+        }
+        if role_skips.is_empty() && !role_results.iter().any(|r| r.verdict == "pass") {
             worst(
                 Verdict::Fail,
                 &mut reasons,
                 format!("{role_name}: no RESULT verdict=pass"),
             );
         }
-        for failed in role_results.iter().filter(|r| r.verdict != "pass") {
+        for failed in role_results
+            .iter()
+            .filter(|r| r.verdict != "pass" && r.verdict != SKIP_VERDICT)
+        {
             let detail: Vec<String> = failed
                 .fields
                 .iter()
@@ -190,6 +222,17 @@ pub fn evaluate_case(case: &Case, steps: &[StepLine], results: &[ResultLine]) ->
                 ),
             );
         }
+    }
+    if reasons.is_empty() && !skipped.is_empty() {
+        // Nothing failed and a role sent nothing under test: the case did not run, and its
+        // checksums (if it has any) were never produced.
+        return CaseOutcome {
+            name: case.name.clone(),
+            verdict: Verdict::Skip,
+            duration_ms,
+            reasons: skipped,
+            results: mine,
+        };
     }
     // Values that must agree (checksums from both guests): each key present, all equal.
     let mut compared: Vec<(&str, &str)> = Vec::new();
@@ -465,6 +508,39 @@ RESULT case=nfs3 role=cli
         let no_result = evaluate_case(&case(Some("s.sh"), None, &[]), &steps("0", "0"), &results);
         assert_eq!(no_result.verdict, Verdict::Fail);
         assert_eq!(no_result.reasons, ["srv: no RESULT verdict=pass"]);
+    }
+
+    #[test]
+    fn a_case_that_sent_nothing_is_a_skip_with_its_reason_not_a_pass() {
+        let results = parse_result_lines(
+            "RESULT case=nfs3 role=cli verdict=skip outcome=unsupported-on-rdma transmissions=0 \
+             reason=needs_the_simulator\n\
+             RESULT case=nfs3 role=srv verdict=skip judge=not-run reason=needs_the_simulator\n",
+        );
+        let both = case(Some("s.sh"), Some("c.sh"), &["md5_server"]);
+        let outcome = evaluate_case(&both, &steps("0", "0"), &results);
+        assert_eq!(outcome.verdict, Verdict::Skip, "{:?}", outcome.reasons);
+        assert_eq!(
+            outcome.reasons,
+            [
+                "srv: skipped: needs the simulator",
+                "cli: skipped: needs the simulator"
+            ]
+        );
+        // A skip beside a failure is the failure.
+        let mut failing = results.clone();
+        failing[1].verdict = "fail".into();
+        let outcome = evaluate_case(&both, &steps("0", "0"), &failing);
+        assert_eq!(outcome.verdict, Verdict::Fail);
+        // A role whose script failed is not a skip either.
+        let outcome = evaluate_case(&both, &steps("0", "1"), &results);
+        assert_eq!(outcome.verdict, Verdict::Fail);
+        // Only the client skipped, the server passed: still not run.
+        let mut half = results.clone();
+        half[1].verdict = "pass".into();
+        let outcome = evaluate_case(&both, &steps("0", "0"), &half);
+        assert_eq!(outcome.verdict, Verdict::Skip);
+        assert!(Verdict::Skip.is_ok() && Verdict::Skip.as_str() == "skip");
     }
 
     #[test]
