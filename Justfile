@@ -16,9 +16,17 @@ default:
 # Installs what a fresh Debian 12 lacks first (as root; otherwise prints the apt-get line).
 test: test-deps fmt-check clippy unit fuzz-smoke fuzz-seeds-check cflite-check actionlint
 
-# Debian packages (libibverbs-dev, librdmacm-dev, pkg-config, tshark), rustfmt/clippy, cargo-fuzz.
+# The list and why each: scripts/test-deps.sh; interop/tests/host_programs.rs checks it.
+# Debian packages every host test and recipe of `just test` runs, rustfmt/clippy, cargo-fuzz.
 test-deps:
     scripts/test-deps.sh
+
+# A debootstrap minbase root with only the host's Rust toolchain mounted in (read-only), the
+# README's set-up line, then `just test` there; `--interop` adds the smoke suite on linux-6.12.
+# What a fresh Debian 12 machine sees: one line, passed or the program that was missing.
+[positional-arguments]
+fresh-check *ARGS:
+    scripts/fresh-check.sh "$@"
 
 # rustfmt check over the workspace and the fuzz workspace.
 fmt-check:

