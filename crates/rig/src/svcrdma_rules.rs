@@ -596,7 +596,12 @@ mod tests {
             bad,
             [
                 ("read-chunk-past-inline", "negative", "close", "err-chunk"),
-                ("read-pages-overrun", "negative", "err-chunk", "err-chunk-then-close"),
+                (
+                    "read-pages-overrun",
+                    "negative",
+                    "err-chunk",
+                    "err-chunk-then-close"
+                ),
             ]
         );
         std::fs::remove_dir_all(&dir).unwrap();
