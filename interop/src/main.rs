@@ -396,9 +396,11 @@ fn run_retries(
     Ok((retry_settings, retried))
 }
 
-/// Run once more, whole, every kernel × suite whose guest kernel died (a double fault under TCG
-/// was seen once in about 25 runs): the retry replaces the first attempt, whose files move to
-/// `harness-failed/<kernel>/<suite>`; a guest that dies again leaves the run red.
+/// Run once more, whole, every kernel × suite whose guest kernel died of a listed harness fault
+/// (`vm-images/harness-faults.toml`: the TCG double fault, seen once in about 25 runs): the retry
+/// replaces the first attempt, whose files move to `harness-failed/<kernel>/<suite>`, and says it
+/// was retried and why; a guest that dies again leaves the run red. Any other death is the
+/// kernel under test failing: not retried, red with its Oops in the report.
 fn retry_dead_guests(
     work: &[(usize, &Suite)],
     runs: &mut [interop::report::KernelRun],
@@ -406,29 +408,43 @@ fn retry_dead_guests(
 ) -> Result<()> {
     use interop::retry;
     let (settings, progress) = (context.settings, context.progress);
-    let dead: Vec<usize> = (0..runs.len())
-        .filter(|&i| runs[i].guest_died.is_some())
-        .collect();
+    let faults = retry::load_harness_faults(&vm_images_dir().join("harness-faults.toml"))?;
+    let mut dead: Vec<(usize, retry::HarnessFault)> = Vec::new();
+    for (i, run) in runs.iter().enumerate() {
+        let Some(death) = run.guest_died.as_deref() else {
+            continue;
+        };
+        match retry::known_harness_fault(death, &faults) {
+            Some(fault) => {
+                progress.done(
+                    Phase::Case,
+                    &run.kernel,
+                    &format!(
+                        "{}: {death}; a listed harness fault ({}), retrying the whole suite once",
+                        run.suite, fault.reason
+                    ),
+                    None,
+                );
+                dead.push((i, fault.clone()));
+            }
+            None => progress.done(
+                Phase::Case,
+                &run.kernel,
+                &format!(
+                    "{}: {death}; the kernel under test died (not a listed harness fault): red, not retried",
+                    run.suite
+                ),
+                None,
+            ),
+        }
+    }
     if dead.is_empty() {
         return Ok(());
     }
-    for &i in &dead {
-        let run = &runs[i];
-        progress.done(
-            Phase::Case,
-            &run.kernel,
-            &format!(
-                "{}: {}; retrying the whole suite once",
-                run.suite,
-                run.guest_died.as_deref().unwrap_or_default()
-            ),
-            None,
-        );
-    }
-    let queue: Vec<(usize, &Suite)> = dead.iter().map(|&i| work[i]).collect();
+    let queue: Vec<(usize, &Suite)> = dead.iter().map(|(i, _)| work[*i]).collect();
     let (retry_settings, retried) = run_retries(&queue, "retry-guest-died", context)?;
-    for (&i, retry_run) in dead.iter().zip(retried) {
-        let first = &runs[i];
+    for ((i, fault), retry_run) in dead.iter().zip(retried) {
+        let first = &runs[*i];
         let dir = retry::run_dir(&settings.out_root, &first.kernel, &first.suite);
         let retry_dir = retry::run_dir(&retry_settings.out_root, &first.kernel, &first.suite);
         let kept = settings
@@ -436,14 +452,21 @@ fn retry_dead_guests(
             .join("harness-failed")
             .join(&first.kernel)
             .join(&first.suite);
-        runs[i] = retry::adopt_run(first, retry_run, &dir, &retry_dir, &kept)?;
+        let paths = retry::RunPaths {
+            dir: &dir,
+            retry_dir: &retry_dir,
+            kept: &kept,
+        };
+        runs[*i] = retry::adopt_run(first, retry_run, fault, &paths)?;
     }
     Ok(())
 }
 
 /// Run once more every case whose capture was incomplete (a harness failure, not a result) and
-/// put the retry's files and outcome in place of the first attempt's; the first attempt's files
-/// stay in `harness-failed/` beside the case's share.
+/// whose first attempt a retry may settle ([`interop::retry::retryable`]: it passed, or only its
+/// count failed), and put the retry's files and outcome in place of the first attempt's; the
+/// first attempt's files stay in `harness-failed/` beside the case's share and its verdict is
+/// listed with the case. A case that failed on a behaviour keeps its failure.
 fn retry_harness_failures(
     work: &[(usize, &Suite)],
     runs: &mut [interop::report::KernelRun],
@@ -455,7 +478,18 @@ fn retry_harness_failures(
     let mut retry_work: Vec<(usize, Suite)> = Vec::new();
     for (index, ((k, suite), run)) in work.iter().zip(runs.iter()).enumerate() {
         let dir = retry::run_dir(&settings.out_root, &run.kernel, &run.suite);
-        let found = retry::harness_failures(run, suite, &dir);
+        let (found, kept) = retry::retry_candidates(run, retry::harness_failures(run, suite, &dir));
+        for (failure, why) in &kept {
+            progress.done(
+                Phase::Case,
+                &run.kernel,
+                &format!(
+                    "{}/{}: harness failure ({}), not retried: {why}",
+                    run.suite, failure.case, failure.reason
+                ),
+                None,
+            );
+        }
         if found.is_empty() {
             continue;
         }
