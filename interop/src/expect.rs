@@ -4,7 +4,10 @@
 //!
 //! Architecture Invariant: an expectation never turns a failure into a pass silently: a caught
 //! mutant is `caught`, a known failure `known`, each with its reason in the table and JUnit; a
-//! `catch` expectation whose case passes makes the run red ("the gate missed ...").
+//! `catch` expectation whose case passes makes the run red ("the gate missed ..."). A `known`
+//! entry names the failure it expects (`failure`, a pattern of the case's failure reasons): the
+//! same failure is `known`, any other stays red; a known case that passes is reported, and on a
+//! run that must catch something counted against the gate ("the gate caught N of M expected").
 
 use std::path::Path;
 
@@ -21,7 +24,8 @@ use crate::runs::case_selected;
 pub enum Kind {
     /// The case must fail: the kernel carries a bug the gate exists to catch.
     Catch,
-    /// The case fails today for a known reason; a pass is reported, not an error.
+    /// The case fails today for a known reason, and with the failure the entry names; a pass is
+    /// reported (and counted against the gate of a run that must catch something).
     Known,
 }
 
@@ -39,6 +43,11 @@ pub struct Expectation {
     /// Where the finding is written up (docs/findings.md#...).
     #[serde(default)]
     pub link: Option<String>,
+    /// The failure expected: text that must occur in one of the case's failure reasons (compared
+    /// without case, `_` read as a blank since RESULT fields squeeze blanks). Required for
+    /// `known`; a `catch` that names one is caught only by that failure.
+    #[serde(default)]
+    pub failure: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -59,6 +68,16 @@ pub fn parse(text: &str) -> Result<Vec<Expectation>> {
             e.suite,
             e.case
         );
+        if e.kind == Kind::Known {
+            ensure!(
+                e.failure.as_deref().is_some_and(|f| !f.trim().is_empty()),
+                "known expectation {}/{}/{} names no failure (failure = \"...\"): a known entry \
+                 must say which failure it expects",
+                e.kernel,
+                e.suite,
+                e.case
+            );
+        }
     }
     Ok(file.expectations)
 }
@@ -75,6 +94,17 @@ pub fn load(path: &Path) -> Result<Vec<Expectation>> {
 impl Expectation {
     fn matches(&self, kernel: &str, suite: &str) -> bool {
         (self.kernel == "*" || self.kernel == kernel) && self.suite == suite
+    }
+
+    /// Whether `reasons` (a failed case's) show the failure this expectation names; one that
+    /// names none accepts any failure (only a `catch` may).
+    pub fn failure_matches(&self, reasons: &[String]) -> bool {
+        let Some(pattern) = &self.failure else {
+            return true;
+        };
+        let normal = |text: &str| text.replace('_', " ").to_lowercase();
+        let pattern = normal(pattern);
+        reasons.iter().any(|r| normal(r).contains(&pattern))
     }
 
     fn why(&self) -> String {
@@ -94,6 +124,10 @@ pub fn apply(report: &mut Report, expectations: &[Expectation], chosen: &[String
             // A run that stopped early proves nothing either way; its error already fails it.
             continue;
         }
+        // A run something must be caught on (a mutant kernel, a DRC policy the rig models).
+        let has_gate = expectations
+            .iter()
+            .any(|e| e.kind == Kind::Catch && e.matches(&run.kernel, &run.suite));
         for expectation in expectations
             .iter()
             .filter(|e| e.matches(&run.kernel, &run.suite))
@@ -111,6 +145,18 @@ pub fn apply(report: &mut Report, expectations: &[Expectation], chosen: &[String
                 continue;
             };
             match (expectation.kind, case.verdict) {
+                (kind, Verdict::Fail) if !expectation.failure_matches(&case.reasons) => {
+                    case.reasons.push(format!(
+                        "expected {} failure {:?}, but it failed for another reason: {}",
+                        if kind == Kind::Catch {
+                            "catch"
+                        } else {
+                            "known"
+                        },
+                        expectation.failure.as_deref().unwrap_or_default(),
+                        expectation.why()
+                    ));
+                }
                 (Kind::Catch, Verdict::Fail) => {
                     case.verdict = Verdict::Caught;
                     case.reasons
@@ -132,15 +178,50 @@ pub fn apply(report: &mut Report, expectations: &[Expectation], chosen: &[String
                 }
                 (Kind::Known, Verdict::Pass) => {
                     case.reasons.push(format!(
-                        "known failure now passes (remove it from vm-images/expectations.toml): {}",
+                        "known failure passed this time ({}): {}",
+                        if has_gate {
+                            "not caught, counted against the gate"
+                        } else {
+                            "remove it from vm-images/expectations.toml if it keeps passing"
+                        },
                         expectation.why()
                     ));
                 }
-                // Timeouts and cases that did not run stay what they are: a harness problem.
+                // Timeouts, skips and cases that did not run stay what they are.
                 _ => {}
             }
         }
+        if has_gate {
+            run.gate = Some(gate_line(run, expectations));
+        }
     }
+}
+
+/// "the gate caught N of M expected": of the `catch` and `known` cases of `run` that ran, how many
+/// ended caught or known (failed as expected); a known case that passed was not caught.
+fn gate_line(run: &crate::report::KernelRun, expectations: &[Expectation]) -> String {
+    let mut expected = 0;
+    let mut caught = 0;
+    let mut missed = Vec::new();
+    for expectation in expectations
+        .iter()
+        .filter(|e| e.matches(&run.kernel, &run.suite))
+    {
+        let Some(case) = run.cases.iter().find(|c| c.name == expectation.case) else {
+            continue;
+        };
+        expected += 1;
+        if matches!(case.verdict, Verdict::Caught | Verdict::Known) {
+            caught += 1;
+        } else {
+            missed.push(case.name.as_str());
+        }
+    }
+    let mut line = format!("the gate caught {caught} of {expected} expected");
+    if !missed.is_empty() {
+        line.push_str(&format!(" (not caught: {})", missed.join(", ")));
+    }
+    line
 }
 
 #[cfg(test)]
@@ -163,7 +244,12 @@ mod tests {
                     name: (*name).into(),
                     verdict: *verdict,
                     duration_ms: 1,
-                    reasons: Vec::new(),
+                    // What the drc server guest says when rig judge counted a re-execution.
+                    reasons: if *verdict == Verdict::Fail {
+                        vec![RE_EXECUTED.to_owned()]
+                    } else {
+                        Vec::new()
+                    },
                     results: Vec::new(),
                 })
                 .collect(),
@@ -172,6 +258,7 @@ mod tests {
             attempt: 1,
             guest_died: None,
             retried_after: None,
+            gate: None,
         }
     }
 
@@ -188,8 +275,11 @@ suite = "drc"
 case = "nfsd.burst"
 kind = "known"
 reason = "timing"
+failure = "non-idempotent LINK executed"
 link = "docs/findings.md#burst"
 "#;
+
+    const RE_EXECUTED: &str = "srv: verdict=fail judge=fail reason=non-idempotent_LINK_executed_2_times_for_XID_0x5a3f0012";
 
     #[test]
     fn a_caught_mutant_is_green_and_says_so() {
@@ -253,7 +343,61 @@ link = "docs/findings.md#burst"
             runs: vec![run("linux-6.1", &[("nfsd.burst", Verdict::Pass)])],
         };
         apply(&mut report, &expectations, &[]);
-        assert!(report.runs[0].cases[0].reasons[0].contains("now passes"));
+        assert!(report.runs[0].cases[0].reasons[0].contains("known failure passed this time"));
+        assert!(report.passed());
+    }
+
+    #[test]
+    fn a_known_case_failing_for_another_reason_turns_the_run_red() {
+        let expectations = parse(FILE).unwrap();
+        let mut report = Report {
+            runs: vec![run("linux-6.1", &[("nfsd.burst", Verdict::Fail)])],
+        };
+        report.runs[0].cases[0].reasons = vec![
+            "srv: verdict=fail judge=error reason=count_failed:_no_svc_process_line".to_owned(),
+        ];
+        apply(&mut report, &expectations, &[]);
+        assert_eq!(report.runs[0].cases[0].verdict, Verdict::Fail);
+        assert!(!report.passed());
+        assert!(
+            report.table().contains("failed for another reason"),
+            "{}",
+            report.table()
+        );
+    }
+
+    #[test]
+    fn a_known_case_that_passes_on_a_gate_run_counts_against_the_gate() {
+        let file = format!(
+            "{FILE}[[expect]]\nkernel = 'mutant'\nsuite = 'drc'\ncase = 'nfsd.burst'\n\
+             kind = 'known'\nreason = 'timing'\nfailure = 'LINK executed'\n"
+        );
+        let expectations = parse(&file).unwrap();
+        let mut report = Report {
+            runs: vec![run(
+                "mutant",
+                &[
+                    ("nfsd.after-ack", Verdict::Fail),
+                    ("nfsd.burst", Verdict::Pass),
+                ],
+            )],
+        };
+        apply(&mut report, &expectations, &[]);
+        // The `*` entry and the mutant's own both name nfsd.burst: 3 expected, 1 caught.
+        assert_eq!(
+            report.runs[0].gate.as_deref(),
+            Some("the gate caught 1 of 3 expected (not caught: nfsd.burst, nfsd.burst)")
+        );
+        assert!(report.runs[0].cases[1].reasons[0].contains("counted against the gate"));
+        assert!(report
+            .table()
+            .contains("mutant drc: the gate caught 1 of 3"));
+        // A run without a catch expectation has no gate line.
+        let mut plain = Report {
+            runs: vec![run("linux-6.1", &[("nfsd.burst", Verdict::Fail)])],
+        };
+        apply(&mut plain, &expectations, &[]);
+        assert_eq!(plain.runs[0].gate, None);
     }
 
     #[test]
@@ -264,6 +408,11 @@ link = "docs/findings.md#burst"
         );
         assert!(
             parse("[[expect]]\nkernel='a'\nsuite='b'\ncase='c'\nkind='maybe'\nreason='r'\n")
+                .is_err()
+        );
+        // A known entry must name the failure it expects.
+        assert!(
+            parse("[[expect]]\nkernel='a'\nsuite='b'\ncase='c'\nkind='known'\nreason='r'\n")
                 .is_err()
         );
     }

@@ -42,6 +42,11 @@ pub struct KernelRun {
     /// attempt's files are kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retried_after: Option<String>,
+    /// On a run that vm-images/expectations.toml says must catch something (a mutant kernel or
+    /// DRC policy): "the gate caught N of M expected", counting a `known` case that passed as
+    /// not caught.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gate: Option<String>,
 }
 
 impl KernelRun {
@@ -147,6 +152,9 @@ impl Report {
             }
             if let Some(why) = &run.retried_after {
                 reasons.push(format!("{} {}: retried once, {why}", run.kernel, run.suite));
+            }
+            if let Some(gate) = &run.gate {
+                reasons.push(format!("{} {}: {gate}", run.kernel, run.suite));
             }
         }
         if let Some(time) = table.column_mut(6) {
@@ -318,6 +326,9 @@ fn junit_suite(run: &KernelRun) -> quick_junit::TestSuite {
     if let Some(boot) = run.boot_ms {
         suite.add_property(("boot_ms", boot.to_string().as_str()));
     }
+    if let Some(gate) = &run.gate {
+        suite.add_property(("gate", gate.as_str()));
+    }
     // The run-wide logs every case shares: dmesg, consoles, the suite's pcap.
     let shared: Vec<String> = run
         .artifacts
@@ -434,6 +445,7 @@ mod tests {
             attempt: 1,
             guest_died: None,
             retried_after: None,
+            gate: None,
         }
     }
 

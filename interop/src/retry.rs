@@ -452,6 +452,7 @@ mod tests {
             attempt: 1,
             guest_died: None,
             retried_after: None,
+            gate: None,
         }
     }
 

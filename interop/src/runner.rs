@@ -438,6 +438,7 @@ pub fn run_kernel(
         attempt: 1,
         guest_died: None,
         retried_after: None,
+        gate: None,
     };
     let result = accel.and_then(|accel| {
         boot_and_wait(
@@ -1023,6 +1024,7 @@ mod tests {
             attempt: 1,
             guest_died: None,
             retried_after: None,
+            gate: None,
         };
         judge(&suite, dir.path(), &mut run).unwrap();
         assert_eq!(run.cases.len(), suite.cases.len() + 2);
