@@ -91,6 +91,13 @@ deb $mirror bookworm-updates main
 deb $security bookworm-security main
 EOF
 cp /etc/resolv.conf "$root/etc/resolv.conf"
+# The network's trust anchors, which are the machine's, not the project's: where https goes
+# through an intercepting proxy, its CA is in the host's bundle and nowhere in Debian's. As a local
+# CA it joins the root's bundle when the set-up line installs ca-certificates (update-ca-certificates).
+if [ -s /etc/ssl/certs/ca-certificates.crt ]; then
+  mkdir -p "$root/usr/local/share/ca-certificates"
+  cp /etc/ssl/certs/ca-certificates.crt "$root/usr/local/share/ca-certificates/host-network.crt"
+fi
 rm -rf "$root/var/cache/apt/archives/"*.deb
 
 # The clone, as a user would have it.
