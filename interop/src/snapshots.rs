@@ -722,20 +722,14 @@ fn stable_kernel_key(key: &str) -> bool {
 /// timing). A kernel that executes a duplicate twice still changes it: executions, judgement
 /// and failure are in it.
 pub fn behaviour_of(body: &str) -> String {
-    project(body, false)
+    project(body)
 }
 
-/// Verdict keys and kernel deltas that carry the execution count and what follows from it.
+/// Verdict keys that carry the execution count and what follows from it: never dropped by a
+/// comparison, and never excused in the nfsd-vs-classic cross-check by a timing reason.
 const EXECUTION_KEYS: &[&str] = &["executions", "failure", "judgement"];
 
-/// [`behaviour_of`] without the execution count and its judgement (verdict `executions`,
-/// `failure`, `judgement`; kernel `executions_counted`, `proc3_*`): the calls and connections,
-/// for a case whose count follows the timing ([`TimingDependent::executions_vary`]).
-pub fn calls_of(body: &str) -> String {
-    project(body, true)
-}
-
-fn project(body: &str, without_executions: bool) -> String {
+fn project(body: &str) -> String {
     let mut out = String::with_capacity(body.len());
     let mut section = "";
     for line in body.lines() {
@@ -753,14 +747,9 @@ fn project(body: &str, without_executions: bool) -> String {
             let keep = match section {
                 "verdict" => {
                     let key = line.split(':').next().unwrap_or("");
-                    let execution = EXECUTION_KEYS.contains(&key);
-                    !ANSWER_KEYS.contains(&key) && (!without_executions || !execution)
+                    !ANSWER_KEYS.contains(&key)
                 }
-                "kernel" => {
-                    let key = line.split('=').next().unwrap_or("");
-                    let execution = key == "executions_counted" || key.starts_with("proc3_");
-                    stable_kernel_key(key) && (!without_executions || !execution)
-                }
+                "kernel" => stable_kernel_key(line.split('=').next().unwrap_or("")),
                 "trace" => {
                     let mut words = line.split(' ').skip(1);
                     let side = words.next();
@@ -784,12 +773,6 @@ fn project(body: &str, without_executions: bool) -> String {
 /// [`behaviour_of`] equals a recorded outcome's.
 pub fn compare_timing_dependent(snapshot: &Snapshot, root: &Path) -> Result<Comparison> {
     compare_projected(snapshot, root, behaviour_of)
-}
-
-/// [`compare`] for a case whose execution count follows the timing: unchanged in its calls
-/// ([`calls_of`]) is [`Comparison::SameBehaviour`].
-pub fn compare_executions_vary(snapshot: &Snapshot, root: &Path) -> Result<Comparison> {
-    compare_projected(snapshot, root, calls_of)
 }
 
 fn compare_projected(
@@ -1008,12 +991,9 @@ pub struct ExpectedDifferences {
 pub struct TimingDependent {
     pub scenario: String,
     pub reason: String,
-    /// The execution count itself follows the timing (a DRC model that re-executes every
-    /// duplicate arriving after its original's ack: how many do depends on scheduling). The
-    /// snapshot then gates on the calls and connections only; pass or fail of the case is the
-    /// expectation's (`vm-images/expectations.toml`, `known`).
-    #[serde(default)]
-    pub executions_vary: bool,
+    // No mode drops the executions or the judgement: an execution count that follows the
+    // timing is recorded as several outcomes, each with its count and judgement (the former
+    // `executions_vary = true` is refused as an unknown field).
 }
 
 /// The catalogue scenario of a case named `<label>.<scenario>` (the whole name otherwise).
@@ -1063,14 +1043,6 @@ impl ExpectedDifferences {
 
     /// The timing reason for a case: an entry naming its scenario (`burst`, every label) or the
     /// case itself (`acked.in-ack-window`: timing-dependent only under that DRC policy).
-    /// Whether the case's execution count is listed as following the timing
-    /// ([`TimingDependent::executions_vary`]).
-    pub fn executions_vary_for_case(&self, case: &str) -> bool {
-        self.timing_dependent
-            .iter()
-            .any(|t| t.scenario == case && t.executions_vary)
-    }
-
     pub fn timing_reason_for_case(&self, case: &str) -> Option<&str> {
         self.timing_dependent
             .iter()
@@ -1079,11 +1051,15 @@ impl ExpectedDifferences {
             .or_else(|| self.timing_reason(scenario_of_case(case)))
     }
 
-    /// The listed reason for this divergence, if any (a timing-dependent scenario's reason
-    /// covers all its fields).
+    /// The listed reason for this divergence, if any. A timing-dependent scenario's reason
+    /// covers how its duplicates were answered, never its executions or judgement
+    /// ([`EXECUTION_KEYS`]): nfsd and classic executing a call a different number of times is
+    /// a divergence unless a `[[difference]]` names it.
     pub fn reason(&self, kernel: &str, scenario: &str, field: &str) -> Option<&str> {
         if let Some(reason) = self.timing_reason(scenario) {
-            return Some(reason);
+            if !EXECUTION_KEYS.contains(&field) {
+                return Some(reason);
+            }
         }
         self.differences
             .iter()
@@ -1391,22 +1367,6 @@ mod tests {
             }
             other => panic!("expected a change, got {other:?}"),
         }
-        // Where the count itself follows the timing, only the calls are compared.
-        assert_eq!(
-            compare_executions_vary(&executed_twice, dir.path()).unwrap(),
-            Comparison::SameBehaviour { outcome: 1, of: 1 }
-        );
-        let calls = calls_of(split_header(&executed_twice.text).1);
-        for gone in [
-            "executions: ",
-            "judgement",
-            "failure",
-            "executions_counted",
-            "proc3_",
-        ] {
-            assert!(!calls.contains(gone), "{gone} in {calls}");
-        }
-        assert!(calls.contains("REMOVE call RETRANSMIT\n"), "{calls}");
         // What the behaviour keeps: executions, judgement, counted executions, calls, CM.
         let behaviour = behaviour_of(split_header(&dropped.text).1);
         assert!(behaviour.contains("executions: 1\n"), "{behaviour}");
@@ -1942,7 +1902,7 @@ reason = "test reason"
     }
 
     #[test]
-    fn timing_dependent_scenarios_explain_every_field() {
+    fn timing_explains_how_duplicates_were_answered_never_executions_or_judgement() {
         let text =
             format!("{EXPECTED}\n[[timing_dependent]]\nscenario = \"burst\"\nreason = \"race\"\n");
         let expected = ExpectedDifferences::parse(&text).unwrap();
@@ -1951,6 +1911,29 @@ reason = "test reason"
             expected.reason("linux-7.x", "burst", "statuses"),
             Some("race")
         );
+        for field in ["executions", "judgement", "failure"] {
+            assert_eq!(
+                expected.reason("linux-7.x", "burst", field),
+                None,
+                "{field}"
+            );
+        }
+        // nfsd executing the burst once and classic twice is an unexplained divergence.
+        let burst = VERDICT.replace("after-ack", "burst");
+        let nfsd = vec![snapshot(
+            "linux-7.x",
+            "nfsd.burst",
+            &burst.replace("\"executions\": 2", "\"executions\": 1"),
+        )];
+        let ours = vec![snapshot("linux-7.x", "classic.burst", &burst)];
+        let found = divergences("linux-7.x", &nfsd, &ours, &expected);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(
+            (found[0].field.as_str(), found[0].expected.as_deref()),
+            ("executions", None)
+        );
+        // No comparison mode drops the executions: the old opt-out is refused.
+        assert!(ExpectedDifferences::parse(&format!("{text}executions_vary = true\n")).is_err());
         assert_eq!(expected.reason("linux-7.x", "once", "statuses"), None);
         assert_eq!(scenario_of_case("nfsd.burst"), "burst");
         assert_eq!(scenario_of_case("acked-mark.after-ack"), "after-ack");

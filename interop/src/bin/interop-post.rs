@@ -19,8 +19,8 @@ use serde_json::{json, Value};
 use interop::cache::{last_run_root, workspace_root};
 use interop::images::vm_images_dir;
 use interop::snapshots::{
-    accept, collect, compare, compare_executions_vary, compare_timing_dependent, divergences,
-    read_bounded, Accepted, Comparison, ExpectedDifferences, Snapshot,
+    accept, collect, compare, compare_timing_dependent, divergences, read_bounded, Accepted,
+    Comparison, ExpectedDifferences, Snapshot,
 };
 use interop::suite::Suite;
 
@@ -244,9 +244,7 @@ fn snapshots(accept_globs: &[String], rig: &Path, outs: &[PathBuf]) -> Result<u8
     for snapshot in &snapshots {
         let timing = expected.timing_reason_for_case(&snapshot.case);
         let path = label(snapshot);
-        let comparison = if expected.executions_vary_for_case(&snapshot.case) {
-            compare_executions_vary(snapshot, &root)?
-        } else if timing.is_some() {
+        let comparison = if timing.is_some() {
             compare_timing_dependent(snapshot, &root)?
         } else {
             compare(snapshot, &root)?
