@@ -14,12 +14,17 @@ default:
 
 # Everything CI checks: formatting, lints (fuzz workspace included), all tests, a 10 s smoke run of each fuzz target.
 # Installs what a fresh Debian 12 lacks first (as root; otherwise prints the apt-get line).
-test: test-deps fmt-check clippy unit fuzz-smoke fuzz-seeds-check cflite-check actionlint
+test: test-deps test-programs fmt-check clippy unit fuzz-smoke fuzz-seeds-check cflite-check actionlint
 
 # The list and why each: scripts/test-deps.sh; interop/tests/host_programs.rs checks it.
 # Debian packages every host test and recipe of `just test` runs, rustfmt/clippy, cargo-fuzz.
 test-deps:
     scripts/test-deps.sh
+
+# Every program just test runs is installed, with its package in test-deps (interop/tests/host_programs.rs;
+# also part of `unit`): first, so a missing install step fails in a minute, naming the program.
+test-programs:
+    cargo test -q -p interop --test host_programs
 
 # A debootstrap minbase root with only the host's Rust toolchain mounted in (read-only), the
 # README's set-up line, then `just test` there; `--interop` adds the smoke suite on linux-6.12.
