@@ -1800,29 +1800,38 @@ mod tests {
 
     #[test]
     fn a_baseline_without_a_recorded_trace_still_needs_this_runs_trace() {
-        let root = committed_root();
+        // No committed baseline lacks its trace any more, so one is made from a committed
+        // baseline whose trace section is replaced by the marker, in a root of its own.
         let relative = "linux-6.1/drc/nfsd.burst.snap";
-        let baseline = committed_run(relative);
-        assert!(baseline.text.contains(TRACE_NOT_RECORDED));
-        let complete = Snapshot {
-            text: format!(
-                "{}## trace\nc1 C CM_REQ port=20049\nc1 C CM_DREQ\n",
-                without_trace(&baseline.text)
-            ),
-            ..baseline.clone()
-        };
+        let run = committed_run(relative);
+        let committed = fs::read_to_string(committed_root().join(relative)).unwrap();
+        let trace_at = committed
+            .find("\n## trace\n")
+            .expect("the committed baseline has a trace section");
         assert_eq!(
-            compare(&complete, &root).unwrap(),
+            Baseline::parse(&committed).unwrap().outcomes.len(),
+            1,
+            "{relative} must hold one outcome for this test"
+        );
+        let untraced = format!("{}\n{TRACE_NOT_RECORDED}\n", &committed[..trace_at]);
+        let root = tempfile::tempdir().unwrap();
+        let path = root.path().join(relative);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(&path, &untraced).unwrap();
+        assert!(read_baseline(&path).unwrap().unwrap().outcomes[0].trace_missing());
+        assert_eq!(
+            compare(&run, root.path()).unwrap(),
             Comparison::TraceNotRecorded { outcome: 1 }
         );
         let changed = Snapshot {
-            text: complete
+            text: run
                 .text
                 .replacen("\nexecutions: 1\n", "\nexecutions: 2\n", 1),
-            ..complete.clone()
+            ..run.clone()
         };
+        assert_ne!(changed.text, run.text, "the run records executions: 1");
         assert!(matches!(
-            compare(&changed, &root).unwrap(),
+            compare(&changed, root.path()).unwrap(),
             Comparison::Changed { .. }
         ));
     }
