@@ -481,6 +481,10 @@ pub enum BaselineError {
     TextBeforeOutcome { line: usize },
     /// More than [`MAX_OUTCOMES`] outcomes.
     TooManyOutcomes { count: usize },
+    /// A recorded outcome (1-based) with a `## verdict` section that has no `judgement:` line:
+    /// the format from before judgements, which no run renders, so it could never match and
+    /// would only count among the recorded outcomes.
+    NoJudgement { outcome: usize, verdict: String },
 }
 
 impl std::fmt::Display for BaselineError {
@@ -496,6 +500,11 @@ impl std::fmt::Display for BaselineError {
             BaselineError::TooManyOutcomes { count } => {
                 write!(f, "{count} outcomes, over the limit of {MAX_OUTCOMES}")
             }
+            BaselineError::NoJudgement { outcome, verdict } => write!(
+                f,
+                "outcome {outcome}: `{verdict}` has no judgement line (the format before \
+                 judgements; no run reproduces it: remove the outcome or re-record it)"
+            ),
         }
     }
 }
@@ -508,6 +517,23 @@ pub struct Outcome {
     /// Runs that produced it (counted for timing-dependent scenarios, 1 otherwise).
     pub runs: u32,
     pub body: String,
+}
+
+/// The first `## verdict` section of an outcome body without a `judgement:` line (every verdict
+/// a run renders has one: `crates/rdma`'s Verdict always serialises it).
+fn verdict_without_judgement(body: &str) -> Option<&str> {
+    let mut open: Option<&str> = None;
+    for line in body.lines() {
+        if line.starts_with("## ") {
+            if open.is_some() {
+                return open;
+            }
+            open = line.starts_with("## verdict ").then_some(line);
+        } else if line.starts_with("judgement: ") {
+            open = None;
+        }
+    }
+    open
 }
 
 /// The part of a snapshot body before its trace section (verdicts, kernel deltas).
@@ -612,6 +638,14 @@ impl Baseline {
                 runs: 1,
                 body: plain,
             });
+        }
+        for (index, outcome) in outcomes.iter().enumerate() {
+            if let Some(verdict) = verdict_without_judgement(&outcome.body) {
+                return Err(BaselineError::NoJudgement {
+                    outcome: index + 1,
+                    verdict: verdict.to_owned(),
+                });
+            }
         }
         Ok(Baseline {
             header: header.to_owned(),
@@ -1147,6 +1181,7 @@ mod tests {
     "procedure": "REMOVE",
     "transmissions": 2,
     "executions": 2,
+    "judgement": "pass",
     "replies_identical": false,
     "statuses": ["NFS3_OK", "NFS3ERR_NOENT"],
     "credits": {"granted": 8, "returned": 8},
@@ -1632,6 +1667,19 @@ mod tests {
             Baseline::parse(&format!("{h}{many}")),
             Err(BaselineError::TooManyOutcomes { .. })
         ));
+        // The format before judgements is refused, whichever outcome holds it.
+        let judged = "## verdict 1\nexecutions: 1\njudgement: pass\n";
+        let unjudged = "## verdict 1\nexecutions: 1\n## trace\nc1 C CM_REQ\n";
+        assert!(Baseline::parse(&format!("{h}{judged}")).is_ok());
+        assert_eq!(
+            Baseline::parse(&format!(
+                "{h}### outcome 1 (runs: 1)\n{judged}### outcome 2 (runs: 1)\n{unjudged}"
+            )),
+            Err(BaselineError::NoJudgement {
+                outcome: 2,
+                verdict: "## verdict 1".into()
+            })
+        );
     }
 
     fn committed_root() -> PathBuf {
