@@ -212,9 +212,14 @@ fn findings(out: &mut String, report: &Report, snapshots: &Snapshots) {
             any = true;
             let _ = writeln!(
                 out,
-                "<li class=\"v-fail\">{} {}: harness error: <pre>{}</pre></li>",
+                "<li class=\"v-fail\">{} {}: {}: <pre>{}</pre></li>",
                 escape(&run.kernel),
                 escape(&run.suite),
+                if run.kernel_died() {
+                    "the kernel under test died"
+                } else {
+                    "harness error"
+                },
                 escape(error)
             );
         }

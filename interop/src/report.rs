@@ -50,6 +50,13 @@ pub struct KernelRun {
 }
 
 impl KernelRun {
+    /// Whether the run stopped because a guest's kernel died — the kernel under test failing,
+    /// reported as its failure, not the harness's (a listed harness fault is retried first and
+    /// only a second death stays).
+    pub fn kernel_died(&self) -> bool {
+        self.guest_died.is_some()
+    }
+
     pub fn passed(&self) -> bool {
         self.error.is_none()
             && !self.cases.is_empty()
@@ -395,12 +402,19 @@ fn junit_suite(run: &KernelRun) -> quick_junit::TestSuite {
         suite.add_test_case(testcase);
     }
     if let Some(error) = &run.error {
-        let mut status = TestCaseStatus::non_success(NonSuccessKind::Error);
+        // A guest kernel's death is the kernel's failure (JUnit `failure`, the Oops as its
+        // text); anything else that stopped the run is the harness's (`error`).
+        let (kind, name) = if run.kernel_died() {
+            (NonSuccessKind::Failure, "kernel-died")
+        } else {
+            (NonSuccessKind::Error, "harness")
+        };
+        let mut status = TestCaseStatus::non_success(kind);
         let error = bounded(error);
         status.set_message(first_line(&error));
-        status.set_type("harness");
+        status.set_type(name);
         status.set_description(error.as_str());
-        let mut testcase = TestCase::new("harness", status);
+        let mut testcase = TestCase::new(name, status);
         testcase.set_classname(classname.as_str());
         suite.add_test_case(testcase);
     }
@@ -469,6 +483,39 @@ mod tests {
         let mut errored = run("linux-6.1", vec![outcome("nfs3", Verdict::Pass, &[])]);
         errored.error = Some("boot timed out".into());
         assert!(!errored.passed());
+    }
+
+    #[test]
+    fn a_server_guest_oops_is_the_kernels_failure_and_turns_the_run_red() {
+        // What the runner records when the server guest's kernel (the kernel under test) dies
+        // of something vm-images/harness-faults.toml does not list: no retry, and the Oops is
+        // the run's failure in every rendering.
+        let oops = "the srv guest's kernel died: BUG: kernel NULL pointer dereference, address: \
+                    0000000000000008 → Kernel panic - not syncing: Fatal exception";
+        let mut died = run(
+            "linux-6.12",
+            vec![outcome("nfsd.after-ack", Verdict::Pass, &[])],
+        );
+        died.guest_died = Some(oops.into());
+        died.error = Some(oops.into());
+        assert!(died.kernel_died());
+        let report = Report { runs: vec![died] };
+        assert!(!report.passed(), "a dead kernel under test is red");
+        let xml = report.junit();
+        let root = parse(&xml);
+        let suites = root.child("testsuites").unwrap();
+        assert_eq!(
+            (suites.attr("failures"), suites.attr("errors")),
+            ("1", "0"),
+            "{xml}"
+        );
+        assert!(xml.contains("kernel-died") && xml.contains("NULL pointer dereference"));
+        let table = report.table();
+        assert!(table.contains("FAIL"), "{table}");
+        assert!(
+            table.contains("  - linux-6.12 smoke: the srv guest's kernel died: BUG"),
+            "{table}"
+        );
     }
 
     #[test]
