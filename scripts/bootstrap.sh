@@ -14,11 +14,8 @@ command -v cargo >/dev/null || {
   echo "bootstrap: no cargo on PATH; install a Rust toolchain first (https://rustup.rs), then rerun" >&2
   exit 2
 }
-missing=()
-for pkg in gcc libc6-dev ca-certificates git; do
-  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'ok installed' || missing+=("$pkg")
-done
 . scripts/debian-packages.sh
+mapfile -t missing < <(missing_debian_packages gcc libc6-dev ca-certificates git)
 install_debian_packages "bootstrap" bootstrap "${missing[@]}"
 # Pinned: the version this rig was last checked with (a newer one may need a newer rustc).
 just_version=1.59.0

@@ -1,4 +1,16 @@
-# Sourced by the scripts that install what they lack: install_debian_packages WHO TAG PACKAGE...
+# Sourced by the scripts that install what they lack: missing_debian_packages ENTRY... prints,
+# one per line, the package of each ENTRY that dpkg does not have installed; an ENTRY
+# `package:program` counts as present when the program is on PATH from elsewhere.
+missing_debian_packages() {
+  local entry pkg program
+  for entry in "$@"; do
+    pkg=${entry%%:*} program=${entry#*:}
+    [ "$program" != "$entry" ] && command -v "$program" >/dev/null && continue
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'ok installed' || echo "$pkg"
+  done
+}
+
+# install_debian_packages WHO TAG PACKAGE...
 # installs the missing PACKAGEs as root, printing "TAG: installing ..."; not as root, it prints
 # the one `sudo apt-get install ...` line WHO needs run and exits 2. Nothing when none is missing.
 install_debian_packages() {

