@@ -13,8 +13,18 @@ use std::io::Read;
 use std::time::Duration;
 
 use pcap_file::pcap::{PcapPacket, PcapParser};
+use pcap_file::pcapng::blocks::enhanced_packet::EnhancedPacketOption;
+use pcap_file::pcapng::blocks::interface_description::InterfaceDescriptionOption;
 use pcap_file::pcapng::{Block, PcapNgParser};
 use pcap_file::{DataLink, PcapError};
+
+/// The name (`if_name`) of the pcapng interface the rig's relay writes the frames a rule dropped
+/// on: they are in the capture for the record, but never reached the peer, so no reader may
+/// treat them as delivered.
+pub const DROPPED_BY_RIG_INTERFACE: &str = "dropped by the rig";
+
+/// Longest frame comment kept (a hostile file's comment is cut, not copied whole).
+pub const MAX_COMMENT: usize = 512;
 
 /// Most frames read from one capture; the rest is reported as truncated, not read.
 pub const MAX_FRAMES: usize = 4_000_000;
@@ -55,6 +65,11 @@ pub struct Frame<'a> {
     pub data: Cow<'a, [u8]>,
     /// Length on the wire; larger than `data.len()` when the capture was snapped.
     pub original_len: u32,
+    /// The pcapng packet comment (`opt_comment`), at most [`MAX_COMMENT`] bytes: the rig's relay
+    /// marks each fault it injected this way.
+    pub comment: Option<String>,
+    /// The frame sits on the relay's [`DROPPED_BY_RIG_INTERFACE`]: it never reached the peer.
+    pub dropped_by_rig: bool,
 }
 
 /// Why a capture could not be read (frames read before the problem are still returned).
@@ -254,6 +269,8 @@ fn pcap_frame(packet: PcapPacket<'_>, link: LinkType, frames: usize) -> Frame<'_
         link,
         data: packet.data,
         original_len: packet.orig_len,
+        comment: None,
+        dropped_by_rig: false,
     }
 }
 
@@ -271,6 +288,19 @@ fn pcapng_frame<'a>(parser: &PcapNgParser, block: Block<'a>, frames: usize) -> O
             number: frame_number(frames),
             time: p.timestamp,
             link: link_of(p.interface_id),
+            comment: p.options.iter().find_map(|option| match option {
+                EnhancedPacketOption::Comment(text) => Some(bounded_comment(text)),
+                _ => None,
+            }),
+            dropped_by_rig: parser
+                .interfaces()
+                .get(p.interface_id as usize)
+                .is_some_and(|i| {
+                    i.options.iter().any(|option| {
+                        matches!(option, InterfaceDescriptionOption::IfName(name)
+                            if name == DROPPED_BY_RIG_INTERFACE)
+                    })
+                }),
             data: p.data,
             original_len: p.original_len,
         },
@@ -280,6 +310,8 @@ fn pcapng_frame<'a>(parser: &PcapNgParser, block: Block<'a>, frames: usize) -> O
             link: link_of(0),
             data: p.data,
             original_len: p.original_len,
+            comment: None,
+            dropped_by_rig: false,
         },
         Block::Packet(p) => Frame {
             number: frame_number(frames),
@@ -288,9 +320,20 @@ fn pcapng_frame<'a>(parser: &PcapNgParser, block: Block<'a>, frames: usize) -> O
             link: link_of(u32::from(p.interface_id)),
             data: p.data,
             original_len: p.original_len,
+            comment: None,
+            dropped_by_rig: false,
         },
         _ => return None,
     })
+}
+
+/// A comment cut to [`MAX_COMMENT`] bytes at a character boundary.
+fn bounded_comment(text: &str) -> String {
+    let mut end = text.len().min(MAX_COMMENT);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text[..end].to_string()
 }
 
 /// Bytes the window of [`for_each_frame_read`] starts with (it grows only for a larger record).

@@ -64,7 +64,8 @@ pub fn is_rc_level(event: &TransportEvent) -> bool {
         ),
         TransportEvent::Overlong { .. }
         | TransportEvent::Undecodable { .. }
-        | TransportEvent::LimitReached { .. } => false,
+        | TransportEvent::LimitReached { .. }
+        | TransportEvent::RigFault { .. } => false,
     }
 }
 

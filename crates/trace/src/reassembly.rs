@@ -186,6 +186,10 @@ pub enum TransportEvent {
     LimitReached { what: &'static str },
     /// At the end of the capture: gap ranges of a flow that no packet ever filled.
     Unfilled { ranges: u32, psns: u64 },
+    /// A fault the rig's relay injected on this frame (its pcapng comment): dropped, held,
+    /// delayed, duplicated or reordered by a rule the case set. Behaviour the case asked for, so
+    /// shown at every level.
+    RigFault { text: String },
 }
 
 /// A multi-packet SEND (`D` = the bytes) or RDMA WRITE (`D` = [`RdmaData`]) under way.

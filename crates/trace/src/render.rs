@@ -611,6 +611,7 @@ fn transport_text(t: &TransportEvent, raw: bool) -> String {
         TransportEvent::BadIcrc { .. } => "BAD_ICRC".into(),
         TransportEvent::Undecodable { error } => format!("UNDECODABLE {error}"),
         TransportEvent::LimitReached { what } => format!("LIMIT {what}"),
+        TransportEvent::RigFault { text } => format!("RIG {text}"),
     }
 }
 

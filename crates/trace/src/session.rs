@@ -168,6 +168,17 @@ fn reassemble_frame(
     time: Duration,
     check_icrc: bool,
 ) {
+    if let Some(text) = &frame.comment {
+        reassembler.note(
+            frame.number,
+            time,
+            TransportEvent::RigFault { text: text.clone() },
+        );
+    }
+    // A frame the relay dropped is in its capture for the record only: the peer never saw it.
+    if frame.dropped_by_rig {
+        return;
+    }
     let Some(roce) = link::roce_packet(frame.link, &frame.data) else {
         return;
     };
