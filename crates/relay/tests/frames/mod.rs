@@ -1,0 +1,211 @@
+//! RoCEv2 and other Ethernet frames for the relay's tests, built with etherparse and hand-made
+//! BTH/AETH/DETH (the ICRC is left zero: the relay does not check it).
+
+#![allow(dead_code)]
+
+pub const CLIENT_MAC: [u8; 6] = [2, 0, 0, 0, 0, 2];
+pub const SERVER_MAC: [u8; 6] = [2, 0, 0, 0, 0, 1];
+pub const CLIENT_IP: [u8; 4] = [10, 0, 0, 2];
+pub const SERVER_IP: [u8; 4] = [10, 0, 0, 1];
+/// The client's QP (destination of the server's packets) and the server's.
+pub const CLIENT_QP: u32 = 0x11;
+pub const SERVER_QP: u32 = 0x22;
+
+pub mod op {
+    pub const SEND_FIRST: u8 = 0x00;
+    pub const SEND_MIDDLE: u8 = 0x01;
+    pub const SEND_LAST: u8 = 0x02;
+    pub const SEND_LAST_IMM: u8 = 0x03;
+    pub const SEND_ONLY: u8 = 0x04;
+    pub const SEND_ONLY_INV: u8 = 0x17;
+    pub const WRITE_ONLY: u8 = 0x0a;
+    pub const READ_REQUEST: u8 = 0x0c;
+    pub const READ_RESPONSE_ONLY: u8 = 0x10;
+    pub const ACK: u8 = 0x11;
+    pub const UD_SEND_ONLY: u8 = 0x64;
+}
+
+/// AETH syndromes.
+pub const ACK_SYNDROME: u8 = 0x1f;
+pub const NAK_SEQUENCE: u8 = 0x60;
+pub const RNR_NAK: u8 = 0x21;
+
+/// A RoCEv2 frame: BTH, `ext` headers, payload, pad and a zero ICRC.
+pub fn roce(
+    from_client: bool,
+    opcode: u8,
+    qp: u32,
+    psn: u32,
+    ext: &[u8],
+    payload: &[u8],
+) -> Vec<u8> {
+    let pad = (4 - payload.len() % 4) % 4;
+    let mut transport = vec![opcode, (pad as u8) << 4, 0xff, 0xff];
+    transport.extend_from_slice(&qp.to_be_bytes());
+    transport.extend_from_slice(&(psn | 0x8000_0000).to_be_bytes());
+    transport.extend_from_slice(ext);
+    transport.extend_from_slice(payload);
+    transport.extend(std::iter::repeat_n(0, pad + 4));
+    let (smac, dmac, sip, dip) = if from_client {
+        (CLIENT_MAC, SERVER_MAC, CLIENT_IP, SERVER_IP)
+    } else {
+        (SERVER_MAC, CLIENT_MAC, SERVER_IP, CLIENT_IP)
+    };
+    let builder = etherparse::PacketBuilder::ethernet2(smac, dmac)
+        .ipv4(sip, dip, 64)
+        .udp(49152, 4791);
+    let mut frame = Vec::new();
+    builder.write(&mut frame, &transport).unwrap();
+    frame
+}
+
+/// An RPC-over-RDMA RDMA_MSG header (no chunks) followed by an RPC message of `msg_type`.
+pub fn rpcrdma_msg(xid: u32, msg_type: u32, body_len: usize) -> Vec<u8> {
+    let mut out = Vec::new();
+    for word in [xid, 1, 32, 0, 0, 0, 0, xid, msg_type] {
+        out.extend_from_slice(&word.to_be_bytes());
+    }
+    out.extend(std::iter::repeat_n(0xee, body_len));
+    out
+}
+
+/// The client's call `xid` as a SEND Only to the server's QP.
+pub fn call(psn: u32, xid: u32) -> Vec<u8> {
+    call_to(SERVER_QP, psn, xid)
+}
+
+pub fn call_to(server_qp: u32, psn: u32, xid: u32) -> Vec<u8> {
+    roce(
+        true,
+        op::SEND_ONLY,
+        server_qp,
+        psn,
+        &[],
+        &rpcrdma_msg(xid, 0, 64),
+    )
+}
+
+/// The server's reply to `xid` as a SEND Only to the client's QP.
+pub fn reply(psn: u32, xid: u32) -> Vec<u8> {
+    roce(
+        false,
+        op::SEND_ONLY,
+        CLIENT_QP,
+        psn,
+        &[],
+        &rpcrdma_msg(xid, 1, 64),
+    )
+}
+
+/// The server's reply to `xid` in three packets (First, Middle, Last).
+pub fn reply_in_three(psn: u32, xid: u32) -> [Vec<u8>; 3] {
+    [
+        roce(
+            false,
+            op::SEND_FIRST,
+            CLIENT_QP,
+            psn,
+            &[],
+            &rpcrdma_msg(xid, 1, 64),
+        ),
+        roce(
+            false,
+            op::SEND_MIDDLE,
+            CLIENT_QP,
+            psn + 1,
+            &[],
+            &[0xee; 256],
+        ),
+        roce(false, op::SEND_LAST, CLIENT_QP, psn + 2, &[], &[0xee; 16]),
+    ]
+}
+
+fn aeth(syndrome: u8, msn: u32) -> [u8; 4] {
+    ((u32::from(syndrome) << 24) | msn).to_be_bytes()
+}
+
+/// The client's ACK of the server's packets up to `psn`.
+pub fn client_ack(psn: u32) -> Vec<u8> {
+    roce(true, op::ACK, SERVER_QP, psn, &aeth(ACK_SYNDROME, 1), &[])
+}
+
+/// The server's ACK of the client's packets up to `psn`.
+pub fn server_ack(psn: u32) -> Vec<u8> {
+    roce(false, op::ACK, CLIENT_QP, psn, &aeth(ACK_SYNDROME, 1), &[])
+}
+
+pub fn client_nak(psn: u32, syndrome: u8) -> Vec<u8> {
+    roce(true, op::ACK, SERVER_QP, psn, &aeth(syndrome, 1), &[])
+}
+
+/// The server's RDMA READ request to the client's memory.
+pub fn read_request(psn: u32) -> Vec<u8> {
+    let mut reth = 0x1000u64.to_be_bytes().to_vec();
+    reth.extend_from_slice(&0xabcdu32.to_be_bytes());
+    reth.extend_from_slice(&64u32.to_be_bytes());
+    roce(false, op::READ_REQUEST, CLIENT_QP, psn, &reth, &[])
+}
+
+/// The client's READ response to the server's QP.
+pub fn read_response(psn: u32) -> Vec<u8> {
+    roce(
+        true,
+        op::READ_RESPONSE_ONLY,
+        SERVER_QP,
+        psn,
+        &aeth(ACK_SYNDROME, 1),
+        &[0x55; 64],
+    )
+}
+
+/// A CM MAD with `attribute` and `data`, as a UD SEND Only to QP1.
+pub fn cm(from_client: bool, attribute: u16, data: &[u8]) -> Vec<u8> {
+    let mut mad = vec![1, 0x07, 2, 3, 0, 0, 0, 0];
+    mad.extend_from_slice(&[0; 8]);
+    mad.extend_from_slice(&attribute.to_be_bytes());
+    mad.extend_from_slice(&[0; 6]);
+    mad.extend_from_slice(data);
+    let mut deth = 0x8001_0000u32.to_be_bytes().to_vec();
+    deth.extend_from_slice(&1u32.to_be_bytes());
+    roce(from_client, op::UD_SEND_ONLY, 1, 0, &deth, &mad)
+}
+
+/// CM REQ from the client naming its QP.
+pub fn cm_req(comm_id: u32, client_qp: u32) -> Vec<u8> {
+    let mut data = vec![0u8; 232];
+    data[0..4].copy_from_slice(&comm_id.to_be_bytes());
+    data[32..36].copy_from_slice(&(client_qp << 8).to_be_bytes());
+    cm(true, 0x0010, &data)
+}
+
+/// CM REP from the server naming its QP.
+pub fn cm_rep(comm_id: u32, remote_comm_id: u32, server_qp: u32) -> Vec<u8> {
+    let mut data = vec![0u8; 232];
+    data[0..4].copy_from_slice(&comm_id.to_be_bytes());
+    data[4..8].copy_from_slice(&remote_comm_id.to_be_bytes());
+    data[12..16].copy_from_slice(&(server_qp << 8).to_be_bytes());
+    cm(false, 0x0013, &data)
+}
+
+/// An ARP request from the client.
+pub fn arp() -> Vec<u8> {
+    let mut frame = vec![0xff; 6];
+    frame.extend_from_slice(&CLIENT_MAC);
+    frame.extend_from_slice(&0x0806u16.to_be_bytes());
+    frame.extend_from_slice(&[0, 1, 8, 0, 6, 4, 0, 1]);
+    frame.extend_from_slice(&CLIENT_MAC);
+    frame.extend_from_slice(&CLIENT_IP);
+    frame.extend_from_slice(&[0; 6]);
+    frame.extend_from_slice(&SERVER_IP);
+    frame
+}
+
+/// A UDP datagram from the client to the relay's control port.
+pub fn control(payload: &[u8]) -> Vec<u8> {
+    let builder = etherparse::PacketBuilder::ethernet2(CLIENT_MAC, SERVER_MAC)
+        .ipv4(CLIENT_IP, SERVER_IP, 64)
+        .udp(40000, relay::CONTROL_PORT);
+    let mut frame = Vec::new();
+    builder.write(&mut frame, payload).unwrap();
+    frame
+}
