@@ -106,6 +106,7 @@ pub struct ControlDatagram<'a> {
     pub payload: &'a [u8],
     /// The request is the first fragment of a larger IP packet.
     pub fragmented: bool,
+    pub ip_id: u16,
 }
 
 /// Why a control payload or reply could not be read.
@@ -247,6 +248,7 @@ pub fn control_datagram(frame: &[u8]) -> Option<ControlDatagram<'_>> {
         },
         payload,
         fragmented: packet.more_fragments,
+        ip_id: packet.ip_id,
     })
 }
 

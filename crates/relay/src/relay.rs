@@ -463,7 +463,7 @@ impl Relay {
         self.stats.control_requests += 1;
         let parsed = if datagram.fragmented {
             Err(control::ControlError::Fragmented {
-                ip_id: u16::from_be_bytes([frame[18], frame[19]]),
+                ip_id: datagram.ip_id,
             })
         } else if datagram.payload.len() > MAX_CONTROL_REQUEST {
             Err(control::ControlError::TooLarge {
