@@ -6,12 +6,12 @@
 //! responses serving it). Each fault comes out with a marker line for the relay's capture.
 //!
 //! Code map:
-//! - [`classify`]: one frame to a [`FrameInfo`] (RC opcode class, QP, PSN, ACK kind, the RPC a
+//! - [`mod@classify`]: one frame to a [`FrameInfo`] (RC opcode class, QP, PSN, ACK kind, the RPC a
 //!   Send starts; CM MAD; control datagram; other).
 //! - `track`: what a packet's headers do not say (which message a Middle packet belongs to,
 //!   first transmission or retransmission, which replies an ACK acknowledges), bounded.
 //! - [`rules`]: [`Selector`], [`Action`], [`Condition`], [`Rule`], the validated [`RuleSet`].
-//! - [`relay`]: the state machine [`Relay`] (`handle_frame`, `handle_timeout`, `poll_timeout`,
+//! - [`mod@relay`]: the state machine [`Relay`] (`handle_frame`, `handle_timeout`, `poll_timeout`,
 //!   `poll_output`).
 //! - [`control`]: the in-band control channel (JSON over UDP to [`CONTROL_PORT`] from the client
 //!   side) and its reply frames.

@@ -83,7 +83,8 @@ pub enum Condition {
     Forwarded(Selector),
     /// For this long after it was held.
     For { micros: u64 },
-    /// Until a control request `Release { name }` arrives.
+    /// Until a control request `Release { name }` arrives. A release lets go of the frames held
+    /// at that moment; frames held later wait for the next one.
     Release { name: String },
     /// Until any of these holds.
     AnyOf(Vec<Condition>),
@@ -100,7 +101,8 @@ pub enum Action {
     Hold { until: Condition },
     /// Forward the frame twice, back to back.
     Duplicate,
-    /// Forward the frame right after the next frame forwarded the same way.
+    /// Forward the frame right after the next frame forwarded the same way (any frame, ARP
+    /// included, and frames released from hold too).
     Reorder,
 }
 
