@@ -32,3 +32,4 @@ pub mod runs;
 pub mod snapshot;
 pub mod snapshots;
 pub mod suite;
+pub mod wire;

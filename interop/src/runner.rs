@@ -1,8 +1,9 @@
 //! The runner: boots a server and a client guest per kernel on a private virtual wire, runs a
 //! suite's plan in them, collects results, pcaps and dmesg through a 9p share, and judges cases.
 //!
-//! Architecture Invariant: the guests' network is a qemu `dgram` netdev between two unix sockets
-//! in a private temporary directory, so no packet ever reaches a host interface; every qemu runs
+//! Architecture Invariant: the guests' network is a qemu `dgram` netdev from each guest to the
+//! rig's relay (crate::wire), unix sockets in a private temporary directory, so no packet ever
+//! reaches a host interface and every frame passes the relay; every qemu runs
 //! in its own process group (see [`crate::process`]) and is killed on every exit path.
 
 use std::fs;
@@ -23,6 +24,11 @@ use crate::results::{
     CaseOutcome, Verdict,
 };
 use crate::suite::{PcapCheck, Role, Suite};
+use crate::wire::WireRelay;
+
+/// The relay's capture of the whole pair's wire, and what it counted, in each run directory.
+pub const WIRE_CAPTURE: &str = "wire.pcapng";
+pub const WIRE_REPORT: &str = "wire.json";
 
 /// qemu acceleration.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
@@ -507,7 +513,13 @@ fn boot_and_wait(
     // Start the pair, follow it to the end, and stop it; the guests stay for their consoles.
     let attempt = |boots: [Boot<'_>; 2], how: &str, boot_timeout: Duration, run: &mut KernelRun| {
         let boot_started = Instant::now();
-        let mut guests = start_pair(&launch, boots, run_dir, &srv_sock, &cli_sock, &image.name)?;
+        // The relay first: its sockets are the guests' remotes, and it must hear the first frame.
+        let relay = WireRelay::start(&sockets, &srv_sock, &cli_sock, &run_dir.join(WIRE_CAPTURE))?;
+        let wire = [
+            (srv_sock.as_path(), relay.server_remote.as_path()),
+            (cli_sock.as_path(), relay.client_remote.as_path()),
+        ];
+        let mut guests = start_pair(&launch, boots, run_dir, wire, &image.name)?;
         let result = supervise(
             &mut guests,
             suite,
@@ -519,6 +531,11 @@ fn boot_and_wait(
         for guest in &mut guests {
             guest.child.kill_group();
         }
+        let report = relay.stop()?;
+        fs::write(
+            run_dir.join(WIRE_REPORT),
+            serde_json::to_string_pretty(&report)? + "\n",
+        )?;
         anyhow::Ok((guests, result))
     };
     let (guests, result) = match &saved {
@@ -572,19 +589,19 @@ fn boot_and_wait(
     result
 }
 
-/// Start the server's qemu, wait for its end of the wire, then the client's.
+/// Start the server's qemu, wait for its end of the wire, then the client's; each sends to its
+/// `remote`, the relay's socket on its side (crate::wire).
 fn start_pair(
     launch: &Launch<'_>,
     boots: [Boot<'_>; 2],
     run_dir: &Path,
-    srv_sock: &Path,
-    cli_sock: &Path,
+    [(srv_sock, srv_remote), (cli_sock, cli_remote)]: [(&Path, &Path); 2],
     kernel: &str,
 ) -> Result<Vec<Guest>> {
     let mut guests = Vec::new();
     for ((role, local, remote), boot) in [
-        (Role::Srv, srv_sock, cli_sock),
-        (Role::Cli, cli_sock, srv_sock),
+        (Role::Srv, srv_sock, srv_remote),
+        (Role::Cli, cli_sock, cli_remote),
     ]
     .into_iter()
     .zip(boots)

@@ -577,6 +577,42 @@ fn message_text(m: &Message, conn: usize, style: Style, sym: &mut Symbols) -> St
     out
 }
 
+/// A relay mark without what differs between two runs of the same forced case: hex numbers
+/// (PSNs, QP numbers and XIDs are random per connection) become `<n>`, durations (`held 4 ms`,
+/// `30 s`) `<t>`; the rule, the action and the frame's kind stay.
+fn normalise_rig_text(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut words = text.split(' ').peekable();
+    let mut first = true;
+    while let Some(word) = words.next() {
+        if !first {
+            out.push(' ');
+        }
+        first = false;
+        let core = word.trim_end_matches([')', ';', ',', ':']);
+        let tail = &word[core.len()..];
+        if core.starts_with("0x") && core.len() > 2 {
+            out.push_str("<n>");
+            out.push_str(tail);
+        } else if !core.is_empty() && core.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+            match words
+                .peek()
+                .map(|w| w.trim_end_matches([')', ';', ',', ':']))
+            {
+                Some(unit @ ("ms" | "s" | "us" | "µs")) => {
+                    let unit_word = words.next().unwrap_or_default();
+                    out.push_str("<t>");
+                    out.push_str(&unit_word[unit.len()..]);
+                }
+                _ => out.push_str(word),
+            }
+        } else {
+            out.push_str(word);
+        }
+    }
+    out
+}
+
 fn transport_text(t: &TransportEvent, raw: bool) -> String {
     match t {
         TransportEvent::Duplicate { psn, opcode } if raw => format!("DUPLICATE {opcode} psn={psn}"),
@@ -611,7 +647,8 @@ fn transport_text(t: &TransportEvent, raw: bool) -> String {
         TransportEvent::BadIcrc { .. } => "BAD_ICRC".into(),
         TransportEvent::Undecodable { error } => format!("UNDECODABLE {error}"),
         TransportEvent::LimitReached { what } => format!("LIMIT {what}"),
-        TransportEvent::RigFault { text } => format!("RIG {text}"),
+        TransportEvent::RigFault { text } if raw => format!("RIG {text}"),
+        TransportEvent::RigFault { text } => format!("RIG {}", normalise_rig_text(text)),
     }
 }
 
@@ -1081,5 +1118,30 @@ mod tests {
         let d = diff("a", a, "b", b).unwrap();
         assert!(d.contains("# S credits: {64} -> {128}"), "{d}");
         assert!(!d.contains("@@"), "credit-only change has no hunks: {d}");
+    }
+}
+
+#[cfg(test)]
+mod rig_text_tests {
+    use super::normalise_rig_text;
+
+    #[test]
+    fn a_relay_mark_loses_its_per_run_numbers_and_keeps_its_meaning() {
+        assert_eq!(
+            normalise_rig_text(
+                "held 4 ms by the rig (rule ack-hold): RC ACK PSN 0x00001a QP 0x000022"
+            ),
+            "held <t> by the rig (rule ack-hold): RC ACK PSN <n> QP <n>"
+        );
+        assert_eq!(
+            normalise_rig_text(
+                "released by the relay's limit (held 30 s; rule r2): SEND Only PSN 0x1 QP 0x2 (reply xid 0x5a000003)"
+            ),
+            "released by the relay's limit (held <t>; rule r2): SEND Only PSN <n> QP <n> (reply xid <n>)"
+        );
+        assert_eq!(
+            normalise_rig_text("duplicated by the rig (rule 7): DREQ"),
+            "duplicated by the rig (rule 7): DREQ"
+        );
     }
 }

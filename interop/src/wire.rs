@@ -1,0 +1,376 @@
+//! The guests' wire with the rig in the middle: a relay thread between the two qemu `dgram` netdevs.
+//!
+//! Each guest's netdev sends to a socket of the relay instead of to the other guest
+//! (`server → relay-srv.sock`, `client → relay-cli.sock`); the relay receives each Ethernet frame,
+//! hands it to the sans-IO [`relay::Relay`] (which applies the rules a case installed over the
+//! in-band control port, and forwards everything else untouched, in order), sends what comes out
+//! to the other guest's socket from the socket that guest expects to hear from, and writes every
+//! frame it forwarded or dropped to `wire.pcapng` in forwarding order, each fault marked with a
+//! comment. The capture is complete by construction: a frame reaches a guest only through it.
+//!
+//! Architecture Invariant: the relay is the guests' only link, and it lives exactly as long as the
+//! pair: [`WireRelay`] is started before the server qemu and stopped (thread joined, capture
+//! flushed) when the pair is, on every path, by `Drop` if nothing else.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::os::fd::AsFd;
+use std::os::unix::net::UnixDatagram;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+use relay::{Direction, Limits, Output, Relay, Side};
+
+/// The largest Ethernet frame a guest sends: qemu's dgram netdev carries one frame per datagram
+/// and virtio-net's MTU here is 1500 (plus headers); 64 KiB leaves room for any offload.
+const MAX_FRAME: usize = 65536;
+/// Frames taken from one socket before the other is looked at again: one busy direction must not
+/// starve the other.
+const FRAMES_PER_TURN: usize = 64;
+/// How long the thread waits for a frame before it checks whether it was asked to stop.
+const IDLE_WAIT: Duration = Duration::from_millis(50);
+/// How soon a frame a full guest socket refused is offered again.
+const RETRY_FULL_GUEST: Duration = Duration::from_millis(1);
+/// The capture stops growing at this size (a marker says so): a long fuzz run must not fill the
+/// disk; the relay keeps forwarding.
+const MAX_CAPTURE_BYTES: u64 = 1 << 30;
+
+/// What the relay did during one pair's life.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct WireReport {
+    /// Frames received from the client guest and from the server guest.
+    pub from_client: u64,
+    pub from_server: u64,
+    /// Frames the relay sent on (both directions), dropped by a rule, and could not deliver
+    /// because the receiving guest's socket was not there (not started yet, or gone).
+    pub forwarded: u64,
+    pub dropped: u64,
+    pub undeliverable: u64,
+    /// Control requests answered (a case installing or clearing its rules).
+    pub control: u64,
+    /// Bytes written to the capture, and whether it stopped at its size limit.
+    pub capture_bytes: u64,
+    pub capture_truncated: bool,
+}
+
+/// The running relay of one guest pair.
+pub struct WireRelay {
+    /// The socket the server guest sends to (its netdev's `remote.path`).
+    pub server_remote: PathBuf,
+    /// The socket the client guest sends to.
+    pub client_remote: PathBuf,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<Result<WireReport>>>,
+}
+
+impl WireRelay {
+    /// Bind the relay's two sockets in `dir` and start forwarding between the guests' sockets
+    /// `server_local` and `client_local` (which their qemus bind), capturing into `capture`.
+    pub fn start(
+        dir: &Path,
+        server_local: &Path,
+        client_local: &Path,
+        capture: &Path,
+    ) -> Result<WireRelay> {
+        let server_remote = dir.join("relay-srv.sock");
+        let client_remote = dir.join("relay-cli.sock");
+        let mut sockets = Vec::new();
+        for path in [&server_remote, &client_remote] {
+            let _ = std::fs::remove_file(path);
+            let socket = UnixDatagram::bind(path)
+                .with_context(|| format!("relay: bind {}", path.display()))?;
+            socket.set_nonblocking(true)?;
+            sockets.push(socket);
+        }
+        let client_socket = sockets.pop().expect("two sockets were bound");
+        let server_socket = sockets.pop().expect("two sockets were bound");
+        let file = File::create(capture)
+            .with_context(|| format!("relay: create {}", capture.display()))?;
+        let ends = Ends {
+            server: End {
+                socket: server_socket,
+                peer: server_local.to_path_buf(),
+            },
+            client: End {
+                socket: client_socket,
+                peer: client_local.to_path_buf(),
+            },
+        };
+        let stop = Arc::new(AtomicBool::new(false));
+        let thread = std::thread::Builder::new()
+            .name("wire-relay".into())
+            .spawn({
+                let stop = Arc::clone(&stop);
+                move || forward_until_stopped(ends, BufWriter::new(file), &stop)
+            })
+            .context("relay: spawn its thread")?;
+        Ok(WireRelay {
+            server_remote,
+            client_remote,
+            stop,
+            thread: Some(thread),
+        })
+    }
+
+    /// Stop forwarding, flush the capture and say what the relay did.
+    pub fn stop(mut self) -> Result<WireReport> {
+        self.join()
+    }
+
+    fn join(&mut self) -> Result<WireReport> {
+        self.stop.store(true, Ordering::Relaxed);
+        match self.thread.take() {
+            Some(thread) => thread
+                .join()
+                .map_err(|_| anyhow::anyhow!("relay thread panicked"))?,
+            None => Ok(WireReport::default()),
+        }
+    }
+}
+
+impl Drop for WireRelay {
+    fn drop(&mut self) {
+        let _ = self.join();
+    }
+}
+
+/// One guest's side of the relay: the relay's socket it sends to, and its own socket.
+struct End {
+    socket: UnixDatagram,
+    peer: PathBuf,
+}
+
+struct Ends {
+    server: End,
+    client: End,
+}
+
+impl Ends {
+    /// The end a frame for `to` leaves by: the socket that guest expects to hear from.
+    fn towards(&self, to: Side) -> &End {
+        match to {
+            Side::Server => &self.server,
+            Side::Client => &self.client,
+        }
+    }
+}
+
+fn forward_until_stopped(
+    ends: Ends,
+    capture: BufWriter<File>,
+    stop: &AtomicBool,
+) -> Result<WireReport> {
+    let started = Instant::now();
+    let now_us = || u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+    let mut relay = Relay::new(Limits::default());
+    let mut report = WireReport::default();
+    let mut capture = Capture::new(capture)?;
+    let mut buf = vec![0u8; MAX_FRAME];
+    let mut pending = Pending::default();
+    while !stop.load(Ordering::Relaxed) {
+        // A guest that did not take a frame is tried again soon; otherwise wait for a frame,
+        // the relay's next timer, or the stop check, whichever comes first.
+        let idle = if pending.is_empty() {
+            IDLE_WAIT
+        } else {
+            RETRY_FULL_GUEST
+        };
+        let wait = relay
+            .poll_timeout()
+            .map(|at| Duration::from_micros(at.saturating_sub(now_us())))
+            .map_or(idle, |due| due.min(idle));
+        let timeout = PollTimeout::try_from(wait).unwrap_or(PollTimeout::ZERO);
+        let ready = {
+            let mut fds = [
+                PollFd::new(ends.server.socket.as_fd(), PollFlags::POLLIN),
+                PollFd::new(ends.client.socket.as_fd(), PollFlags::POLLIN),
+            ];
+            match poll(&mut fds, timeout) {
+                Ok(_) => [0, 1].map(|i| {
+                    fds[i]
+                        .revents()
+                        .is_some_and(|r| r.intersects(PollFlags::POLLIN))
+                }),
+                Err(nix::errno::Errno::EINTR) => [false, false],
+                Err(err) => return Err(err).context("relay: poll"),
+            }
+        };
+        for (is_ready, end, from) in [
+            (ready[0], &ends.server, Direction::FromServer),
+            (ready[1], &ends.client, Direction::FromClient),
+        ] {
+            if !is_ready {
+                continue;
+            }
+            for _ in 0..FRAMES_PER_TURN {
+                match end.socket.recv(&mut buf) {
+                    Ok(len) => {
+                        match from {
+                            Direction::FromServer => report.from_server += 1,
+                            Direction::FromClient => report.from_client += 1,
+                        }
+                        relay.handle_frame(now_us(), from, buf[..len].to_vec());
+                    }
+                    Err(err) if err.kind() == std::io::ErrorKind::WouldBlock => break,
+                    Err(err) if err.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(err) => return Err(err).context("relay: receive"),
+                }
+            }
+        }
+        if relay.poll_timeout().is_some_and(|at| at <= now_us()) {
+            relay.handle_timeout(now_us());
+        }
+        while let Some(output) = relay.poll_output() {
+            deliver(output, &mut pending, &mut capture, &mut report, now_us())?;
+        }
+        pending.flush(&ends, &mut report)?;
+    }
+    report.capture_bytes = capture.written;
+    report.capture_truncated = capture.truncated;
+    capture.finish()?;
+    Ok(report)
+}
+
+/// Frames waiting for a guest whose socket is full (qemu stops reading while the guest's ring is
+/// full; a direct socket pair made the sending qemu wait, so the relay waits too instead of
+/// dropping). Bounded: past it the wire loses the frame, counted as undeliverable.
+const MAX_PENDING_PER_GUEST: usize = 8192;
+
+/// Frames on their way to each guest, oldest first: a frame is sent only after every frame
+/// before it to the same guest, so the relay never reorders what no rule asked it to.
+#[derive(Default)]
+struct Pending {
+    to_server: std::collections::VecDeque<Outgoing>,
+    to_client: std::collections::VecDeque<Outgoing>,
+}
+
+/// A frame for a guest; control replies are not counted as forwarded traffic.
+struct Outgoing {
+    frame: Vec<u8>,
+    relayed: bool,
+}
+
+impl Pending {
+    fn queue(&mut self, to: Side) -> &mut std::collections::VecDeque<Outgoing> {
+        match to {
+            Side::Server => &mut self.to_server,
+            Side::Client => &mut self.to_client,
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.to_server.is_empty() && self.to_client.is_empty()
+    }
+
+    /// Send what each guest's socket takes now; stop at the first frame it does not.
+    fn flush(&mut self, ends: &Ends, report: &mut WireReport) -> Result<()> {
+        for to in [Side::Server, Side::Client] {
+            let end = ends.towards(to);
+            let queue = self.queue(to);
+            while let Some(out) = queue.front() {
+                match end.socket.send_to(&out.frame, &end.peer) {
+                    Ok(_) if out.relayed => report.forwarded += 1,
+                    Ok(_) => {}
+                    Err(err) if err.kind() == std::io::ErrorKind::WouldBlock => break,
+                    Err(err) if err.kind() == std::io::ErrorKind::Interrupted => continue,
+                    // The receiving guest is not up yet, or already gone: a wire without a peer
+                    // loses the frame, as the direct socket pair did.
+                    Err(err)
+                        if matches!(
+                            err.kind(),
+                            std::io::ErrorKind::NotFound | std::io::ErrorKind::ConnectionRefused
+                        ) =>
+                    {
+                        report.undeliverable += 1
+                    }
+                    Err(err) => return Err(err).context("relay: send"),
+                }
+                queue.pop_front();
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Put one output of the relay on its way and record it in the capture.
+fn deliver(
+    output: Output,
+    pending: &mut Pending,
+    capture: &mut Capture,
+    report: &mut WireReport,
+    now_us: u64,
+) -> Result<()> {
+    capture.record(now_us, &output)?;
+    match output {
+        Output::Forward { to, frame, .. } => {
+            let queue = pending.queue(to);
+            if queue.len() >= MAX_PENDING_PER_GUEST {
+                report.undeliverable += 1;
+            } else {
+                queue.push_back(Outgoing {
+                    frame,
+                    relayed: true,
+                });
+            }
+        }
+        Output::Dropped { .. } => report.dropped += 1,
+        Output::Reply { to, frame } => {
+            report.control += 1;
+            let queue = pending.queue(to);
+            if queue.len() < MAX_PENDING_PER_GUEST {
+                queue.push_back(Outgoing {
+                    frame,
+                    relayed: false,
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The relay's pcapng (relay::pcapng): interface 0 holds the frames it delivered, interface 1
+/// (trace::capture::DROPPED_BY_RIG_INTERFACE) the frames a rule dropped, each fault as the
+/// comment of its frame; control replies are not recorded.
+struct Capture {
+    out: BufWriter<File>,
+    written: u64,
+    truncated: bool,
+}
+
+impl Capture {
+    fn new(mut out: BufWriter<File>) -> Result<Capture> {
+        let head = relay::pcapng::capture_header();
+        out.write_all(&head)?;
+        Ok(Capture {
+            out,
+            written: head.len() as u64,
+            truncated: false,
+        })
+    }
+
+    fn record(&mut self, now_us: u64, output: &Output) -> Result<()> {
+        if self.truncated {
+            return Ok(());
+        }
+        let Some(block) = relay::pcapng::output_record(now_us, output) else {
+            return Ok(());
+        };
+        if self.written + block.len() as u64 > MAX_CAPTURE_BYTES {
+            self.truncated = true;
+            return Ok(());
+        }
+        self.out.write_all(&block)?;
+        self.written += block.len() as u64;
+        Ok(())
+    }
+
+    fn finish(mut self) -> Result<()> {
+        self.out.flush()?;
+        Ok(())
+    }
+}
