@@ -167,7 +167,11 @@ fn forward_until_stopped(
 ) -> Result<WireReport> {
     let started = Instant::now();
     let now_us = || u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
-    let mut relay = Relay::new(Limits::default());
+    // Holds end inside the RC retry budget of the connections the wire carries.
+    let mut relay = Relay::new(Limits {
+        max_hold_micros: relay::RC_SAFE_HOLD_MICROS,
+        ..Limits::default()
+    });
     let mut report = WireReport::default();
     let mut capture = Capture::new(capture)?;
     let mut buf = vec![0u8; MAX_FRAME];

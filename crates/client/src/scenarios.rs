@@ -286,9 +286,20 @@ pub fn catalogue() -> Vec<Scenario> {
             name: "reply-chunk",
             procedure: "CREATE",
             proves: "the cached reply goes back through the retransmit's own Reply chunk (the \
-                     first one is invalidated; reusing it would be a remote access error)",
+                     first one is invalidated; reusing it would be a remote access error), the \
+                     retransmit arriving before the first reply's Send completed",
             requires: &[],
             run: reply_chunk,
+        },
+        Scenario {
+            name: "reply-chunk-after-ack",
+            procedure: "CREATE",
+            proves: "reply-chunk's other ordering: the retransmit, with its own Reply chunk, \
+                     arrives after the first reply's Send completed: classic replays it through \
+                     the new chunk; acked has evicted the entry and executes the GUARDED CREATE \
+                     again (EXIST)",
+            requires: &[],
+            run: reply_chunk_after_ack,
         },
         Scenario {
             name: "passive-first",
@@ -641,21 +652,11 @@ fn large_write_read_chunk(d: &mut dyn Driver) -> Result<Outcome, DriverError> {
 fn reply_chunk(d: &mut dyn Driver) -> Result<Outcome, DriverError> {
     let name = d.name("created");
     let xid = d.fresh_xid();
-    let root = d.root();
-    let call = d.nfs_call(
-        xid,
-        &Nfs3Call::Create(CreateArgs {
-            where_: dirop(&root, &name),
-            how: CreateHow3::Guarded(Sattr3::default()),
-        }),
-    );
-    let call = OutgoingCall {
-        reply_chunk_capacity: Some(4096),
-        ..call
-    };
-    // The client gets the first reply (and invalidates its Reply chunk); where it can, the
-    // server has not seen the Send complete when the retransmit, with a fresh Reply chunk,
-    // arrives.
+    let call = create_with_reply_chunk(d, xid, &name);
+    // The client gets the first reply (and invalidates its Reply chunk); the server has not
+    // seen the Send complete when the retransmit, with a fresh Reply chunk, arrives (over RDMA
+    // through the rig's relay: the client's RC ACKs are held on the wire). The other ordering
+    // is reply-chunk-after-ack.
     d.hold(Hold::ServerSendCompletions);
     d.send(call.clone(), Credits::Honour)?;
     d.await_replies(xid, 1);
@@ -667,6 +668,38 @@ fn reply_chunk(d: &mut dyn Driver) -> Result<Outcome, DriverError> {
         xid,
         "each transmission offered its own Reply chunk".to_string(),
     ))
+}
+
+fn reply_chunk_after_ack(d: &mut dyn Driver) -> Result<Outcome, DriverError> {
+    let name = d.name("created");
+    let xid = d.fresh_xid();
+    let call = create_with_reply_chunk(d, xid, &name);
+    d.send(call.clone(), Credits::Honour)?;
+    d.await_replies(xid, 1);
+    // The client has processed the reply; the server processes the Send completion.
+    d.let_ack_settle()?;
+    d.send(call, Credits::Honour)?;
+    d.await_replies(xid, 2);
+    Ok(Outcome::new(
+        xid,
+        "retransmitted with its own Reply chunk after the reply was processed".to_string(),
+    ))
+}
+
+/// A GUARDED CREATE of `name` whose reply must come back through a Reply chunk.
+fn create_with_reply_chunk(d: &mut dyn Driver, xid: u32, name: &str) -> OutgoingCall {
+    let root = d.root();
+    let call = d.nfs_call(
+        xid,
+        &Nfs3Call::Create(CreateArgs {
+            where_: dirop(&root, name),
+            how: CreateHow3::Guarded(Sattr3::default()),
+        }),
+    );
+    OutgoingCall {
+        reply_chunk_capacity: Some(4096),
+        ..call
+    }
 }
 
 /// A MKDIR of "early" sent first on a new connection whose client has not posted its Receives

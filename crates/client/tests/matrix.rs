@@ -101,8 +101,8 @@ fn every_transmission_is_accounted_for_under_every_seed() {
             assert!(v.replies <= v.transmissions, "{v:?}");
             // The findings hold for every interleaving, not just the table's seed.
             let expected_executions = match (v.scenario, v.policy.as_str()) {
-                ("after-ack" | "in-ack-window", "acked") => Some(2),
-                ("after-ack" | "in-ack-window", _) => Some(1),
+                ("after-ack" | "in-ack-window" | "reply-chunk-after-ack", "acked") => Some(2),
+                ("after-ack" | "in-ack-window" | "reply-chunk-after-ack", _) => Some(1),
                 ("before-execution" | "after-reply-before-ack" | "reply-chunk", _) => Some(1),
                 _ => None,
             };

@@ -19,6 +19,7 @@ pub mod judge;
 pub mod memory;
 pub mod mount_tcp;
 pub mod pool;
+pub mod relay_control;
 pub mod scenarios;
 pub mod serve;
 pub mod v41;

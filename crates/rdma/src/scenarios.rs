@@ -10,7 +10,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::net::SocketAddr;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use client::scenarios::{
     catalogue, select, Control, Credits, Driver, DriverError, Hold, Outcome, Scenario, Until,
@@ -26,6 +26,7 @@ use wire::nfs_client::{self, Procedure};
 
 use crate::client::{ClientError, RdmaClient};
 use crate::judge::{self, Basis, Observation, LOST_REPLY};
+use crate::relay_control::{self, RelayControl};
 
 /// Where the export's root handle comes from.
 #[derive(Debug, Clone)]
@@ -48,6 +49,10 @@ pub struct Options {
     pub timeout: Duration,
     /// Prefix of every name created (unique per run, so runs never collide).
     pub prefix: String,
+    /// The wire runs through the rig's relay: holds it can provide are made on the wire
+    /// ([`crate::relay_control`]) and the scenarios that need them run; a relay that does not
+    /// answer is an error of each scenario, never a silent fallback to timing.
+    pub relay: bool,
 }
 
 /// What was observed for the XID under test.
@@ -201,6 +206,13 @@ pub struct Session {
     argument_sets: BTreeMap<u32, BTreeSet<u64>>,
     /// Replies that reached our Receive buffer but were lost with the connection unprocessed.
     lost_replies: usize,
+    /// The rig's relay, when the wire runs through it.
+    relay: Option<RelayControl>,
+    /// When the current wire hold began (waits under it end inside the relay's hold limit).
+    wire_hold_since: Option<Instant>,
+    /// Why the ordering the scenario asked for was not forced (a wire hold ran out, the relay
+    /// refused): the verdict is then an error, not a judgement of the server.
+    not_forced: Option<String>,
 }
 
 /// Run the catalogue (or one scenario) against `options.server`.
@@ -237,12 +249,17 @@ fn empty_verdict(
 }
 
 fn run_one(scenario: &Scenario, options: &Options, root: Option<FileHandle>) -> Verdict {
-    if let Some(reason) = scenario.unsupported_by(Session::supports) {
+    let supports: fn(Control) -> Result<(), &'static str> = if options.relay {
+        Session::supports_over_relay
+    } else {
+        Session::supports
+    };
+    if let Some(reason) = scenario.unsupported_by(supports) {
         return empty_verdict(scenario, options, UNSUPPORTED, reason.to_string());
     }
     let mut opts = options.clone();
     opts.prefix = format!("{}-{}", options.prefix, scenario.name);
-    let session = Session::open(opts, root);
+    let session = Session::open(opts, root, scenario.name);
     let mut session = match session {
         Ok(s) => s,
         Err(e) => return empty_verdict(scenario, options, "error", e.to_string()),
@@ -261,7 +278,20 @@ fn dirop(dir: &FileHandle, name: &str) -> DirOpArgs3 {
 }
 
 impl Session {
-    fn open(options: Options, root: Option<FileHandle>) -> Result<Session, ClientError> {
+    fn open(
+        options: Options,
+        root: Option<FileHandle>,
+        case: &str,
+    ) -> Result<Session, ClientError> {
+        let relay = if options.relay {
+            let case = format!("{}.{case}", options.label);
+            Some(
+                RelayControl::open(options.server.ip(), &case)
+                    .map_err(|e| ClientError::NotEstablished(e.to_string()))?,
+            )
+        } else {
+            None
+        };
         let config = ConnectionConfig::default();
         let client = RdmaClient::connect(options.server, config, options.timeout)?;
         let mut session = Session {
@@ -275,6 +305,9 @@ impl Session {
             transport_errors: BTreeMap::new(),
             argument_sets: BTreeMap::new(),
             lost_replies: 0,
+            relay,
+            wire_hold_since: None,
+            not_forced: None,
         };
         if root.is_none() {
             session.mount_rdma()?;
@@ -387,12 +420,51 @@ impl Session {
         };
         // The outcome is recorded in the verdict; a failure is not an error of the run.
         let _ = verdict.apply_judgement(Basis::Inferred);
+        if let Some(why) = self.not_forced.take() {
+            // What the server did under an ordering nobody controlled is not its verdict.
+            verdict.outcome = "error".to_string();
+            verdict.note = format!("{}; ordering not forced: {why}", verdict.note);
+        }
         verdict
     }
 }
 
 /// The catalogue's [`Driver`] over a real connection: waits are bounded by the timeout, our
 /// Receive processing is the one thing a scenario can hold, the server is out of reach.
+impl Session {
+    /// What a real link through the rig's relay lets a scenario control: [`Session::supports`],
+    /// plus the server's Send completions (its RC ACKs held on the wire).
+    fn supports_over_relay(control: Control) -> Result<(), &'static str> {
+        match control {
+            Control::Hold(hold) if RelayControl::can_hold(hold) => Ok(()),
+            other => Session::supports(other),
+        }
+    }
+
+    /// Run until the server has answered `xid` `n` times (replies held in our Receive buffers
+    /// count), ending early enough that the wire hold has not run out.
+    fn until_answered(&mut self, xid: u32, n: usize) -> Result<bool, ClientError> {
+        let since = self.wire_hold_since.unwrap_or_else(Instant::now);
+        let budget = relay_control::WIRE_HOLD_BUDGET.saturating_sub(WIRE_HOLD_MARGIN);
+        let left = budget.saturating_sub(since.elapsed());
+        let taken = self.replies.get(&xid).map_or(0, Vec::len);
+        let reached = self.client.run_until(left, |c| {
+            let arrived = c
+                .outputs()
+                .iter()
+                .filter(|o| matches!(o, RequesterOutput::Reply(r) if r.xid == xid))
+                .count();
+            taken + arrived + c.held_receives() >= n
+        })?;
+        self.absorb();
+        Ok(reached)
+    }
+}
+
+/// What is left of a wire hold's budget for releasing it (a few control round trips from a
+/// TCG guest) after a wait under it.
+const WIRE_HOLD_MARGIN: Duration = Duration::from_millis(300);
+
 impl Driver for Session {
     /// What a real link lets a scenario control: our own Receive processing, nothing of the
     /// server's, and no deterministic RNR races.
@@ -492,17 +564,39 @@ impl Driver for Session {
     }
 
     fn hold(&mut self, hold: Hold) -> bool {
-        let holdable = Session::supports(Control::Hold(hold)).is_ok();
-        if holdable {
+        if hold == Hold::ClientReceives {
             self.client.hold_receives = true;
+            return true;
         }
-        holdable
+        let Some(relay) = self.relay.as_mut().filter(|_| RelayControl::can_hold(hold)) else {
+            return false;
+        };
+        match relay.hold(hold) {
+            Ok(()) => {
+                self.wire_hold_since.get_or_insert_with(Instant::now);
+                true
+            }
+            Err(e) => {
+                self.not_forced = Some(e.to_string());
+                false
+            }
+        }
     }
 
     fn until(&mut self, point: Until) -> Result<bool, DriverError> {
         let held = match point {
             Until::RepliesHeld(n) => n,
             Until::ReplyHeldAndAcked => 1,
+            // Under a wire hold the server's decisions show as its answers: `n` replies to `xid`
+            // (held in our buffers or taken), or none more before the hold must end.
+            Until::Decided { xid, n } | Until::DecidedAndIdle { xid, n }
+                if self.wire_hold_since.is_some() =>
+            {
+                return Ok(self.until_answered(xid, n)?);
+            }
+            Until::RetransmitSettled { xid } if self.wire_hold_since.is_some() => {
+                return Ok(self.until_answered(xid, 2)?);
+            }
             // The server's queues, decisions and the link's NAKs are out of sight here.
             _ => return Ok(false),
         };
@@ -513,6 +607,17 @@ impl Driver for Session {
     }
 
     fn release_all(&mut self) {
+        if let Some(relay) = self.relay.as_mut() {
+            match relay.release_all() {
+                Ok(false) => {}
+                Ok(true) => self.not_forced = Some(format!(
+                    "a wire hold ran into the relay's limit ({} ms) before the case released it",
+                    relay_control::WIRE_HOLD_BUDGET.as_millis()
+                )),
+                Err(e) => self.not_forced = Some(e.to_string()),
+            }
+            self.wire_hold_since = None;
+        }
         if self.client.hold_receives || self.client.held_receives() > 0 {
             self.client.release_receives();
         }
@@ -747,6 +852,7 @@ mod tests {
             label: "nfsd".to_string(),
             timeout: Duration::from_secs(1),
             prefix: "p".to_string(),
+            relay: false,
         };
         let mut v = empty_verdict(scenario, &options, "ok", String::new());
         v.xid = 0x5a3f_0012;
@@ -829,5 +935,15 @@ mod tests {
         assert!(unsupported
             .iter()
             .all(|(_, reason)| reason.starts_with("needs ")));
+    }
+
+    #[test]
+    fn through_the_rigs_relay_the_send_completion_scenarios_run_too() {
+        let unsupported: Vec<&str> = catalogue()
+            .iter()
+            .filter(|s| s.unsupported_by(Session::supports_over_relay).is_some())
+            .map(|s| s.name)
+            .collect();
+        assert_eq!(unsupported, ["passive-first", "passive-first-exhausted"]);
     }
 }

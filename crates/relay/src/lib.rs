@@ -36,7 +36,7 @@ pub use classify::{
     RpcInfo, RpcMsg, Side,
 };
 pub use control::{ControlReply, ControlRequest, CONTROL_PORT};
-pub use relay::{Limits, Marker, Output, Relay, RuleStats, Stats};
+pub use relay::{Limits, Marker, Output, Relay, RuleStats, Stats, RC_SAFE_HOLD_MICROS};
 pub use rules::{Action, Condition, Rule, RuleError, RuleSet, Selector, Xid};
 pub use track::{MAX_TRACKED_QPS, MESSAGES_PER_QP, PENDING_CM_REQUESTS, XIDS_PER_QP};
 

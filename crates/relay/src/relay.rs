@@ -31,6 +31,14 @@ pub struct Limits {
     pub max_tracked_xids: usize,
 }
 
+/// The longest a frame may be held on a wire that carries RC connections: an RC requester that
+/// gets no ACK retransmits after its local ACK timeout and breaks the connection after its retry
+/// count (rdma_cm's REQ asks for 7 retries; on RoCE the ACK timeout is 4.096 µs × 2^17 ≈ 0.54 s),
+/// so a hold of an ACK (or of a request) must end well inside seven timeouts. The rig's wire runs
+/// with this as `max_hold_micros`; a case learns from `Stats::released_by_limit` that its hold
+/// ran out and its ordering was not forced.
+pub const RC_SAFE_HOLD_MICROS: u64 = 1_500_000;
+
 impl Default for Limits {
     /// A case holds a handful of frames for at most seconds; these leave room for bursts.
     fn default() -> Self {

@@ -64,6 +64,12 @@ pub struct Args {
     /// RDMA: longest wait for one reply, in seconds.
     #[arg(long, default_value_t = 10)]
     timeout_secs: u64,
+    /// RDMA: the wire runs through the rig's relay (the interop guests' wire does): holds it
+    /// can make on the wire (the server's Send completions, by holding RC ACKs) are made there,
+    /// and the scenarios that need them run against any server. Without an answer from the
+    /// relay on UDP 4792 each scenario is an error.
+    #[arg(long)]
+    relay: bool,
     /// RDMA: the NFSv4.1 session scenarios (v41-*: a REMOVE COMPOUND retransmitted into the
     /// session slot replay cache, RFC 8881 §2.10.6) instead of the NFSv3 catalogue; no MOUNT.
     #[arg(long, conflicts_with_all = ["root_fh", "mount_tcp", "mount_rdma", "policy"])]
@@ -123,6 +129,7 @@ fn run_rdma(args: &Args) -> Result<u8> {
         label: args.label.clone(),
         timeout: std::time::Duration::from_secs(args.timeout_secs.max(1)),
         prefix: run_prefix(),
+        relay: args.relay,
     };
     let verdicts =
         rdma::scenarios::run(&options, args.scenario.as_deref()).map_err(|e| anyhow::anyhow!(e))?;

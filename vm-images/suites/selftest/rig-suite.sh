@@ -153,7 +153,9 @@ run_scenario() {
   out="$RIG_OUT/$RIG_CASE.verdict.json"
   capture_start
   rig_case_bin
-  "$RIG_CASE_BIN" scenarios --transport rdma --server "$RIG_SERVER_IP:$NFS_RDMA_PORT" \
+  # --relay: the guests' wire is the rig's relay (interop/src/wire.rs); the holds it makes on
+  # the wire (the server's Send completions) force the orderings the scenario asks for.
+  "$RIG_CASE_BIN" scenarios --transport rdma --server "$RIG_SERVER_IP:$NFS_RDMA_PORT" --relay \
     --scenario "$scenario" --format json --label "$label" "$@" > "$out" 2> "/tmp/$RIG_CASE.err"
   rc=$?
   capture_stop

@@ -1,0 +1,314 @@
+//! A case's side of the rig's relay (crates/relay): when the guests' wire runs through the relay,
+//! a scenario installs rules over its in-band control port (UDP [`relay::CONTROL_PORT`] towards
+//! the server's address; the relay takes the datagram off the wire and answers it), so a hold
+//! the simulator has in software becomes a hold of frames on the wire against any server.
+//!
+//! What the wire can hold, and what it means for the server:
+//! - [`Hold::ServerSendCompletions`]: the RC ACKs the client's HCA sends for the server's Sends
+//!   (and RDMA Writes) wait in the relay, so the server's Send Work Requests cannot complete: the
+//!   server learns neither that its reply arrived nor, under acked-evict, an acked position past
+//!   it. Bounded by the relay's hold limit ([`relay::RC_SAFE_HOLD_MICROS`]), inside the server's
+//!   RC retry budget; a hold that ran into it is reported, and the case's ordering was then not
+//!   forced.
+
+use std::net::{IpAddr, SocketAddr, UdpSocket};
+use std::time::{Duration, Instant};
+
+use client::scenarios::Hold;
+use relay::{
+    Action, Condition, ControlReply, ControlRequest, Direction, OpcodeClass, Rule, RuleSet,
+    Selector,
+};
+
+/// Longest a wire hold lasts before the relay lets its frames go on its own (and the case is
+/// told its ordering was not forced): well inside the server's RC retry budget.
+pub const WIRE_HOLD_BUDGET: Duration = Duration::from_micros(relay::RC_SAFE_HOLD_MICROS);
+/// How long the relay has to answer a control request (it answers from the host at once; the
+/// guest's UDP path under TCG is the slow part).
+const ANSWER_WITHIN: Duration = Duration::from_secs(2);
+/// Attempts per request (UDP: a lost request or answer is sent again; requests are idempotent
+/// at the relay: rules are replaced, a release of nothing releases nothing).
+const ATTEMPTS: u32 = 3;
+
+/// The name of the rule (and of its release) that holds the server's Send completions.
+const SEND_COMPLETIONS: &str = "server-send-completions";
+
+/// Why the relay could not be used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RelayError {
+    /// Nothing answered on the control port: the wire does not run through the rig's relay.
+    NoAnswer { server: IpAddr },
+    /// The relay refused the request.
+    Refused { message: String },
+    /// A socket error.
+    Io { message: String },
+    /// A hold the wire cannot provide.
+    Unsupported { hold: Hold },
+}
+
+impl std::fmt::Display for RelayError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RelayError::NoAnswer { server } => write!(
+                f,
+                "the rig's relay did not answer on UDP {server}:{} (is the wire the rig's?)",
+                relay::CONTROL_PORT
+            ),
+            RelayError::Refused { message } => write!(f, "the relay refused: {message}"),
+            RelayError::Io { message } => write!(f, "relay control: {message}"),
+            RelayError::Unsupported { hold } => write!(f, "the wire cannot hold {hold:?}"),
+        }
+    }
+}
+
+impl std::error::Error for RelayError {}
+
+/// The control channel to the relay of one case.
+pub struct RelayControl {
+    socket: UdpSocket,
+    relay: SocketAddr,
+    case: String,
+    /// Rules installed for this case, by hold.
+    holds: Vec<Hold>,
+    /// The relay's count of frames its limit released, when this case began.
+    limit_releases_before: u64,
+}
+
+impl RelayControl {
+    /// Reach the relay in front of `server` (its Status answered) for `case`, or say why not.
+    pub fn open(server: IpAddr, case: &str) -> Result<RelayControl, RelayError> {
+        let bind: SocketAddr = match server {
+            IpAddr::V4(_) => "0.0.0.0:0",
+            IpAddr::V6(_) => "[::]:0",
+        }
+        .parse()
+        .expect("a literal address");
+        let socket = UdpSocket::bind(bind).map_err(io)?;
+        let mut control = RelayControl {
+            socket,
+            relay: SocketAddr::new(server, relay::CONTROL_PORT),
+            case: case.to_string(),
+            holds: Vec::new(),
+            limit_releases_before: 0,
+        };
+        // A case starts on a wire without anyone else's rules.
+        control.request(&ControlRequest::Clear)?;
+        control.limit_releases_before = control.limit_releases()?;
+        Ok(control)
+    }
+
+    /// Whether the wire can provide `hold`.
+    pub fn can_hold(hold: Hold) -> bool {
+        matches!(hold, Hold::ServerSendCompletions)
+    }
+
+    /// Hold `hold` on the wire from now until [`RelayControl::release_all`] (or the budget).
+    pub fn hold(&mut self, hold: Hold) -> Result<(), RelayError> {
+        if !Self::can_hold(hold) {
+            return Err(RelayError::Unsupported { hold });
+        }
+        if !self.holds.contains(&hold) {
+            self.holds.push(hold);
+        }
+        let rules = self.holds.iter().map(|&h| rule_for(h)).collect();
+        let set = RuleSet::new(self.case.clone(), rules).map_err(|e| RelayError::Refused {
+            message: e.to_string(),
+        })?;
+        match self.request(&ControlRequest::SetRules(set))? {
+            ControlReply::Ok { .. } => Ok(()),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// Whether a hold is in place.
+    pub fn holding(&self) -> bool {
+        !self.holds.is_empty()
+    }
+
+    /// Let every held frame go and remove the case's rules; returns whether any frame was let
+    /// go by the relay's own limit (the ordering was then not forced: the hold outlasted
+    /// [`WIRE_HOLD_BUDGET`]).
+    pub fn release_all(&mut self) -> Result<bool, RelayError> {
+        if self.holds.is_empty() {
+            return Ok(false);
+        }
+        let expired = self.limit_releases()? > self.limit_releases_before;
+        self.request(&ControlRequest::Release {
+            name: SEND_COMPLETIONS.to_string(),
+        })?;
+        self.request(&ControlRequest::Clear)?;
+        self.holds.clear();
+        Ok(expired)
+    }
+
+    /// Frames the relay's hold limit (or its held-frame limits) let go, since the relay started.
+    fn limit_releases(&self) -> Result<u64, RelayError> {
+        match self.request(&ControlRequest::Status)? {
+            ControlReply::Status(stats) => Ok(stats.released_by_limit + stats.not_held_over_limit),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    fn request(&self, request: &ControlRequest) -> Result<ControlReply, RelayError> {
+        let bytes = serde_json::to_vec(request).map_err(|e| RelayError::Io {
+            message: e.to_string(),
+        })?;
+        let mut buf = vec![0u8; 65536];
+        for _ in 0..ATTEMPTS {
+            self.socket.send_to(&bytes, self.relay).map_err(io)?;
+            let deadline = Instant::now() + ANSWER_WITHIN;
+            loop {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    break;
+                }
+                self.socket.set_read_timeout(Some(left)).map_err(io)?;
+                match self.socket.recv_from(&mut buf) {
+                    Ok((len, from)) if from == self.relay => {
+                        return match serde_json::from_slice::<ControlReply>(&buf[..len]) {
+                            Ok(ControlReply::Error { message }) => {
+                                Err(RelayError::Refused { message })
+                            }
+                            Ok(reply) => Ok(reply),
+                            Err(e) => Err(RelayError::Io {
+                                message: format!("unreadable answer: {e}"),
+                            }),
+                        };
+                    }
+                    // Not the relay (nothing else should write here): keep waiting.
+                    Ok(_) => continue,
+                    Err(e)
+                        if matches!(
+                            e.kind(),
+                            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                        ) =>
+                    {
+                        break
+                    }
+                    // The server's port is closed (ICMP unreachable): no relay took it.
+                    Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+                        return Err(RelayError::NoAnswer {
+                            server: self.relay.ip(),
+                        })
+                    }
+                    Err(e) => return Err(io(e)),
+                }
+            }
+        }
+        Err(RelayError::NoAnswer {
+            server: self.relay.ip(),
+        })
+    }
+}
+
+impl Drop for RelayControl {
+    /// A case that ended early (an error) leaves no rule behind for the next one.
+    fn drop(&mut self) {
+        if !self.holds.is_empty() {
+            let _ = self.request(&ControlRequest::Clear);
+        }
+    }
+}
+
+/// The relay rule that provides `hold` (only [`Hold::ServerSendCompletions`] is on the wire:
+/// [`RelayControl::can_hold`]).
+fn rule_for(_hold: Hold) -> Rule {
+    // Every RC ACK from the client acknowledges a Send or RDMA Write of the server (the client's
+    // own requests are acknowledged by the server, in the other direction).
+    Rule {
+        name: SEND_COMPLETIONS.to_string(),
+        select: Selector::All(vec![
+            Selector::Direction(Direction::FromClient),
+            Selector::Opcode(OpcodeClass::Ack),
+        ]),
+        action: Action::Hold {
+            until: Condition::Release {
+                name: SEND_COMPLETIONS.to_string(),
+            },
+        },
+        max_hits: None,
+    }
+}
+
+fn io(e: std::io::Error) -> RelayError {
+    RelayError::Io {
+        message: e.to_string(),
+    }
+}
+
+fn unexpected(reply: ControlReply) -> RelayError {
+    RelayError::Refused {
+        message: format!("unexpected answer {reply:?}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A stand-in for the relay on loopback: answers each request with what the real relay's
+    /// state machine answers, until `requests` have been answered.
+    fn fake_relay(addr: SocketAddr, requests: usize) -> std::thread::JoinHandle<Vec<String>> {
+        let socket = UdpSocket::bind(addr).unwrap();
+        std::thread::spawn(move || {
+            let mut relay = relay::Relay::new(relay::Limits::default());
+            let mut seen = Vec::new();
+            let mut buf = vec![0u8; 65536];
+            for _ in 0..requests {
+                let (len, from) = socket.recv_from(&mut buf).unwrap();
+                let request: ControlRequest = serde_json::from_slice(&buf[..len]).unwrap();
+                seen.push(format!("{request:?}").chars().take(40).collect());
+                let reply = relay.handle_control(0, request);
+                socket
+                    .send_to(&serde_json::to_vec(&reply).unwrap(), from)
+                    .unwrap();
+            }
+            seen
+        })
+    }
+
+    #[test]
+    fn a_case_clears_the_wire_holds_the_acks_and_releases_them() {
+        let server: IpAddr = "127.0.0.92".parse().unwrap();
+        let relay = fake_relay(SocketAddr::new(server, relay::CONTROL_PORT), 6);
+        let mut control = RelayControl::open(server, "acked.after-reply-before-ack").unwrap();
+        assert!(!control.holding());
+        control.hold(Hold::ServerSendCompletions).unwrap();
+        assert!(control.holding());
+        assert_eq!(control.release_all(), Ok(false));
+        assert!(!control.holding());
+        let seen = relay.join().unwrap();
+        let kinds: Vec<&str> = seen
+            .iter()
+            .map(|s| s.split(['(', ' ']).next().unwrap())
+            .collect();
+        assert_eq!(
+            kinds,
+            ["Clear", "Status", "SetRules", "Status", "Release", "Clear"][..],
+            "{seen:?}"
+        );
+    }
+
+    #[test]
+    fn only_the_send_completions_hold_is_on_the_wire() {
+        assert!(RelayControl::can_hold(Hold::ServerSendCompletions));
+        for hold in [
+            Hold::ServerExecution,
+            Hold::ServerTransmissions,
+            Hold::ServerReceives,
+            Hold::ClientReceives,
+        ] {
+            assert!(!RelayControl::can_hold(hold), "{hold:?}");
+        }
+    }
+
+    #[test]
+    fn no_relay_on_the_wire_is_an_error_naming_the_port() {
+        // Nothing listens on this loopback address's control port: refused or silent.
+        let server: IpAddr = "127.0.0.93".parse().unwrap();
+        let err = RelayControl::open(server, "x").err().unwrap();
+        assert_eq!(err, RelayError::NoAnswer { server });
+        assert!(err.to_string().contains("127.0.0.93:4792"));
+    }
+}
