@@ -92,6 +92,7 @@ bench:
     cargo bench -p rpcrdma-wire --bench decode
     cargo build --release -p rig
     cargo bench -p rpcrdma-trace --bench decode
+    cargo bench -p interop --bench wire_relay
     just responder-allocs
     just soak
 

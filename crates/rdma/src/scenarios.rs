@@ -610,10 +610,12 @@ impl Driver for Session {
         if let Some(relay) = self.relay.as_mut() {
             match relay.release_all() {
                 Ok(false) => {}
-                Ok(true) => self.not_forced = Some(format!(
+                Ok(true) => {
+                    self.not_forced = Some(format!(
                     "a wire hold ran into the relay's limit ({} ms) before the case released it",
                     relay_control::WIRE_HOLD_BUDGET.as_millis()
-                )),
+                ))
+                }
                 Err(e) => self.not_forced = Some(e.to_string()),
             }
             self.wire_hold_since = None;
