@@ -441,6 +441,20 @@ impl Session {
         }
     }
 
+    /// [`Session::until_answered`] under a wire hold: a server that has not answered before
+    /// the hold must end would answer after its Send completed, which is the other ordering, so
+    /// the case says its ordering was not forced instead of judging it.
+    fn until_answered_under_hold(&mut self, xid: u32, n: usize) -> Result<bool, ClientError> {
+        let reached = self.until_answered(xid, n)?;
+        if !reached && self.not_forced.is_none() {
+            self.not_forced = Some(format!(
+                "the server had not answered XID {xid:#010x} {n} times within the wire hold ({} ms)",
+                relay_control::WIRE_HOLD_BUDGET.as_millis()
+            ));
+        }
+        Ok(reached)
+    }
+
     /// Run until the server has answered `xid` `n` times (replies held in our Receive buffers
     /// count), ending early enough that the wire hold has not run out.
     fn until_answered(&mut self, xid: u32, n: usize) -> Result<bool, ClientError> {
@@ -592,10 +606,10 @@ impl Driver for Session {
             Until::Decided { xid, n } | Until::DecidedAndIdle { xid, n }
                 if self.wire_hold_since.is_some() =>
             {
-                return Ok(self.until_answered(xid, n)?);
+                return Ok(self.until_answered_under_hold(xid, n)?);
             }
             Until::RetransmitSettled { xid } if self.wire_hold_since.is_some() => {
-                return Ok(self.until_answered(xid, 2)?);
+                return Ok(self.until_answered_under_hold(xid, 2)?);
             }
             // The server's queues, decisions and the link's NAKs are out of sight here.
             _ => return Ok(false),
