@@ -117,7 +117,8 @@ fn each_mark_is_a_rig_line_and_a_dropped_frame_is_not_delivered() {
         let rig: Vec<&str> = text.lines().filter(|l| l.contains(" RIG ")).collect();
         assert_eq!(rig.len(), 2, "{level:?}:\n{text}");
         assert!(rig[0].ends_with("RIG dropped by the rig (rule lose-once): SEND Only"));
-        assert!(rig[1].ends_with("RIG held 300 ms by the rig (rule lose-once): SEND Only"));
+        // Normalised: the hold's duration varies from run to run.
+        assert!(rig[1].ends_with("RIG held <t> by the rig (rule lose-once): SEND Only"));
         if level == Level::Exchange {
             // Without its marks the exchange is the one the plain capture shows: the dropped
             // copy was not taken for a delivery (no duplicate, no second message).
