@@ -413,16 +413,27 @@ fn after_reply_before_ack(d: &mut dyn Driver) -> Result<Outcome, DriverError> {
 
 fn after_ack(d: &mut dyn Driver) -> Result<Outcome, DriverError> {
     let (_, xid, call) = victim(d)?;
+    retransmit_after_ack(d, xid, call)?;
+    Ok(Outcome::new(
+        xid,
+        "retransmitted after the reply was processed".to_string(),
+    ))
+}
+
+/// Send `call`, take its reply, let the server process the reply's Send completion, then send
+/// it again and wait for the second answer: the after-ack ordering.
+fn retransmit_after_ack(
+    d: &mut dyn Driver,
+    xid: u32,
+    call: OutgoingCall,
+) -> Result<(), DriverError> {
     d.send(call.clone(), Credits::Honour)?;
     d.await_replies(xid, 1);
     // The client has processed the reply; the server processes the Send completion.
     d.let_ack_settle()?;
     d.send(call, Credits::Honour)?;
     d.await_replies(xid, 2);
-    Ok(Outcome::new(
-        xid,
-        "retransmitted after the reply was processed".to_string(),
-    ))
+    Ok(())
 }
 
 fn after_ack_late(d: &mut dyn Driver) -> Result<Outcome, DriverError> {
@@ -674,12 +685,7 @@ fn reply_chunk_after_ack(d: &mut dyn Driver) -> Result<Outcome, DriverError> {
     let name = d.name("created");
     let xid = d.fresh_xid();
     let call = create_with_reply_chunk(d, xid, &name);
-    d.send(call.clone(), Credits::Honour)?;
-    d.await_replies(xid, 1);
-    // The client has processed the reply; the server processes the Send completion.
-    d.let_ack_settle()?;
-    d.send(call, Credits::Honour)?;
-    d.await_replies(xid, 2);
+    retransmit_after_ack(d, xid, call)?;
     Ok(Outcome::new(
         xid,
         "retransmitted with its own Reply chunk after the reply was processed".to_string(),
