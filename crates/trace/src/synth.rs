@@ -104,8 +104,7 @@ impl Synth {
         self.out.extend_from_slice(data);
     }
 
-    /// One RoCEv2 packet from `src` to `dst`: BTH (`opcode`, `dest_qp`, `psn`), the extended
-    /// headers `ext`, the payload, pad and a valid ICRC.
+    /// One RoCEv2 packet from `src` to `dst` ([`roce_frame`]).
     #[allow(clippy::too_many_arguments)]
     pub fn packet(
         &mut self,
@@ -117,27 +116,9 @@ impl Synth {
         ext: &[u8],
         payload: &[u8],
     ) {
-        let pad = (4 - payload.len() % 4) % 4;
-        let mut transport = vec![opcode, (pad as u8) << 4, 0xff, 0xff];
-        transport.extend_from_slice(&(dest_qp & 0x00ff_ffff).to_be_bytes());
-        transport.extend_from_slice(&((psn & crate::ib::PSN_MASK) | 0x8000_0000).to_be_bytes());
-        transport.extend_from_slice(ext);
-        transport.extend_from_slice(payload);
-        transport.extend(std::iter::repeat_n(0, pad + crate::ib::ICRC_LEN));
-        let builder = etherparse::PacketBuilder::ethernet2([2; 6], [4; 6])
-            .ipv4(src.octets(), dst.octets(), 64)
-            .udp(49152, crate::link::ROCEV2_UDP_PORT);
-        let mut frame = Vec::with_capacity(64 + transport.len());
-        if builder.write(&mut frame, &transport).is_err() {
-            return;
+        if let Some(frame) = roce_frame(src, dst, opcode, dest_qp, psn, ext, payload) {
+            self.frame(&frame);
         }
-        if let Some(roce) = crate::link::roce_packet(crate::capture::LinkType::Ethernet, &frame) {
-            if let Some(icrc) = crate::icrc::compute(roce.icrc_prefix, roce.transport) {
-                let n = frame.len();
-                frame[n - 4..].copy_from_slice(&icrc.to_le_bytes());
-            }
-        }
-        self.frame(&frame);
     }
 
     /// A SEND from `from` to `to` (SEND_ONLY, or FIRST/MIDDLE/LAST above [`MTU`]).
@@ -237,6 +218,38 @@ fn mtu_pieces(data: &[u8], [only, first, middle, last]: [u8; 4]) -> Vec<(u8, &[u
             _ => (middle, piece),
         })
         .collect()
+}
+
+/// One RoCEv2 Ethernet frame from `src` to `dst`: BTH (`opcode`, `dest_qp`, `psn`), the extended
+/// headers `ext`, the payload, pad and a valid ICRC; `None` when the datagram does not fit UDP.
+pub fn roce_frame(
+    src: Ipv4Addr,
+    dst: Ipv4Addr,
+    opcode: u8,
+    dest_qp: u32,
+    psn: u32,
+    ext: &[u8],
+    payload: &[u8],
+) -> Option<Vec<u8>> {
+    let pad = (4 - payload.len() % 4) % 4;
+    let mut transport = vec![opcode, (pad as u8) << 4, 0xff, 0xff];
+    transport.extend_from_slice(&(dest_qp & 0x00ff_ffff).to_be_bytes());
+    transport.extend_from_slice(&((psn & crate::ib::PSN_MASK) | 0x8000_0000).to_be_bytes());
+    transport.extend_from_slice(ext);
+    transport.extend_from_slice(payload);
+    transport.extend(std::iter::repeat_n(0, pad + crate::ib::ICRC_LEN));
+    let builder = etherparse::PacketBuilder::ethernet2([2; 6], [4; 6])
+        .ipv4(src.octets(), dst.octets(), 64)
+        .udp(49152, crate::link::ROCEV2_UDP_PORT);
+    let mut frame = Vec::with_capacity(64 + transport.len());
+    builder.write(&mut frame, &transport).ok()?;
+    if let Some(roce) = crate::link::roce_packet(crate::capture::LinkType::Ethernet, &frame) {
+        if let Some(icrc) = crate::icrc::compute(roce.icrc_prefix, roce.transport) {
+            let n = frame.len();
+            frame[n - 4..].copy_from_slice(&icrc.to_le_bytes());
+        }
+    }
+    Some(frame)
 }
 
 /// An RDMA Extended Transport Header.

@@ -1,5 +1,5 @@
-//! RoCEv2 and other Ethernet frames for the relay's tests, built with etherparse and hand-made
-//! BTH/AETH/DETH (the ICRC is left zero: the relay does not check it).
+//! RoCEv2 and other Ethernet frames for the relay's tests: RoCEv2 by trace's frame builder
+//! (`trace::synth::roce_frame`) with hand-made AETH/DETH, the rest with etherparse.
 
 #![allow(dead_code)]
 
@@ -30,7 +30,8 @@ pub const ACK_SYNDROME: u8 = 0x1f;
 pub const NAK_SEQUENCE: u8 = 0x60;
 pub const RNR_NAK: u8 = 0x21;
 
-/// A RoCEv2 frame: BTH, `ext` headers, payload, pad and a zero ICRC.
+/// A RoCEv2 frame between the client and the server (trace's builder: BTH, `ext` headers,
+/// payload, pad and a valid ICRC, which the relay does not check).
 pub fn roce(
     from_client: bool,
     opcode: u8,
@@ -39,24 +40,13 @@ pub fn roce(
     ext: &[u8],
     payload: &[u8],
 ) -> Vec<u8> {
-    let pad = (4 - payload.len() % 4) % 4;
-    let mut transport = vec![opcode, (pad as u8) << 4, 0xff, 0xff];
-    transport.extend_from_slice(&qp.to_be_bytes());
-    transport.extend_from_slice(&(psn | 0x8000_0000).to_be_bytes());
-    transport.extend_from_slice(ext);
-    transport.extend_from_slice(payload);
-    transport.extend(std::iter::repeat_n(0, pad + 4));
-    let (smac, dmac, sip, dip) = if from_client {
-        (CLIENT_MAC, SERVER_MAC, CLIENT_IP, SERVER_IP)
+    let (src, dst) = if from_client {
+        (CLIENT_IP, SERVER_IP)
     } else {
-        (SERVER_MAC, CLIENT_MAC, SERVER_IP, CLIENT_IP)
+        (SERVER_IP, CLIENT_IP)
     };
-    let builder = etherparse::PacketBuilder::ethernet2(smac, dmac)
-        .ipv4(sip, dip, 64)
-        .udp(49152, 4791);
-    let mut frame = Vec::new();
-    builder.write(&mut frame, &transport).unwrap();
-    frame
+    trace::synth::roce_frame(src.into(), dst.into(), opcode, qp, psn, ext, payload)
+        .expect("a test frame fits one datagram")
 }
 
 /// An RPC-over-RDMA RDMA_MSG header (no chunks) followed by an RPC message of `msg_type`.
