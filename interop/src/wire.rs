@@ -267,6 +267,16 @@ impl Pending {
         }
     }
 
+    /// Queue `frame` for `to`; false when the queue is full (the frame is not queued).
+    fn push(&mut self, to: Side, frame: Vec<u8>, relayed: bool) -> bool {
+        let queue = self.queue(to);
+        if queue.len() >= MAX_PENDING_PER_GUEST {
+            return false;
+        }
+        queue.push_back(Outgoing { frame, relayed });
+        true
+    }
+
     fn is_empty(&self) -> bool {
         self.to_server.is_empty() && self.to_client.is_empty()
     }
@@ -312,26 +322,16 @@ fn deliver(
     capture.record(now_us, &output)?;
     match output {
         Output::Forward { to, frame, .. } => {
-            let queue = pending.queue(to);
-            if queue.len() >= MAX_PENDING_PER_GUEST {
+            if !pending.push(to, frame, true) {
                 report.undeliverable += 1;
-            } else {
-                queue.push_back(Outgoing {
-                    frame,
-                    relayed: true,
-                });
             }
         }
         Output::Dropped { .. } => report.dropped += 1,
         Output::Reply { to, frame } => {
             report.control += 1;
-            let queue = pending.queue(to);
-            if queue.len() < MAX_PENDING_PER_GUEST {
-                queue.push_back(Outgoing {
-                    frame,
-                    relayed: false,
-                });
-            }
+            // A control reply that finds the guest's queue full is lost like any datagram;
+            // the case asks again.
+            pending.push(to, frame, false);
         }
     }
     Ok(())

@@ -581,6 +581,8 @@ fn message_text(m: &Message, conn: usize, style: Style, sym: &mut Symbols) -> St
 /// (PSNs, QP numbers and XIDs are random per connection) become `<n>`, durations (`held 4 ms`,
 /// `30 s`) `<t>`; the rule, the action and the frame's kind stay.
 fn normalise_rig_text(text: &str) -> String {
+    /// Punctuation a number or unit may carry after it in a mark: `30 s;`, `0x1a)`.
+    const RIG_WORD_TAIL: [char; 4] = [')', ';', ',', ':'];
     let mut out = String::with_capacity(text.len());
     let mut words = text.split(' ').peekable();
     let mut first = true;
@@ -589,16 +591,13 @@ fn normalise_rig_text(text: &str) -> String {
             out.push(' ');
         }
         first = false;
-        let core = word.trim_end_matches([')', ';', ',', ':']);
+        let core = word.trim_end_matches(RIG_WORD_TAIL);
         let tail = &word[core.len()..];
         if core.starts_with("0x") && core.len() > 2 {
             out.push_str("<n>");
             out.push_str(tail);
         } else if !core.is_empty() && core.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
-            match words
-                .peek()
-                .map(|w| w.trim_end_matches([')', ';', ',', ':']))
-            {
+            match words.peek().map(|w| w.trim_end_matches(RIG_WORD_TAIL)) {
                 Some(unit @ ("ms" | "s" | "us" | "µs")) => {
                     let unit_word = words.next().unwrap_or_default();
                     out.push_str("<t>");
