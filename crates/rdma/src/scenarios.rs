@@ -429,8 +429,6 @@ impl Session {
     }
 }
 
-/// The catalogue's [`Driver`] over a real connection: waits are bounded by the timeout, our
-/// Receive processing is the one thing a scenario can hold, the server is out of reach.
 impl Session {
     /// What a real link through the rig's relay lets a scenario control: [`Session::supports`],
     /// plus the server's Send completions (its RC ACKs held on the wire).
@@ -479,6 +477,9 @@ impl Session {
 /// TCG guest) after a wait under it.
 const WIRE_HOLD_MARGIN: Duration = Duration::from_millis(300);
 
+/// The catalogue's [`Driver`] over a real connection: waits are bounded by the timeout, our
+/// Receive processing and (through the rig's relay) the server's Send completions are what a
+/// scenario can hold; the server's execution is out of reach.
 impl Driver for Session {
     /// What a real link lets a scenario control: our own Receive processing, nothing of the
     /// server's, and no deterministic RNR races.
