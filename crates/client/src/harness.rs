@@ -373,7 +373,10 @@ impl Driver for SimDriver<'_> {
 
     fn hold(&mut self, hold: Hold) -> bool {
         let action = match hold {
-            Hold::ServerExecution => Action::UpperLayer(Side::Server),
+            Hold::ServerExecution => {
+                self.harness.sim.server.hold_execution(true);
+                return true;
+            }
             Hold::ServerSendCompletions => Action::PollSendQueue(Side::Server),
             Hold::ServerTransmissions => Action::Transmit(Side::Server),
             Hold::ServerReceives => Action::PollRecvQueue(Side::Server),
@@ -401,6 +404,7 @@ impl Driver for SimDriver<'_> {
     }
 
     fn release_all(&mut self) {
+        self.harness.sim.server.hold_execution(false);
         self.harness.release_all();
     }
 

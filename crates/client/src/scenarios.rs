@@ -58,7 +58,10 @@ pub enum Credits {
 /// Something a scenario holds back, where its transport lets it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Hold {
-    /// No nfsd thread runs: received calls wait in the server's queue.
+    /// Calls are looked up in the DRC as they arrive, but none finishes executing: an original
+    /// stays in progress until released (the simulator and `rig serve --control` hold their
+    /// executions; against kernel nfsd the export's file system is frozen, so the procedure
+    /// blocks inside it).
     ServerExecution,
     /// The server's software does not poll its Send completions: the reply is acknowledged on
     /// the wire, but the server has not learned it.
@@ -245,7 +248,8 @@ pub fn catalogue() -> Vec<Scenario> {
             name: "burst",
             procedure: "LINK",
             proves: "the same call four times back to back: every transmission is accounted \
-                     for (dropped, parked, replayed or executed) as the scheduler interleaves",
+                     for (dropped, parked, replayed or executed); where the server's execution \
+                     can be held, all four are looked up before the first has executed",
             requires: &[],
             run: burst,
         },
@@ -278,7 +282,8 @@ pub fn catalogue() -> Vec<Scenario> {
             name: "large-write-read-chunk",
             procedure: "WRITE",
             proves: "a retransmit while the server pulls the first transmission's Read chunk: \
-                     both pulls complete, the DRC sees two in-flight duplicates",
+                     both pulls complete, and where the server's execution can be held the DRC \
+                     sees the retransmit while the original is in progress",
             requires: &[],
             run: large_write_read_chunk,
         },
@@ -378,12 +383,12 @@ fn once(d: &mut dyn Driver) -> Result<Outcome, DriverError> {
 
 fn before_execution(d: &mut dyn Driver) -> Result<Outcome, DriverError> {
     let (_, xid, call) = victim(d)?;
-    // Where it can, no nfsd thread runs until both transmissions have been received; on a real
-    // link the duplicate may meet its original in progress or not.
+    // Where it can, the original's execution is held until the duplicate has been looked up
+    // too: the duplicate meets it in progress whatever the scheduling.
     d.hold(Hold::ServerExecution);
     d.send(call.clone(), Credits::Honour)?;
     d.send(call, Credits::Honour)?;
-    d.until(Until::ServerQueued(2))?;
+    d.until(Until::Decided { xid, n: 2 })?;
     d.release_all();
     let both = d.await_replies(xid, 2);
     Ok(Outcome::new(
@@ -494,9 +499,14 @@ fn burst(d: &mut dyn Driver) -> Result<Outcome, DriverError> {
             link: dirop(&root, &link),
         }),
     );
+    // Where it can, the first one's execution is held until all four have been looked up: the
+    // duplicates meet it in progress, whatever the scheduling.
+    d.hold(Hold::ServerExecution);
     for _ in 0..4 {
         d.send(call.clone(), Credits::Exceed)?;
     }
+    d.until(Until::Decided { xid, n: 4 })?;
+    d.release_all();
     let all = d.await_replies(xid, 4);
     Ok(Outcome::new(
         xid,
@@ -646,12 +656,13 @@ fn large_write_read_chunk(d: &mut dyn Driver) -> Result<Outcome, DriverError> {
         data: DdpData::Moved { length },
     });
     let call = d.nfs_call_moving(xid, &args, nfs_client::pattern(length));
-    // Where it can, the server's RDMA Reads wait until the retransmit has arrived too.
-    d.hold(Hold::ServerTransmissions);
+    // Where it can, the original's execution is held until the retransmit, its Read chunk
+    // pulled too, has been looked up: it meets the original in progress, whatever the
+    // scheduling.
+    d.hold(Hold::ServerExecution);
     d.send(call.clone(), Credits::Honour)?;
-    d.until(Until::ServerInFlight(1))?;
     d.send(call, Credits::Honour)?;
-    d.until(Until::ServerInFlight(2))?;
+    d.until(Until::Decided { xid, n: 2 })?;
     d.release_all();
     let both = d.await_replies(xid, 2);
     Ok(Outcome::new(

@@ -22,6 +22,7 @@ pub mod pool;
 pub mod relay_control;
 pub mod scenarios;
 pub mod serve;
+pub mod serve_control;
 pub mod v41;
 
 pub use client::{ClientError, RdmaClient};

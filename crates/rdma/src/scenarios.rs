@@ -27,6 +27,7 @@ use wire::nfs_client::{self, Procedure};
 use crate::client::{ClientError, RdmaClient};
 use crate::judge::{self, Basis, Observation, LOST_REPLY};
 use crate::relay_control::{self, RelayControl};
+use crate::serve_control::ServeControl;
 
 /// Where the export's root handle comes from.
 #[derive(Debug, Clone)]
@@ -53,6 +54,10 @@ pub struct Options {
     /// ([`crate::relay_control`]) and the scenarios that need them run; a relay that does not
     /// answer is an error of each scenario, never a silent fallback to timing.
     pub relay: bool,
+    /// The server's execution hold answers at this UDP address (`rig serve --control`, or
+    /// `rig hold-export` beside kernel nfsd): a scenario's [`Hold::ServerExecution`] is made
+    /// there ([`crate::serve_control`]); without an answer each scenario is an error.
+    pub execution_hold: Option<SocketAddr>,
 }
 
 /// What was observed for the XID under test.
@@ -213,6 +218,10 @@ pub struct Session {
     /// Why the ordering the scenario asked for was not forced (a wire hold ran out, the relay
     /// refused): the verdict is then an error, not a judgement of the server.
     not_forced: Option<String>,
+    /// The server's execution hold (`rig serve --control` or `rig hold-export`), when offered.
+    serve: Option<ServeControl>,
+    /// The server's execution is held through `serve`.
+    execution_held: bool,
 }
 
 /// Run the catalogue (or one scenario) against `options.server`.
@@ -292,6 +301,12 @@ impl Session {
         } else {
             None
         };
+        let serve = match options.execution_hold {
+            Some(addr) => Some(
+                ServeControl::open(addr).map_err(|e| ClientError::NotEstablished(e.to_string()))?,
+            ),
+            None => None,
+        };
         let config = ConnectionConfig::default();
         let client = RdmaClient::connect(options.server, config, options.timeout)?;
         let mut session = Session {
@@ -308,6 +323,8 @@ impl Session {
             relay,
             wire_hold_since: None,
             not_forced: None,
+            serve,
+            execution_held: false,
         };
         if root.is_none() {
             session.mount_rdma()?;
@@ -473,6 +490,40 @@ impl Session {
     }
 }
 
+impl Session {
+    /// Run until the server under an execution hold has made `n` DRC decisions for `xid` (our
+    /// completions processed meanwhile), bounded by the reply timeout; a hold that never saw
+    /// them leaves the ordering unforced.
+    fn until_decided(&mut self, xid: u32, n: usize) -> Result<bool, DriverError> {
+        let deadline = Instant::now() + self.options.timeout;
+        while Instant::now() < deadline {
+            let Some(serve) = self.serve.as_mut() else {
+                return Ok(false);
+            };
+            match serve.status(xid) {
+                Ok(status) if !status.held => break,
+                Ok(status) if status.decisions >= n => return Ok(true),
+                Ok(_) => {}
+                Err(e) => {
+                    self.not_forced = Some(e.to_string());
+                    return Ok(false);
+                }
+            }
+            self.client.run_until(SERVE_STATUS_INTERVAL, |_| false)?;
+        }
+        if self.not_forced.is_none() {
+            self.not_forced = Some(format!(
+                "the server under the execution hold had not decided XID {xid:#010x} {n} times within {} s",
+                self.options.timeout.as_secs()
+            ));
+        }
+        Ok(false)
+    }
+}
+
+/// How often a case asks the server for its DRC decisions while waiting under an execution hold.
+const SERVE_STATUS_INTERVAL: Duration = Duration::from_millis(20);
+
 /// What is left of a wire hold's budget for releasing it (a few control round trips from a
 /// TCG guest) after a wait under it.
 const WIRE_HOLD_MARGIN: Duration = Duration::from_millis(300);
@@ -583,6 +634,18 @@ impl Driver for Session {
             self.client.hold_receives = true;
             return true;
         }
+        if let (Hold::ServerExecution, Some(serve)) = (hold, self.serve.as_mut()) {
+            return match serve.hold() {
+                Ok(_) => {
+                    self.execution_held = true;
+                    true
+                }
+                Err(e) => {
+                    self.not_forced = Some(e.to_string());
+                    false
+                }
+            };
+        }
         let Some(relay) = self.relay.as_mut().filter(|_| RelayControl::can_hold(hold)) else {
             return false;
         };
@@ -601,7 +664,21 @@ impl Driver for Session {
     fn until(&mut self, point: Until) -> Result<bool, DriverError> {
         let held = match point {
             Until::RepliesHeld(n) => n,
-            Until::ReplyHeldAndAcked => 1,
+            // The reply in our buffer (our HCA acknowledged it), then the server's Send
+            // completion processed as after-ack lets it be: the retransmit then follows the
+            // ACK whatever the scheduling.
+            Until::ReplyHeldAndAcked => {
+                let timeout = self.options.timeout;
+                let held = self.client.run_until(timeout, |c| c.held_receives() >= 1)?;
+                if held {
+                    self.let_ack_settle()?;
+                }
+                return Ok(held);
+            }
+            // Under an execution hold the server says how many DRC decisions it has made.
+            Until::Decided { xid, n } | Until::DecidedAndIdle { xid, n } if self.execution_held => {
+                return self.until_decided(xid, n)
+            }
             // Under a wire hold the server's decisions show as its answers: `n` replies to `xid`
             // (held in our buffers or taken), or none more before the hold must end.
             Until::Decided { xid, n } | Until::DecidedAndIdle { xid, n }
@@ -622,6 +699,19 @@ impl Driver for Session {
     }
 
     fn release_all(&mut self) {
+        if let (true, Some(serve)) = (self.execution_held, self.serve.as_mut()) {
+            match serve.release() {
+                Ok(false) => {}
+                Ok(true) => {
+                    self.not_forced = Some(format!(
+                        "the execution hold ran into rig serve's limit ({} s) before the case released it",
+                        crate::serve_control::HOLD_LIMIT.as_secs()
+                    ))
+                }
+                Err(e) => self.not_forced = Some(e.to_string()),
+            }
+            self.execution_held = false;
+        }
         if let Some(relay) = self.relay.as_mut() {
             match relay.release_all() {
                 Ok(false) => {}
@@ -647,9 +737,15 @@ impl Driver for Session {
     }
 
     fn lose_reply_with_connection(&mut self, call: OutgoingCall) -> Result<bool, DriverError> {
-        // The reply reaches our buffer, then the connection goes before we process it.
+        // The reply reaches our buffer (our HCA acknowledged it) and the server processes the
+        // Send completion as after-ack lets it; then the connection goes before we process the
+        // reply. (In the simulator the reply never leaves the server: no Send completes.)
         self.client.hold_receives = true;
         self.transmit(call, true)?;
+        let timeout = self.options.timeout;
+        if self.client.run_until(timeout, |c| c.held_receives() >= 1)? {
+            self.let_ack_settle()?;
+        }
         let (held, lost) = self
             .client
             .reconnect_losing_held_replies(self.options.timeout)?;
@@ -870,6 +966,7 @@ mod tests {
             timeout: Duration::from_secs(1),
             prefix: "p".to_string(),
             relay: false,
+            execution_hold: None,
         };
         let mut v = empty_verdict(scenario, &options, "ok", String::new());
         v.xid = 0x5a3f_0012;

@@ -14,9 +14,10 @@
 //! before anything is set up.
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
+use std::net::{SocketAddr, UdpSocket};
+use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use engine::verbs::{Endpoint, Event, UpperLayer};
 use engine::ConnectionConfig;
@@ -30,14 +31,15 @@ use wire::private_data::PrivateData;
 use wire::svcrdma::KernelModel;
 
 use crate::conn::{conn_params, ConnCounters, Connection, Role};
+use crate::serve_control::{ExecutionHold, MAX_DATAGRAM};
 
 /// How often the loop wakes without I/O to look at the signal flags.
 const TICK: Duration = Duration::from_millis(200);
 /// Upper-layer steps run per wake-up before returning to poll(2) (fairness between connections).
 const UPPER_LAYER_BUDGET: usize = 4096;
-/// Most concurrent connections: one poll(2) watches the CM channel and every connection's
-/// completion channel, at most `verbs::cq::MAX_WAIT_FDS` fds.
-pub const MAX_CONNECTIONS: usize = verbs::cq::MAX_WAIT_FDS - 1;
+/// Most concurrent connections: one poll(2) watches the CM channel, the control socket and every
+/// connection's completion channel, at most `verbs::cq::MAX_WAIT_FDS` fds.
+pub const MAX_CONNECTIONS: usize = verbs::cq::MAX_WAIT_FDS - 2;
 /// Most credits a connection grants: its Send Queue is sized for twice the grant (our requester
 /// exceeds it on purpose), within `verbs::qp::MAX_CREDITS`.
 pub const MAX_CREDITS: u32 = verbs::qp::MAX_CREDITS / 2;
@@ -59,6 +61,8 @@ pub struct ServeOptions {
     pub drop_after: Option<u64>,
     /// Size limits of each slot's in-memory file system.
     pub fs_limits: server::fs::Limits,
+    /// Answer execution holds on this UDP address ([`crate::serve_control`]).
+    pub control: Option<SocketAddr>,
 }
 
 /// Per-connection statistics.
@@ -256,6 +260,19 @@ pub fn serve(options: &ServeOptions, controls: Controls<'_>) -> Result<ServeStat
         stats: ServeStats::new(&options.listen.to_string(), &options.policy),
         connections: ConnectionBook::default(),
     };
+    let control = match options.control {
+        Some(addr) => {
+            let socket = UdpSocket::bind(addr).map_err(|e| {
+                eprintln!("rig serve: control port {addr}: {e}");
+                VerbsError::InvalidState("the control port could not be bound")
+            })?;
+            let _ = socket.set_nonblocking(true);
+            eprintln!("rig serve: execution holds answered on UDP {addr}");
+            Some(socket)
+        }
+        None => None,
+    };
+    let mut hold = ExecutionHold::default();
     let mut clock = 0u64;
     while !controls.stop.load(Ordering::Relaxed) {
         clock += 1;
@@ -270,8 +287,13 @@ pub fn serve(options: &ServeOptions, controls: Controls<'_>) -> Result<ServeStat
             }
         }
         let mut fds = vec![channel.fd()];
+        fds.extend(control.as_ref().map(|c| c.as_raw_fd()));
         fds.extend(live.iter().map(|l| l.conn.completion_fd()));
         let ready = wait_any_readable(&fds, TICK)?;
+        if let Some(socket) = &control {
+            answer_control(socket, &mut hold, &slots);
+        }
+        let held = hold.holds(Instant::now());
         if ready[0] {
             if let Ok(event) = channel.next_event(Duration::ZERO) {
                 let closed = on_cm_event(event, options, &mut slots, &mut live, &mut books, clock);
@@ -303,6 +325,7 @@ pub fn serve(options: &ServeOptions, controls: Controls<'_>) -> Result<ServeStat
                 }
                 slot.server.handle_event(event);
             }
+            slot.server.hold_execution(held);
             drive(&mut slot.server, &mut l.conn);
             entry.verbs = l.conn.counters;
             if let Some(n) = options.drop_after {
@@ -356,6 +379,32 @@ fn tally(slots: &[Slot], books: &mut Books) {
         }
     }
 }
+
+/// Answer every control datagram waiting on `socket` (non-blocking; at most a bounded number per
+/// wake-up): calls queued and DRC decisions for the XID asked, over every slot.
+fn answer_control(socket: &UdpSocket, hold: &mut ExecutionHold, slots: &[Slot]) {
+    let mut buf = [0u8; MAX_DATAGRAM];
+    for _ in 0..CONTROL_BUDGET {
+        let Ok((n, from)) = socket.recv_from(&mut buf) else {
+            return;
+        };
+        let answer = hold.answer(&buf[..n], Instant::now(), |xid| {
+            let queued = slots.iter().map(|s| s.server.queued()).sum();
+            let decisions = slots
+                .iter()
+                .map(|s| {
+                    let decided = s.server.decisions().iter().filter(|d| d.xid == xid);
+                    decided.count()
+                })
+                .sum();
+            (queued, decisions)
+        });
+        let _ = socket.send_to(&answer, from);
+    }
+}
+
+/// Control datagrams answered per wake-up (the rest wait for the next one).
+const CONTROL_BUDGET: usize = 16;
 
 /// Post the server's work and run its upper layer until it has nothing left (bounded).
 fn drive(server: &mut Server, conn: &mut Connection) {
@@ -533,6 +582,7 @@ mod tests {
             max_connections,
             drop_after: None,
             fs_limits: server::fs::Limits::default(),
+            control: None,
         }
     }
 

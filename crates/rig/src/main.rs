@@ -5,6 +5,7 @@ use clap::{Parser, Subcommand};
 mod bench_rpc;
 mod decode;
 mod fuzz_wire;
+mod hold_export;
 mod input;
 mod judge;
 mod output;
@@ -49,6 +50,10 @@ enum Command {
     TraceRelay(trace_relay::Args),
     /// Re-judge a scenario verdict with executions counted on the server (ftrace or serve stats).
     Judge(judge::Args),
+    /// Server guest: hold kernel nfsd's executions for a case by freezing the export (the
+    /// protocol of `rig serve --control`; `rig scenarios --execution-hold`).
+    #[command(name = "hold-export")]
+    HoldExport(hold_export::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -63,6 +68,7 @@ fn main() -> std::process::ExitCode {
         Command::Judge(args) => judge::run(args),
         Command::TraceRelay(args) => trace_relay::run(args),
         Command::SvcrdmaRules(args) => svcrdma_rules::run(args),
+        Command::HoldExport(args) => hold_export::run(args),
     };
     // Output still buffered fails here, as a clear error, not silently at exit.
     let result = result.and_then(|code| output::flush().map(|()| code));

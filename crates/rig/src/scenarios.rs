@@ -70,6 +70,12 @@ pub struct Args {
     /// relay on UDP 4792 each scenario is an error.
     #[arg(long)]
     relay: bool,
+    /// RDMA: the server's execution hold answers at this UDP address (`rig serve --control`,
+    /// or `rig hold-export` beside kernel nfsd): before-execution, burst and
+    /// large-write-read-chunk hold the original in progress there until its duplicates have
+    /// been looked up, whatever the scheduling. Without an answer each scenario is an error.
+    #[arg(long)]
+    execution_hold: Option<std::net::SocketAddr>,
     /// RDMA: the NFSv4.1 session scenarios (v41-*: a REMOVE COMPOUND retransmitted into the
     /// session slot replay cache, RFC 8881 §2.10.6) instead of the NFSv3 catalogue; no MOUNT.
     #[arg(long, conflicts_with_all = ["root_fh", "mount_tcp", "mount_rdma", "policy"])]
@@ -130,6 +136,7 @@ fn run_rdma(args: &Args) -> Result<u8> {
         timeout: std::time::Duration::from_secs(args.timeout_secs.max(1)),
         prefix: run_prefix(),
         relay: args.relay,
+        execution_hold: args.execution_hold,
     };
     let verdicts =
         rdma::scenarios::run(&options, args.scenario.as_deref()).map_err(|e| anyhow::anyhow!(e))?;

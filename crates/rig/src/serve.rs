@@ -55,6 +55,11 @@ pub struct Args {
     /// Credits granted per connection (RFC 8166 §3.3.1); 1..=2048.
     #[arg(long, default_value_t = ConnectionConfig::default().credits)]
     credits: u32,
+    /// Answer execution holds on this UDP address (`rig scenarios --execution-hold`): while a
+    /// case holds it, calls are looked up in the DRC but none executes until it releases them
+    /// (at most 10 s), so a duplicate meets its original in progress whatever the scheduling.
+    #[arg(long)]
+    control: Option<SocketAddr>,
 }
 
 /// Largest `--max-file-mib` (each slot's export holds up to four such files in memory).
@@ -90,6 +95,7 @@ fn check_args(args: &Args) -> Result<rdma::ServeOptions> {
             max_total_bytes: max_file_bytes.saturating_mul(4),
             ..server::fs::Limits::default()
         },
+        control: args.control,
     };
     if let Err(reason) = rdma::serve::check_options(&options) {
         // Name the option as the user typed it.

@@ -138,6 +138,9 @@ pub struct Server {
     parked: BTreeMap<EntryId, Vec<ParkedCall>>,
     client_addr: u32,
     records: Records,
+    /// Calls are looked up in the DRC as they arrive, but none is executed: an original stays
+    /// in progress until released (a scenario's `Hold::ServerExecution`).
+    execution_held: bool,
 }
 
 impl Server {
@@ -152,7 +155,16 @@ impl Server {
             parked: BTreeMap::new(),
             client_addr,
             records: Records::new(RecordLimits::default()),
+            execution_held: false,
         }
+    }
+
+    /// Hold (or let go) every execution: while held, received calls are still dispatched
+    /// through the DRC (a duplicate then finds its original in progress), but the executions
+    /// they start wait, in order, until released. What kernel nfsd does when the export's file
+    /// system blocks the procedure.
+    pub fn hold_execution(&mut self, held: bool) {
+        self.execution_held = held;
     }
 
     pub fn responder(&self) -> &Responder {
@@ -540,7 +552,17 @@ impl RemoteMemory for Server {
 /// step, when the driver schedules it.
 impl UpperLayer for Server {
     fn run_upper_layer(&mut self) -> bool {
-        let Some(job) = self.queue.pop_front() else {
+        let job = if self.execution_held {
+            // Only DRC lookups run; the executions they started keep their order.
+            let dispatch = self
+                .queue
+                .iter()
+                .position(|job| matches!(job, Job::Dispatch(_)));
+            dispatch.and_then(|at| self.queue.remove(at))
+        } else {
+            self.queue.pop_front()
+        };
+        let Some(job) = job else {
             return false;
         };
         match job {
@@ -556,6 +578,9 @@ impl UpperLayer for Server {
     }
 
     fn has_upper_layer_work(&self) -> bool {
+        if self.execution_held {
+            return self.queue.iter().any(|job| matches!(job, Job::Dispatch(_)));
+        }
         !self.queue.is_empty()
     }
 }

@@ -20,6 +20,9 @@ rig_case_bin() {
 }
 NFS_RDMA_PORT=20049
 MOUNT_TCP_PORT=20048
+# The server's execution hold (crates/rdma/src/serve_control.rs, SERVE_CONTROL_PORT): answered by
+# `rig serve --control` (selftest) or `rig hold-export` beside kernel nfsd (drc).
+EXECUTION_HOLD_PORT=4793
 
 rxe_up() {
   rdma link show 2>/dev/null | grep -q rxe0 && return 0
