@@ -315,7 +315,7 @@ version_prefix = "7."
     }
 
     #[test]
-    fn the_committed_matrix_parses_with_three_debian_kernels_two_mutants_and_a_kasan_lane() {
+    fn the_committed_matrix_parses_with_three_debian_kernels_three_mutants_and_a_kasan_lane() {
         let path = crate::cache::workspace_root().join("vm-images/kernels.toml");
         let matrix = Matrix::load(&path).unwrap();
         let names: Vec<&str> = matrix.kernels.iter().map(|k| k.name.as_str()).collect();
@@ -327,11 +327,12 @@ version_prefix = "7."
                 "linux-7.x",
                 "linux-6.12-acked-evict",
                 "linux-6.12-no-checksum",
+                "linux-6.12-inprog-doit",
                 "linux-6.12-kasan"
             ]
         );
         // The KASAN lane is wire fuzzing only: the default suites never build it.
-        let kasan = &matrix.kernels[5];
+        let kasan = &matrix.kernels[6];
         assert_eq!(kasan.fragments, ["kasan"]);
         assert!(kasan.runs_suite("wire-fuzz"));
         for suite in ["smoke", "selftest", "drc", "kclient"] {

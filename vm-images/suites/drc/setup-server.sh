@@ -1,9 +1,16 @@
 # Server: soft-RoCE, kernel nfsd with an RDMA listener on 20049, rpc.mountd on TCP 20048 (our
-# client's MOUNT), a tmpfs export, a fresh duplicate reply cache, and the ftrace events that
-# count nfsd's executions per XID.
+# client's MOUNT), an ext4 export the cases can freeze (`rig hold-export`: the execution hold of
+# before-execution, burst and large-write-read-chunk), a fresh duplicate reply cache, and the
+# ftrace events that count nfsd's executions per XID.
 . /rig/lib/rig-suite.sh
 set -x
-nfsd_rdma_up "$NFSD_EXPORT_OPTS,fsid=1" -p "$MOUNT_TCP_PORT"
+NFSD_EXPORT_FS=ext4 nfsd_rdma_up "$NFSD_EXPORT_OPTS,fsid=1" -p "$MOUNT_TCP_PORT"
+# The execution hold, for the whole suite in its own session (the guest stops with the run).
+setsid "$RIG" hold-export --listen "$RIG_SERVER_IP:$EXECUTION_HOLD_PORT" --path /export \
+  > "$RIG_OUT/hold-export.log" 2>&1 < /dev/null &
+echo $! > /tmp/hold-export.pid
+sleep 0.5
+kill -0 "$(cat /tmp/hold-export.pid)" 2>/dev/null || { cat "$RIG_OUT/hold-export.log"; rig_result fail step=hold-export; exit 1; }
 cat /proc/fs/nfsd/reply_cache_stats
 # Executions counted in the kernel (`rig judge` in observe-nfsd.sh, per case): sunrpc:svc_process
 # (every call nfsd begins), nfsd:nfsd_drc_found (REPLY = replayed from the cache, DROPIT = an

@@ -54,7 +54,22 @@ nfsd_rdma_up() {
   rxe_up
   mkdir -p /proc/fs/nfsd /export /var/lib/nfs/v4recovery /run/rpcbind
   rig_check nfsd-fs mount -t nfsd nfsd /proc/fs/nfsd
-  rig_check export-fs mount -t tmpfs -o size=96m tmpfs /export
+  if [ "${NFSD_EXPORT_FS:-tmpfs}" = ext4 ]; then
+    # A file system a case can freeze (`rig hold-export`: fsfreeze, so nfsd's procedure blocks
+    # inside it with its DRC entry in progress); tmpfs cannot be frozen. ext4 on a loop device
+    # over a file in a tmpfs of its own, the same 96 MiB.
+    mkdir -p /run/rig-export
+    modprobe -q loop 2>/dev/null # built in on the rig's own kernels
+    rig_check export-img-fs mount -t tmpfs -o size=100m tmpfs /run/rig-export
+    rig_check export-img truncate -s 96m /run/rig-export/export.img
+    rig_check export-mkfs mke2fs -q -F -t ext4 -L rigexport /run/rig-export/export.img
+    # losetup first, then mount: `mount -o loop` keeps the loop device open for writing while
+    # it mounts, which a kernel without CONFIG_BLK_DEV_WRITE_MOUNTED (the rig's own) refuses.
+    loopdev=$(losetup -f --show /run/rig-export/export.img) || { rig_result fail step=export-loop; exit 1; }
+    rig_check export-fs mount -t ext4 "$loopdev" /export
+  else
+    rig_check export-fs mount -t tmpfs -o size=96m tmpfs /export
+  fi
   chmod 0777 /export
   echo "/export $RIG_CLIENT_IP/32($opts)" > /etc/exports
   rig_check rpcbind rpcbind -w
