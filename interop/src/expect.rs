@@ -4,9 +4,9 @@
 //!
 //! Architecture Invariant: an expectation never turns a failure into a pass silently: a caught
 //! mutant is `caught`, a known failure `known`, each with its reason in the table and JUnit; a
-//! `catch` expectation whose case passes makes the run red ("the gate missed ..."). A `known`
-//! entry names the failure it expects (`failure`, a pattern of the case's failure reasons): the
-//! same failure is `known`, any other stays red; a known case that passes is reported, and on a
+//! `catch` expectation whose case passes makes the run red ("the gate missed ..."). Every entry
+//! names the failure it expects (`failure`, a pattern of the case's failure reasons): the same
+//! failure is `caught` or `known`, any other (a harness failure included) stays red; a known case that passes is reported, and on a
 //! run that must catch something counted against the gate ("the gate caught N of M expected").
 
 use std::path::Path;
@@ -68,16 +68,21 @@ pub fn parse(text: &str) -> Result<Vec<Expectation>> {
             e.suite,
             e.case
         );
-        if e.kind == Kind::Known {
-            ensure!(
-                e.failure.as_deref().is_some_and(|f| !f.trim().is_empty()),
-                "known expectation {}/{}/{} names no failure (failure = \"...\"): a known entry \
-                 must say which failure it expects",
-                e.kernel,
-                e.suite,
-                e.case
-            );
-        }
+        // A catch that any failure satisfied would count a harness failure (a refused MOUNT, a
+        // setup that broke) as the gate catching the mutant.
+        ensure!(
+            e.failure.as_deref().is_some_and(|f| !f.trim().is_empty()),
+            "{} expectation {}/{}/{} names no failure (failure = \"...\"): every entry must say \
+             which failure it expects",
+            if e.kind == Kind::Known {
+                "known"
+            } else {
+                "catch"
+            },
+            e.kernel,
+            e.suite,
+            e.case
+        );
     }
     Ok(file.expectations)
 }
@@ -269,6 +274,7 @@ suite = "drc"
 case = "nfsd.after-ack"
 kind = "catch"
 reason = "acked-evict re-executes"
+failure = "executed 2 times"
 [[expect]]
 kernel = "*"
 suite = "drc"
@@ -280,6 +286,8 @@ link = "docs/findings.md#burst"
 "#;
 
     const RE_EXECUTED: &str = "srv: verdict=fail judge=fail reason=non-idempotent_LINK_executed_2_times_for_XID_0x5a3f0012";
+    /// What a case says when the harness broke before the scenario ran.
+    const MOUNT_REFUSED: &str = "cli: verdict=fail error=rig:_MOUNT_over_TCP_at_10.99.0.1:20048:_connect_10.99.0.1:20048:_Connection_refused_(os_error_111)_ step=scenarios";
 
     #[test]
     fn a_caught_mutant_is_green_and_says_so() {
@@ -291,6 +299,23 @@ link = "docs/findings.md#burst"
         assert_eq!(report.runs[0].cases[0].verdict, Verdict::Caught);
         assert!(report.passed());
         assert!(report.table().contains("caught as expected"));
+    }
+
+    #[test]
+    fn a_harness_failure_is_not_the_gate_catching_a_mutant() {
+        let expectations = parse(FILE).unwrap();
+        let mut report = Report {
+            runs: vec![run("mutant", &[("nfsd.after-ack", Verdict::Fail)])],
+        };
+        report.runs[0].cases[0].reasons = vec![MOUNT_REFUSED.to_owned()];
+        apply(&mut report, &expectations, &[]);
+        assert_eq!(report.runs[0].cases[0].verdict, Verdict::Fail);
+        assert!(!report.passed());
+        assert!(
+            report.table().contains("failed for another reason"),
+            "{}",
+            report.table()
+        );
     }
 
     #[test]
@@ -401,7 +426,7 @@ link = "docs/findings.md#burst"
     }
 
     #[test]
-    fn entries_need_a_reason_and_known_fields() {
+    fn entries_need_a_reason_and_the_failure_they_expect() {
         assert!(
             parse("[[expect]]\nkernel='a'\nsuite='b'\ncase='c'\nkind='catch'\nreason=' '\n")
                 .is_err()
@@ -410,11 +435,16 @@ link = "docs/findings.md#burst"
             parse("[[expect]]\nkernel='a'\nsuite='b'\ncase='c'\nkind='maybe'\nreason='r'\n")
                 .is_err()
         );
-        // A known entry must name the failure it expects.
-        assert!(
-            parse("[[expect]]\nkernel='a'\nsuite='b'\ncase='c'\nkind='known'\nreason='r'\n")
-                .is_err()
-        );
+        // Every entry, a catch too, must name the failure it expects.
+        for kind in ["known", "catch"] {
+            let entry =
+                format!("[[expect]]\nkernel='a'\nsuite='b'\ncase='c'\nkind='{kind}'\nreason='r'\n");
+            assert!(parse(&entry).is_err(), "{kind}");
+            assert!(
+                parse(&format!("{entry}failure='executed'\n")).is_ok(),
+                "{kind}"
+            );
+        }
     }
 
     #[test]

@@ -94,6 +94,9 @@ pub const REQUIRED_CONFIG: &[(&str, &str)] = &[
     ("CONFIG_NFSD", "nfsd"),
     ("CONFIG_NFS_FS", "nfs"),
     ("CONFIG_INFINIBAND", "ib_core"),
+    // the drc suite's export, frozen by a case's execution hold
+    ("CONFIG_BLK_DEV_LOOP", "loop"),
+    ("CONFIG_EXT4_FS", "ext4"),
 ];
 
 /// Options from [`REQUIRED_CONFIG`] that a kernel `config` file leaves unset (not `=y`/`=m`).
@@ -177,12 +180,18 @@ kernel/fs/nfsd/nfsd.ko.xz: kernel/fs/lockd/lockd.ko.xz
 
     #[test]
     fn config_check_accepts_y_and_m_only() {
-        let good = "CONFIG_RDMA_RXE=m\nCONFIG_SUNRPC_XPRT_RDMA=m\nCONFIG_NFSD=m\nCONFIG_NFS_FS=y\nCONFIG_INFINIBAND=m\n";
+        let good = "CONFIG_RDMA_RXE=m\nCONFIG_SUNRPC_XPRT_RDMA=m\nCONFIG_NFSD=m\nCONFIG_NFS_FS=y\nCONFIG_INFINIBAND=m\n\
+                    CONFIG_BLK_DEV_LOOP=y\nCONFIG_EXT4_FS=y\n";
         assert!(missing_config_options(good).is_empty());
-        let bad = "# CONFIG_RDMA_RXE is not set\nCONFIG_SUNRPC_XPRT_RDMA=m\nCONFIG_NFSD=m\nCONFIG_NFS_FS=y\nCONFIG_INFINIBAND_X=m\n";
+        let bad = "# CONFIG_RDMA_RXE is not set\nCONFIG_SUNRPC_XPRT_RDMA=m\nCONFIG_NFSD=m\nCONFIG_NFS_FS=y\nCONFIG_INFINIBAND_X=m\n\
+                   CONFIG_EXT4_FS=m\n";
         assert_eq!(
             missing_config_options(bad),
-            ["CONFIG_RDMA_RXE", "CONFIG_INFINIBAND"]
+            [
+                "CONFIG_RDMA_RXE",
+                "CONFIG_INFINIBAND",
+                "CONFIG_BLK_DEV_LOOP"
+            ]
         );
     }
 

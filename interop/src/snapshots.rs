@@ -1025,6 +1025,9 @@ pub struct ExpectedDifferences {
 pub struct TimingDependent {
     pub scenario: String,
     pub reason: String,
+    /// Only on these kernels (empty: on every kernel).
+    #[serde(default)]
+    pub kernels: Vec<String>,
     // No mode drops the executions or the judgement: an execution count that follows the
     // timing is recorded as several outcomes, each with its count and judgement (the former
     // `executions_vary = true` is refused as an unknown field).
@@ -1067,22 +1070,24 @@ impl ExpectedDifferences {
         Ok(parsed)
     }
 
-    /// Why `scenario`'s outcome may vary between runs, if it is listed as timing-dependent.
-    pub fn timing_reason(&self, scenario: &str) -> Option<&str> {
+    /// Why `scenario`'s outcome may vary between runs on `kernel`, if it is listed as
+    /// timing-dependent there.
+    pub fn timing_reason(&self, kernel: &str, scenario: &str) -> Option<&str> {
         self.timing_dependent
             .iter()
-            .find(|t| t.scenario == scenario)
+            .find(|t| {
+                t.scenario == scenario
+                    && (t.kernels.is_empty() || t.kernels.iter().any(|k| k == kernel))
+            })
             .map(|t| t.reason.as_str())
     }
 
-    /// The timing reason for a case: an entry naming its scenario (`burst`, every label) or the
-    /// case itself (`acked.in-ack-window`: timing-dependent only under that DRC policy).
-    pub fn timing_reason_for_case(&self, case: &str) -> Option<&str> {
-        self.timing_dependent
-            .iter()
-            .find(|t| t.scenario == case)
-            .map(|t| t.reason.as_str())
-            .or_else(|| self.timing_reason(scenario_of_case(case)))
+    /// The timing reason for a case on `kernel`: an entry naming its scenario (`burst`, every
+    /// label) or the case itself (`acked.in-ack-window`: timing-dependent only under that DRC
+    /// policy), for every kernel or listing this one.
+    pub fn timing_reason_for_case(&self, kernel: &str, case: &str) -> Option<&str> {
+        self.timing_reason(kernel, case)
+            .or_else(|| self.timing_reason(kernel, scenario_of_case(case)))
     }
 
     /// The listed reason for this divergence, if any. A timing-dependent scenario's reason
@@ -1093,8 +1098,8 @@ impl ExpectedDifferences {
         // Either side's timing explains the pair: an entry for the scenario, or for the case of
         // the drc suite (`nfsd.burst`) or of the selftest suite (`classic.burst`).
         let timing = self
-            .timing_reason_for_case(&format!("nfsd.{scenario}"))
-            .or_else(|| self.timing_reason_for_case(&format!("classic.{scenario}")));
+            .timing_reason_for_case(kernel, &format!("nfsd.{scenario}"))
+            .or_else(|| self.timing_reason_for_case(kernel, &format!("classic.{scenario}")));
         if let Some(reason) = timing {
             if !EXECUTION_KEYS.contains(&field) {
                 return Some(reason);
@@ -1731,7 +1736,14 @@ mod tests {
                 assert!(!line.contains(" ! "), "{path:?}: {line}");
             }
             let case = path.file_stem().unwrap().to_string_lossy().into_owned();
-            match expected.timing_reason_for_case(&case) {
+            let kernel = path
+                .parent()
+                .and_then(|suite| suite.parent())
+                .and_then(|kernel| kernel.file_name())
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            match expected.timing_reason_for_case(&kernel, &case) {
                 Some(reason) => {
                     timing += 1;
                     assert_eq!(baseline.timing.as_deref(), Some(reason), "{path:?}");
@@ -1746,12 +1758,13 @@ mod tests {
                 }
             }
         }
-        // Only v41-replay-in-progress (3 kernels, the opt-in v41 suite). The in-progress
+        // The in-progress cases on the inprog-doit mutant (its two executions race after the
+        // thaw) and v41-replay-in-progress (3 kernels, the opt-in v41 suite). The in-progress
         // scenarios hold the server's execution (rig serve --control, or the export frozen by
         // rig hold-export beside nfsd); acked reply-chunk and changed-args-same-xid are forced
         // by the relay's hold of the reply's RC ACK; acked in-ack-window and after-reconnect
         // let the ACK settle as after-ack does.
-        assert_eq!(timing, 3);
+        assert_eq!(timing, 3 + 3);
         assert!(single <= timing);
     }
 
@@ -1970,7 +1983,7 @@ reason = "test reason"
         let text =
             format!("{EXPECTED}\n[[timing_dependent]]\nscenario = \"burst\"\nreason = \"race\"\n");
         let expected = ExpectedDifferences::parse(&text).unwrap();
-        assert_eq!(expected.timing_reason("burst"), Some("race"));
+        assert_eq!(expected.timing_reason("linux-7.x", "burst"), Some("race"));
         assert_eq!(
             expected.reason("linux-7.x", "burst", "statuses"),
             Some("race")
@@ -2012,6 +2025,20 @@ reason = "test reason"
         );
         assert_eq!(nfsd_only.reason("linux-7.x", "burst", "executions"), None);
         assert_eq!(nfsd_only.reason("linux-7.x", "once", "statuses"), None);
+        // An entry for some kernels holds only there.
+        let one_kernel = format!(
+            "{EXPECTED}\n[[timing_dependent]]\nscenario = \"nfsd.burst\"\nkernels = [\"mutant\"]\n\
+             reason = \"after the thaw\"\n"
+        );
+        let one_kernel = ExpectedDifferences::parse(&one_kernel).unwrap();
+        assert_eq!(
+            one_kernel.timing_reason_for_case("mutant", "nfsd.burst"),
+            Some("after the thaw")
+        );
+        assert_eq!(
+            one_kernel.timing_reason_for_case("linux-6.1", "nfsd.burst"),
+            None
+        );
         assert_eq!(scenario_of_case("nfsd.burst"), "burst");
         assert_eq!(scenario_of_case("acked-mark.after-ack"), "after-ack");
         assert_eq!(scenario_of_case("setup"), "setup");

@@ -242,7 +242,7 @@ fn snapshots(accept_globs: &[String], rig: &Path, outs: &[PathBuf]) -> Result<u8
     let mut variants = 0;
     let mut entries = Vec::new();
     for snapshot in &snapshots {
-        let timing = expected.timing_reason_for_case(&snapshot.case);
+        let timing = expected.timing_reason_for_case(&snapshot.kernel, &snapshot.case);
         let path = label(snapshot);
         let comparison = if timing.is_some() {
             compare_timing_dependent(snapshot, &root)?
