@@ -38,7 +38,7 @@ pub struct Args {
     #[arg(long, requires = "stats")]
     stats_on_close: bool,
     /// Concurrent connections (each beyond the first gets its own file system and DRC);
-    /// 1..=1023.
+    /// 1..=1022 (one poll(2) also watches the CM channel and the control socket).
     #[arg(long, default_value_t = 4)]
     max_connections: usize,
     /// Also serve MOUNT v3 and portmap GETPORT over TCP here (for the kernel client's
@@ -288,9 +288,9 @@ mod tests {
             (
                 "--max-connections",
                 "0",
-                "--max-connections 0 out of range 1..=1023",
+                "--max-connections 0 out of range 1..=1022",
             ),
-            ("--max-connections", "1024", "out of range 1..=1023"),
+            ("--max-connections", "1023", "out of range 1..=1022"),
             (
                 "--max-file-mib",
                 "0",
@@ -305,7 +305,7 @@ mod tests {
         }
         for (option, value) in [
             ("--credits", "2048"),
-            ("--max-connections", "1023"),
+            ("--max-connections", "1022"),
             ("--max-file-mib", "4096"),
             ("--drop-after", "1"),
         ] {
