@@ -20,6 +20,8 @@ use relay::{
     Selector,
 };
 
+use crate::serve_control::timed_out;
+
 /// Longest a wire hold lasts before the relay lets its frames go on its own (and the case is
 /// told its ordering was not forced): well inside the server's RC retry budget.
 pub const WIRE_HOLD_BUDGET: Duration = Duration::from_micros(relay::RC_SAFE_HOLD_MICROS);
@@ -178,14 +180,7 @@ impl RelayControl {
                     }
                     // Not the relay (nothing else should write here): keep waiting.
                     Ok(_) => continue,
-                    Err(e)
-                        if matches!(
-                            e.kind(),
-                            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                        ) =>
-                    {
-                        break
-                    }
+                    Err(e) if timed_out(&e) => break,
                     // The server's port is closed (ICMP unreachable): no relay took it.
                     Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
                         return Err(RelayError::NoAnswer {

@@ -235,14 +235,9 @@ impl ServeControl {
             let n = match self.socket.recv_from(&mut buf) {
                 Ok((n, from)) if from == self.server => n,
                 Ok(_) => continue,
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                    ) =>
-                {
-                    continue
-                }
+                Err(e) if timed_out(&e) => continue,
+                // The port is closed (ICMP unreachable): nothing holds execution there.
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => break,
                 Err(e) => return Err(io(e)),
             };
             return serde_json::from_slice(&buf[..n]).map_err(|_| ServeControlError::Refused {
@@ -253,6 +248,15 @@ impl ServeControl {
             server: self.server,
         })
     }
+}
+
+/// Whether a socket read with a timeout ended by the timeout (`WouldBlock` or `TimedOut`, as the
+/// platform reports it), not by an error.
+pub fn timed_out(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+    )
 }
 
 fn io(e: std::io::Error) -> ServeControlError {

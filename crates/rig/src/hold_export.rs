@@ -18,8 +18,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use rdma::serve_control::{
-    decode_request, encode_status, nfsd_drc_lookups, refusal, ExecutionHold, ServeRequest,
-    MAX_DATAGRAM,
+    decode_request, encode_status, nfsd_drc_lookups, refusal, timed_out, ExecutionHold,
+    ServeRequest, MAX_DATAGRAM,
 };
 
 #[derive(Debug, clap::Args)]
@@ -65,14 +65,7 @@ pub fn run(args: Args) -> Result<u8> {
         }
         let (n, from) = match socket.recv_from(&mut buf) {
             Ok(received) => received,
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                ) =>
-            {
-                continue
-            }
+            Err(e) if timed_out(&e) => continue,
             Err(e) => return Err(e.into()),
         };
         let answer = match decode_request(&buf[..n]) {
