@@ -15,6 +15,7 @@
 pub mod client;
 pub mod conn;
 pub mod counted;
+pub mod datagram;
 pub mod judge;
 pub mod memory;
 pub mod mount_tcp;

@@ -12,7 +12,7 @@
 //!   forced.
 
 use std::net::{IpAddr, SocketAddr, UdpSocket};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use client::scenarios::Hold;
 use relay::{
@@ -20,17 +20,11 @@ use relay::{
     Selector,
 };
 
-use crate::serve_control::timed_out;
+use crate::datagram::exchange;
 
 /// Longest a wire hold lasts before the relay lets its frames go on its own (and the case is
 /// told its ordering was not forced): well inside the server's RC retry budget.
 pub const WIRE_HOLD_BUDGET: Duration = Duration::from_micros(relay::RC_SAFE_HOLD_MICROS);
-/// How long the relay has to answer a control request (it answers from the host at once; the
-/// guest's UDP path under TCG is the slow part).
-const ANSWER_WITHIN: Duration = Duration::from_secs(2);
-/// Attempts per request (UDP: a lost request or answer is sent again; requests are idempotent
-/// at the relay: rules are replaced, a release of nothing releases nothing).
-const ATTEMPTS: u32 = 3;
 
 /// The name of the rule (and of its release) that holds the server's Send completions.
 const SEND_COMPLETIONS: &str = "server-send-completions";
@@ -156,44 +150,22 @@ impl RelayControl {
         let bytes = serde_json::to_vec(request).map_err(|e| RelayError::Io {
             message: e.to_string(),
         })?;
+        // Requests are idempotent at the relay: rules are replaced, a release of nothing
+        // releases nothing; a lost one is sent again (`datagram::exchange`).
         let mut buf = vec![0u8; 65536];
-        for _ in 0..ATTEMPTS {
-            self.socket.send_to(&bytes, self.relay).map_err(io)?;
-            let deadline = Instant::now() + ANSWER_WITHIN;
-            loop {
-                let left = deadline.saturating_duration_since(Instant::now());
-                if left.is_zero() {
-                    break;
-                }
-                self.socket.set_read_timeout(Some(left)).map_err(io)?;
-                match self.socket.recv_from(&mut buf) {
-                    Ok((len, from)) if from == self.relay => {
-                        return match serde_json::from_slice::<ControlReply>(&buf[..len]) {
-                            Ok(ControlReply::Error { message }) => {
-                                Err(RelayError::Refused { message })
-                            }
-                            Ok(reply) => Ok(reply),
-                            Err(e) => Err(RelayError::Io {
-                                message: format!("unreadable answer: {e}"),
-                            }),
-                        };
-                    }
-                    // Not the relay (nothing else should write here): keep waiting.
-                    Ok(_) => continue,
-                    Err(e) if timed_out(&e) => break,
-                    // The server's port is closed (ICMP unreachable): no relay took it.
-                    Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
-                        return Err(RelayError::NoAnswer {
-                            server: self.relay.ip(),
-                        })
-                    }
-                    Err(e) => return Err(io(e)),
-                }
-            }
+        let Some(len) = exchange(&self.socket, self.relay, &bytes, &mut buf).map_err(io)? else {
+            // Nothing answered, or the server's port is closed: no relay took it.
+            return Err(RelayError::NoAnswer {
+                server: self.relay.ip(),
+            });
+        };
+        match serde_json::from_slice::<ControlReply>(&buf[..len]) {
+            Ok(ControlReply::Error { message }) => Err(RelayError::Refused { message }),
+            Ok(reply) => Ok(reply),
+            Err(e) => Err(RelayError::Io {
+                message: format!("unreadable answer: {e}"),
+            }),
         }
-        Err(RelayError::NoAnswer {
-            server: self.relay.ip(),
-        })
     }
 }
 

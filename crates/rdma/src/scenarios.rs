@@ -491,6 +491,18 @@ impl Session {
 }
 
 impl Session {
+    /// Run until a reply waits in our held Receive buffer (our HCA acknowledged it), then let
+    /// the server process that Send's completion as after-ack does; false when none came
+    /// within the reply timeout.
+    fn until_reply_held_and_acked(&mut self) -> Result<bool, DriverError> {
+        let timeout = self.options.timeout;
+        let held = self.client.run_until(timeout, |c| c.held_receives() >= 1)?;
+        if held {
+            self.let_ack_settle()?;
+        }
+        Ok(held)
+    }
+
     /// Run until the server under an execution hold has made `n` DRC decisions for `xid` (our
     /// completions processed meanwhile), bounded by the reply timeout; a hold that never saw
     /// them leaves the ordering unforced.
@@ -664,17 +676,8 @@ impl Driver for Session {
     fn until(&mut self, point: Until) -> Result<bool, DriverError> {
         let held = match point {
             Until::RepliesHeld(n) => n,
-            // The reply in our buffer (our HCA acknowledged it), then the server's Send
-            // completion processed as after-ack lets it be: the retransmit then follows the
-            // ACK whatever the scheduling.
-            Until::ReplyHeldAndAcked => {
-                let timeout = self.options.timeout;
-                let held = self.client.run_until(timeout, |c| c.held_receives() >= 1)?;
-                if held {
-                    self.let_ack_settle()?;
-                }
-                return Ok(held);
-            }
+            // The retransmit then follows the ACK whatever the scheduling.
+            Until::ReplyHeldAndAcked => return self.until_reply_held_and_acked(),
             // Under an execution hold the server says how many DRC decisions it has made.
             Until::Decided { xid, n } | Until::DecidedAndIdle { xid, n } if self.execution_held => {
                 return self.until_decided(xid, n)
@@ -742,10 +745,7 @@ impl Driver for Session {
         // reply. (In the simulator the reply never leaves the server: no Send completes.)
         self.client.hold_receives = true;
         self.transmit(call, true)?;
-        let timeout = self.options.timeout;
-        if self.client.run_until(timeout, |c| c.held_receives() >= 1)? {
-            self.let_ack_settle()?;
-        }
+        self.until_reply_held_and_acked()?;
         let (held, lost) = self
             .client
             .reconnect_losing_held_replies(self.options.timeout)?;

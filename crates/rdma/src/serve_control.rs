@@ -18,16 +18,14 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+use crate::datagram::exchange;
+
 /// UDP port of `rig serve --control` (next to the relay's in-band port, 4792).
 pub const SERVE_CONTROL_PORT: u16 = 4793;
 /// Longest an execution hold lasts before the server lets its calls go on its own.
 pub const HOLD_LIMIT: Duration = Duration::from_secs(10);
 /// Largest request or answer: a status is well under it; anything longer is not ours.
 pub const MAX_DATAGRAM: usize = 512;
-/// How long the server has to answer (a UDP round trip between TCG guests).
-const ANSWER_WITHIN: Duration = Duration::from_secs(2);
-/// Attempts per request: requests are idempotent, a lost one is sent again.
-const ATTEMPTS: u32 = 3;
 
 /// What a case asks of the server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -196,7 +194,6 @@ impl ServeControl {
             "[::]:0"
         };
         let socket = UdpSocket::bind(bind).map_err(io)?;
-        socket.set_read_timeout(Some(ANSWER_WITHIN)).map_err(io)?;
         let mut control = ServeControl {
             socket,
             server,
@@ -230,33 +227,15 @@ impl ServeControl {
             message: e.to_string(),
         })?;
         let mut buf = [0u8; MAX_DATAGRAM];
-        for _ in 0..ATTEMPTS {
-            self.socket.send_to(&datagram, self.server).map_err(io)?;
-            let n = match self.socket.recv_from(&mut buf) {
-                Ok((n, from)) if from == self.server => n,
-                Ok(_) => continue,
-                Err(e) if timed_out(&e) => continue,
-                // The port is closed (ICMP unreachable): nothing holds execution there.
-                Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => break,
-                Err(e) => return Err(io(e)),
-            };
-            return serde_json::from_slice(&buf[..n]).map_err(|_| ServeControlError::Refused {
-                answer: String::from_utf8_lossy(&buf[..n]).into_owned(),
+        let Some(n) = exchange(&self.socket, self.server, &datagram, &mut buf).map_err(io)? else {
+            return Err(ServeControlError::NoAnswer {
+                server: self.server,
             });
-        }
-        Err(ServeControlError::NoAnswer {
-            server: self.server,
+        };
+        serde_json::from_slice(&buf[..n]).map_err(|_| ServeControlError::Refused {
+            answer: String::from_utf8_lossy(&buf[..n]).into_owned(),
         })
     }
-}
-
-/// Whether a socket read with a timeout ended by the timeout (`WouldBlock` or `TimedOut`, as the
-/// platform reports it), not by an error.
-pub fn timed_out(e: &std::io::Error) -> bool {
-    matches!(
-        e.kind(),
-        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-    )
 }
 
 fn io(e: std::io::Error) -> ServeControlError {

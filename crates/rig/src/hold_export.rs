@@ -17,9 +17,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
+use rdma::datagram::timed_out;
 use rdma::serve_control::{
-    decode_request, encode_status, nfsd_drc_lookups, refusal, timed_out, ExecutionHold,
-    ServeRequest, MAX_DATAGRAM,
+    decode_request, encode_status, nfsd_drc_lookups, refusal, ExecutionHold, ServeRequest,
+    MAX_DATAGRAM,
 };
 
 #[derive(Debug, clap::Args)]

@@ -167,6 +167,20 @@ impl Server {
         self.execution_held = held;
     }
 
+    /// Where in the queue the next job to run is: the first one, or while execution is held
+    /// the first DRC lookup (the executions they started keep their order).
+    fn next_job(&self) -> Option<usize> {
+        if self.execution_held {
+            self.queue
+                .iter()
+                .position(|job| matches!(job, Job::Dispatch(_)))
+        } else if self.queue.is_empty() {
+            None
+        } else {
+            Some(0)
+        }
+    }
+
     pub fn responder(&self) -> &Responder {
         &self.responder
     }
@@ -552,17 +566,7 @@ impl RemoteMemory for Server {
 /// step, when the driver schedules it.
 impl UpperLayer for Server {
     fn run_upper_layer(&mut self) -> bool {
-        let job = if self.execution_held {
-            // Only DRC lookups run; the executions they started keep their order.
-            let dispatch = self
-                .queue
-                .iter()
-                .position(|job| matches!(job, Job::Dispatch(_)));
-            dispatch.and_then(|at| self.queue.remove(at))
-        } else {
-            self.queue.pop_front()
-        };
-        let Some(job) = job else {
+        let Some(job) = self.next_job().and_then(|at| self.queue.remove(at)) else {
             return false;
         };
         match job {
@@ -578,9 +582,6 @@ impl UpperLayer for Server {
     }
 
     fn has_upper_layer_work(&self) -> bool {
-        if self.execution_held {
-            return self.queue.iter().any(|job| matches!(job, Job::Dispatch(_)));
-        }
-        !self.queue.is_empty()
+        self.next_job().is_some()
     }
 }
