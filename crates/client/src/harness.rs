@@ -381,6 +381,10 @@ impl Driver for SimDriver<'_> {
             Hold::ServerTransmissions => Action::Transmit(Side::Server),
             Hold::ServerReceives => Action::PollRecvQueue(Side::Server),
             Hold::ClientReceives => Action::PollRecvQueue(Side::Client),
+            // No RC layer here: a lost reply is one that has not left the server, a lost ACK
+            // one whose Send the server has not seen complete.
+            Hold::ReplyLost => Action::Transmit(Side::Server),
+            Hold::ReplyAckLost => Action::PollSendQueue(Side::Server),
         };
         self.harness.hold(action);
         true
@@ -400,6 +404,8 @@ impl Driver for SimDriver<'_> {
             Until::DecidedAndIdle { xid, n } => h.decisions(xid).len() >= n && !h.server_has_work(),
             Until::ServerInFlight(n) => h.sim.in_flight(Side::Server) >= n,
             Until::RnrNaks(n) => h.sim.stats().rnr_naks >= n,
+            Until::ReplyLost => h.sim.in_flight(Side::Server) >= 1 && !h.server_has_work(),
+            Until::ReplyRetried => true,
         }))
     }
 

@@ -72,6 +72,18 @@ pub enum Hold {
     ServerReceives,
     /// Our software does not process received replies: they wait in our Receive buffers.
     ClientReceives,
+    /// The server's reply to the next call is lost on the wire once, and the server's Send
+    /// cannot complete until released: over RDMA the relay drops the reply's first packet (the
+    /// server's RC layer sends it again when a later packet reveals the gap or its ACK timeout
+    /// fires) and holds our RC ACKs; the simulator, which has no RC layer, keeps the reply
+    /// from leaving the server.
+    ReplyLost,
+    /// Our RC ACK of the server's reply to the next call is lost once, and the server's Send
+    /// cannot complete until released: we have the reply, the server's RC layer sends it
+    /// again (filtered below RPC by our HCA), and the completion comes late. Over RDMA the relay
+    /// drops that ACK and holds the later ones; the simulator holds the server's Send
+    /// completions.
+    ReplyAckLost,
 }
 
 /// A point a scenario waits for. A driver that cannot observe it does not wait.
@@ -95,6 +107,12 @@ pub enum Until {
     ServerInFlight(usize),
     /// The link has answered `n` Sends with an RNR NAK.
     RnrNaks(u64),
+    /// The reply under [`Hold::ReplyLost`] has left the server and been lost.
+    ReplyLost,
+    /// The server's RC layer has sent the reply under [`Hold::ReplyAckLost`] again (the
+    /// simulator has no RC layer: the state it stands for, reply delivered and Send not
+    /// completed, holds from the start).
+    ReplyRetried,
 }
 
 /// A capability a scenario cannot do without.
@@ -305,6 +323,26 @@ pub fn catalogue() -> Vec<Scenario> {
                      again (EXIST)",
             requires: &[],
             run: reply_chunk_after_ack,
+        },
+        Scenario {
+            name: "reply-lost-live",
+            procedure: "REMOVE",
+            proves: "the reply is lost on the wire once and the client retransmits on the live \
+                     connection before the RC layer delivers it: the server's Send has not \
+                     completed, so every policy answers from the cache; the client gets the \
+                     original reply (sent again by RC) and the replay, nothing executes twice",
+            requires: &[Control::Hold(Hold::ReplyLost)],
+            run: reply_lost_live,
+        },
+        Scenario {
+            name: "ack-lost",
+            procedure: "REMOVE",
+            proves: "the client's RC ACK of the reply is lost: the server's RC layer sends the \
+                     reply again (filtered below RPC: two transmissions, two replies, not three) \
+                     and its Send completes late; a retransmit before that completion is \
+                     answered from the cache under every policy",
+            requires: &[Control::Hold(Hold::ReplyAckLost)],
+            run: ack_lost,
         },
         Scenario {
             name: "passive-first",
@@ -703,6 +741,41 @@ fn reply_chunk_after_ack(d: &mut dyn Driver) -> Result<Outcome, DriverError> {
     ))
 }
 
+fn reply_lost_live(d: &mut dyn Driver) -> Result<Outcome, DriverError> {
+    let (_, xid, call) = victim(d)?;
+    // The reply leaves the server and is lost; the retransmit goes out on the same connection
+    // while the server's Send of the lost reply cannot complete.
+    d.hold(Hold::ReplyLost);
+    d.send(call.clone(), Credits::Honour)?;
+    let lost = d.until(Until::ReplyLost)?;
+    d.send(call, Credits::Exceed)?;
+    d.until(Until::Decided { xid, n: 2 })?;
+    d.release_all();
+    d.await_replies(xid, 2);
+    Ok(Outcome::new(
+        xid,
+        format!("reply lost on the wire before the retransmit: {lost}"),
+    ))
+}
+
+fn ack_lost(d: &mut dyn Driver) -> Result<Outcome, DriverError> {
+    let (_, xid, call) = victim(d)?;
+    // We take the reply, its ACK is lost, the server's RC layer sends the reply again; the
+    // retransmit goes out before the server has seen its Send complete.
+    d.hold(Hold::ReplyAckLost);
+    d.send(call.clone(), Credits::Honour)?;
+    d.await_replies(xid, 1);
+    let retried = d.until(Until::ReplyRetried)?;
+    d.send(call, Credits::Honour)?;
+    d.until(Until::Decided { xid, n: 2 })?;
+    d.release_all();
+    d.await_replies(xid, 2);
+    Ok(Outcome::new(
+        xid,
+        format!("reply sent again by the server's RC layer before the retransmit: {retried}"),
+    ))
+}
+
 /// A GUARDED CREATE of `name` whose reply must come back through a Reply chunk.
 fn create_with_reply_chunk(d: &mut dyn Driver, xid: u32, name: &str) -> OutgoingCall {
     let root = d.root();
@@ -779,6 +852,8 @@ mod tests {
             requiring,
             [
                 "after-reply-before-ack",
+                "reply-lost-live",
+                "ack-lost",
                 "passive-first",
                 "passive-first-exhausted"
             ]

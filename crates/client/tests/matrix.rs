@@ -103,7 +103,14 @@ fn every_transmission_is_accounted_for_under_every_seed() {
             let expected_executions = match (v.scenario, v.policy.as_str()) {
                 ("after-ack" | "in-ack-window" | "reply-chunk-after-ack", "acked") => Some(2),
                 ("after-ack" | "in-ack-window" | "reply-chunk-after-ack", _) => Some(1),
-                ("before-execution" | "after-reply-before-ack" | "reply-chunk", _) => Some(1),
+                (
+                    "before-execution"
+                    | "after-reply-before-ack"
+                    | "reply-chunk"
+                    | "reply-lost-live"
+                    | "ack-lost",
+                    _,
+                ) => Some(1),
                 _ => None,
             };
             if let Some(n) = expected_executions {

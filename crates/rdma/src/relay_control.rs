@@ -10,6 +10,14 @@
 //!   it. Bounded by the relay's hold limit ([`relay::RC_SAFE_HOLD_MICROS`]), inside the server's
 //!   RC retry budget; a hold that ran into it is reported, and the case's ordering was then not
 //!   forced.
+//! - [`Hold::ReplyLost`]: the first packet of the server's reply to the case's first call is
+//!   dropped once and our ACKs are held as above. The server's RC layer sends the reply again
+//!   when a later Send of its reveals the gap (our NAK passes) or its ACK timeout fires; the
+//!   server cannot see that Send complete before the case releases.
+//! - [`Hold::ReplyAckLost`]: our first ACK of that reply is dropped and the later ones held:
+//!   the server's RC layer sends the reply again after its ACK timeout (marked in the capture,
+//!   and what [`Until::ReplyRetried`](client::scenarios::Until) waits for), our HCA discards the
+//!   copy, and the Send completes when the case releases.
 
 use std::net::{IpAddr, SocketAddr, UdpSocket};
 use std::time::Duration;
@@ -17,7 +25,7 @@ use std::time::Duration;
 use client::scenarios::Hold;
 use relay::{
     Action, Condition, ControlReply, ControlRequest, Direction, OpcodeClass, Rule, RuleSet,
-    Selector,
+    Selector, Xid,
 };
 
 use crate::datagram::exchange;
@@ -28,6 +36,12 @@ pub const WIRE_HOLD_BUDGET: Duration = Duration::from_micros(relay::RC_SAFE_HOLD
 
 /// The name of the rule (and of its release) that holds the server's Send completions.
 const SEND_COMPLETIONS: &str = "server-send-completions";
+/// The rule that drops the first packet of the reply to the case's first call.
+pub const REPLY_LOST: &str = "reply-lost";
+/// The rule that drops our first ACK of that reply.
+const ACK_LOST: &str = "ack-lost";
+/// The rule that marks the server's RC retransmissions of that reply.
+pub const REPLY_AGAIN: &str = "reply-again";
 
 /// Why the relay could not be used.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -96,7 +110,10 @@ impl RelayControl {
 
     /// Whether the wire can provide `hold`.
     pub fn can_hold(hold: Hold) -> bool {
-        matches!(hold, Hold::ServerSendCompletions)
+        matches!(
+            hold,
+            Hold::ServerSendCompletions | Hold::ReplyLost | Hold::ReplyAckLost
+        )
     }
 
     /// Hold `hold` on the wire from now until [`RelayControl::release_all`] (or the budget).
@@ -107,7 +124,13 @@ impl RelayControl {
         if !self.holds.contains(&hold) {
             self.holds.push(hold);
         }
-        let rules = self.holds.iter().map(|&h| rule_for(h)).collect();
+        let mut rules: Vec<Rule> = Vec::new();
+        for rule in self.holds.iter().flat_map(|&h| rules_for(h)) {
+            // Holds share the rule that holds our ACKs: installed once.
+            if !rules.iter().any(|r| r.name == rule.name) {
+                rules.push(rule);
+            }
+        }
         let set = RuleSet::new(self.case.clone(), rules).map_err(|e| RelayError::Refused {
             message: e.to_string(),
         })?;
@@ -136,6 +159,18 @@ impl RelayControl {
         self.request(&ControlRequest::Clear)?;
         self.holds.clear();
         Ok(expired)
+    }
+
+    /// Frames the case's rule `name` has acted on so far (0 when it is not installed).
+    pub fn rule_hits(&self, name: &str) -> Result<u64, RelayError> {
+        match self.request(&ControlRequest::Status)? {
+            ControlReply::Status(stats) => Ok(stats
+                .rules
+                .iter()
+                .find(|rule| rule.name == name)
+                .map_or(0, |rule| rule.hits)),
+            other => Err(unexpected(other)),
+        }
     }
 
     /// Frames the relay's hold limit (or its held-frame limits) let go, since the relay started.
@@ -178,12 +213,13 @@ impl Drop for RelayControl {
     }
 }
 
-/// The relay rule that provides `hold` (only [`Hold::ServerSendCompletions`] is on the wire:
-/// [`RelayControl::can_hold`]).
-fn rule_for(_hold: Hold) -> Rule {
+/// The relay rules that provide `hold`, in the order they must be tried (the holds the wire
+/// has: [`RelayControl::can_hold`]; any other gets none).
+fn rules_for(hold: Hold) -> Vec<Rule> {
     // Every RC ACK from the client acknowledges a Send or RDMA Write of the server (the client's
-    // own requests are acknowledged by the server, in the other direction).
-    Rule {
+    // own requests are acknowledged by the server, in the other direction). NAKs are not ACKs
+    // (`OpcodeClass::Nak`) and pass: they make the server's RC layer send a lost packet again.
+    let hold_acks = Rule {
         name: SEND_COMPLETIONS.to_string(),
         select: Selector::All(vec![
             Selector::Direction(Direction::FromClient),
@@ -195,6 +231,36 @@ fn rule_for(_hold: Hold) -> Rule {
             },
         },
         max_hits: None,
+    };
+    let first_reply = Selector::ReplyTo { xid: Xid::Nth(1) };
+    let mark_reply_again = Rule {
+        name: REPLY_AGAIN.to_string(),
+        select: Selector::All(vec![first_reply.clone(), Selector::RcRetransmission]),
+        action: Action::Mark,
+        max_hits: None,
+    };
+    let drop_once = |name: &str, select: Selector| Rule {
+        name: name.to_string(),
+        select,
+        action: Action::Drop { times: 1 },
+        max_hits: None,
+    };
+    match hold {
+        Hold::ServerSendCompletions => vec![hold_acks],
+        Hold::ReplyLost => vec![
+            drop_once(REPLY_LOST, first_reply),
+            mark_reply_again,
+            hold_acks,
+        ],
+        Hold::ReplyAckLost => vec![
+            drop_once(ACK_LOST, Selector::AckOfReplyTo { xid: Xid::Nth(1) }),
+            hold_acks,
+            mark_reply_again,
+        ],
+        Hold::ServerExecution
+        | Hold::ServerTransmissions
+        | Hold::ServerReceives
+        | Hold::ClientReceives => Vec::new(),
     }
 }
 
@@ -258,8 +324,32 @@ mod tests {
     }
 
     #[test]
-    fn only_the_send_completions_hold_is_on_the_wire() {
-        assert!(RelayControl::can_hold(Hold::ServerSendCompletions));
+    fn only_the_wire_holds_are_on_the_wire_and_each_is_a_valid_rule_set() {
+        for hold in [
+            Hold::ServerSendCompletions,
+            Hold::ReplyLost,
+            Hold::ReplyAckLost,
+        ] {
+            assert!(RelayControl::can_hold(hold), "{hold:?}");
+            let rules = rules_for(hold);
+            assert!(!rules.is_empty());
+            RuleSet::new("c".into(), rules).unwrap();
+        }
+        // A lost packet comes before anything holds or marks it; the ACK hold is shared.
+        let names = |hold| {
+            rules_for(hold)
+                .into_iter()
+                .map(|r| r.name)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            names(Hold::ReplyLost),
+            [REPLY_LOST, REPLY_AGAIN, SEND_COMPLETIONS]
+        );
+        assert_eq!(
+            names(Hold::ReplyAckLost),
+            [ACK_LOST, SEND_COMPLETIONS, REPLY_AGAIN]
+        );
         for hold in [
             Hold::ServerExecution,
             Hold::ServerTransmissions,
@@ -267,6 +357,7 @@ mod tests {
             Hold::ClientReceives,
         ] {
             assert!(!RelayControl::can_hold(hold), "{hold:?}");
+            assert!(rules_for(hold).is_empty());
         }
     }
 

@@ -521,7 +521,7 @@ impl Session {
                     return Ok(false);
                 }
             }
-            self.client.run_until(SERVE_STATUS_INTERVAL, |_| false)?;
+            self.client.run_until(STATUS_POLL_INTERVAL, |_| false)?;
         }
         if self.not_forced.is_none() {
             self.not_forced = Some(format!(
@@ -533,8 +533,40 @@ impl Session {
     }
 }
 
-/// How often a case asks the server for its DRC decisions while waiting under an execution hold.
-const SERVE_STATUS_INTERVAL: Duration = Duration::from_millis(20);
+impl Session {
+    /// Run until the relay's rule `rule` has acted on a frame (our completions processed
+    /// meanwhile), ending early enough that the wire hold has not run out; a rule that never
+    /// acted leaves the ordering unforced.
+    fn until_relay_rule_acted(&mut self, rule: &str) -> Result<bool, DriverError> {
+        let since = self.wire_hold_since.unwrap_or_else(Instant::now);
+        let budget = relay_control::WIRE_HOLD_BUDGET.saturating_sub(WIRE_HOLD_MARGIN);
+        while since.elapsed() < budget {
+            let Some(relay) = self.relay.as_ref() else {
+                return Ok(false);
+            };
+            match relay.rule_hits(rule) {
+                Ok(0) => {}
+                Ok(_) => return Ok(true),
+                Err(e) => {
+                    self.not_forced = Some(e.to_string());
+                    return Ok(false);
+                }
+            }
+            self.client.run_until(STATUS_POLL_INTERVAL, |_| false)?;
+        }
+        if self.not_forced.is_none() {
+            self.not_forced = Some(format!(
+                "the relay's rule {rule} had not acted within the wire hold ({} ms)",
+                relay_control::WIRE_HOLD_BUDGET.as_millis()
+            ));
+        }
+        Ok(false)
+    }
+}
+
+/// How often a case asks the server (under an execution hold) or the relay for its state while
+/// waiting.
+const STATUS_POLL_INTERVAL: Duration = Duration::from_millis(20);
 
 /// What is left of a wire hold's budget for releasing it (a few control round trips from a
 /// TCG guest) after a wait under it.
@@ -549,8 +581,11 @@ impl Driver for Session {
     fn supports(control: Control) -> Result<(), &'static str> {
         match control {
             Control::Hold(Hold::ClientReceives) => Ok(()),
+            Control::Hold(hold) if RelayControl::can_hold(hold) => Err(
+                "needs frames held or lost on the wire, which only the rig's relay (--relay) or the simulator controls",
+            ),
             Control::Hold(_) => Err(
-                "needs the server's Send completion held back, which only the simulator controls",
+                "needs the server's software held back, which only the simulator controls",
             ),
             Control::LateReceivePosting => Err(LATE_RECEIVE_POSTING_UNSUPPORTED),
             Control::RnrRetryExhaustion => Err(
@@ -691,6 +726,13 @@ impl Driver for Session {
             }
             Until::RetransmitSettled { xid } if self.wire_hold_since.is_some() => {
                 return Ok(self.until_answered_under_hold(xid, 2)?);
+            }
+            // The relay says when its rule has acted on the wire.
+            Until::ReplyLost if self.wire_hold_since.is_some() => {
+                return self.until_relay_rule_acted(relay_control::REPLY_LOST)
+            }
+            Until::ReplyRetried if self.wire_hold_since.is_some() => {
+                return self.until_relay_rule_acted(relay_control::REPLY_AGAIN)
             }
             // The server's queues, decisions and the link's NAKs are out of sight here.
             _ => return Ok(false),
@@ -1042,6 +1084,8 @@ mod tests {
             names,
             [
                 "after-reply-before-ack",
+                "reply-lost-live",
+                "ack-lost",
                 "passive-first",
                 "passive-first-exhausted"
             ]

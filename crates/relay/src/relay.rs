@@ -231,6 +231,7 @@ impl Installed {
             Selector::ReadResponsesFor { xid } => self
                 .resolve(*xid)
                 .is_some_and(|x| facts.read_responses_for.contains(&x)),
+            Selector::RcRetransmission => facts.rc_retransmission,
             Selector::All(items) => items.iter().all(|s| self.matches(s, facts)),
             Selector::AnyOf(items) => items.iter().any(|s| self.matches(s, facts)),
         }
@@ -335,6 +336,10 @@ impl Relay {
                 self.hold(now_us, from, frame, facts, rule, Wait::Until(until))
             }
             Action::Reorder => self.hold(now_us, from, frame, facts, rule, Wait::Reorder),
+            Action::Mark => {
+                let marker = Marker::new(format!("seen by the rig (rule {rule}): {summary}"));
+                self.forward(now_us, from, frame, facts, Some(marker));
+            }
         }
     }
 

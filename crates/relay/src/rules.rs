@@ -71,6 +71,9 @@ pub enum Selector {
     ReadResponsesFor {
         xid: Xid,
     },
+    /// The first packet of a Send message sent again by its sender's RC layer (the same PSN
+    /// again: a packet or its ACK was lost); combine with `ReplyTo` or `CallOf` to name whose.
+    RcRetransmission,
     All(Vec<Selector>),
     AnyOf(Vec<Selector>),
 }
@@ -104,6 +107,9 @@ pub enum Action {
     /// Forward the frame right after the next frame forwarded the same way (any frame, ARP
     /// included, and frames released from hold too).
     Reorder,
+    /// Forward the frame at once with a marker line: a rule whose hits a case watches (the
+    /// frame went by) without touching the traffic.
+    Mark,
 }
 
 /// One rule: the first rule (in set order) that selects a frame and still has hits left acts on
@@ -280,7 +286,8 @@ impl RuleSet {
                 Action::Drop { .. }
                 | Action::Delay { .. }
                 | Action::Duplicate
-                | Action::Reorder => {}
+                | Action::Reorder
+                | Action::Mark => {}
             }
             if rule.max_hits == Some(0) {
                 return Err(RuleError::MaxHitsZero {
@@ -400,7 +407,8 @@ impl Check<'_> {
             | Selector::Opcode(_)
             | Selector::Qpn(_)
             | Selector::Psn(_)
-            | Selector::Cm(_) => Ok(()),
+            | Selector::Cm(_)
+            | Selector::RcRetransmission => Ok(()),
         }
     }
 
@@ -439,7 +447,8 @@ fn collect_nth_selector(selector: &Selector, out: &mut HashSet<u32>) {
         | Selector::Opcode(_)
         | Selector::Qpn(_)
         | Selector::Psn(_)
-        | Selector::Cm(_) => {}
+        | Selector::Cm(_)
+        | Selector::RcRetransmission => {}
     }
 }
 

@@ -51,6 +51,9 @@ pub(crate) struct Facts {
     pub send: Option<SendTag>,
     /// The first packet of the first transmission of a client call.
     pub new_call: bool,
+    /// The first packet of a Send message seen before (same PSN, same RPC message): the sender's
+    /// RC layer sending it again after a lost packet or ACK, not a new transmission.
+    pub rc_retransmission: bool,
     /// XIDs whose (not yet acknowledged) replies this client ACK acknowledges.
     pub acks_replies_to: Vec<u32>,
     /// XIDs of calls outstanding on the connection this client READ response travels on.
@@ -75,7 +78,12 @@ impl Facts {
                 (RpcMsg::Call, true) => "retransmitted call",
                 (RpcMsg::Reply, _) => "reply",
             };
-            text.push_str(&format!(" ({msg} xid {xid:#010x})"));
+            let again = if self.rc_retransmission {
+                ", RC retransmission"
+            } else {
+                ""
+            };
+            text.push_str(&format!(" ({msg} xid {xid:#010x}{again})"));
         }
         text
     }
@@ -85,6 +93,7 @@ impl Facts {
             info,
             send: None,
             new_call: false,
+            rc_retransmission: false,
             acks_replies_to: Vec::new(),
             read_responses_for: Vec::new(),
         }
@@ -235,9 +244,10 @@ impl Tracker {
         match info.kind {
             FrameKind::Cm(cm) => self.observe_cm(info.direction, cm),
             FrameKind::Roce(roce) if roce.opcode.is_send() => {
-                let (tag, new_call) = self.observe_send(info.direction, roce);
+                let (tag, new_call, rc_retransmission) = self.observe_send(info.direction, roce);
                 facts.send = tag;
                 facts.new_call = new_call;
+                facts.rc_retransmission = rc_retransmission;
             }
             FrameKind::Roce(roce)
                 if roce.opcode == OpcodeClass::Ack && info.direction == Direction::FromClient =>
@@ -296,12 +306,18 @@ impl Tracker {
         }
     }
 
-    fn observe_send(&mut self, direction: Direction, roce: RoceInfo) -> (Option<SendTag>, bool) {
+    /// The Send packet's tag, whether it starts the first transmission of a client call, and
+    /// whether it is an RC retransmission of a message's first packet.
+    fn observe_send(
+        &mut self,
+        direction: Direction,
+        roce: RoceInfo,
+    ) -> (Option<SendTag>, bool, bool) {
         let key = (direction, roce.dest_qp);
         match roce.opcode {
             OpcodeClass::SendFirst | OpcodeClass::SendOnly => {
                 let Some(rpc) = roce.rpc else {
-                    return (None, false);
+                    return (None, false, false);
                 };
                 let last_psn = (roce.opcode == OpcodeClass::SendOnly).then_some(roce.psn);
                 // The same first packet again is an RC retransmission of the same message.
@@ -309,7 +325,7 @@ impl Tracker {
                     if let Some(known) = ring.iter().rev().find(|m| {
                         m.first_psn == roce.psn && m.tag.xid == rpc.xid && m.tag.msg == rpc.msg
                     }) {
-                        return (Some(known.tag), false);
+                        return (Some(known.tag), false, true);
                     }
                 }
                 let (tag, new_call) = self.new_message(direction, roce, rpc, last_psn);
@@ -322,14 +338,14 @@ impl Tracker {
                     last_psn,
                     tag,
                 });
-                (Some(tag), new_call)
+                (Some(tag), new_call, false)
             }
             _ => {
                 let Some(ring) = self.sends.get_mut(&key) else {
-                    return (None, false);
+                    return (None, false, false);
                 };
                 let Some(message) = ring.iter_mut().rev().find(|m| m.holds(roce.psn)) else {
-                    return (None, false);
+                    return (None, false, false);
                 };
                 let tag = message.tag;
                 if roce.opcode == OpcodeClass::SendLast && message.last_psn.is_none() {
@@ -345,7 +361,7 @@ impl Tracker {
                         }
                     }
                 }
-                (Some(tag), false)
+                (Some(tag), false, false)
             }
         }
     }
@@ -545,10 +561,12 @@ mod tests {
         // RC retransmission: same PSN, same message.
         let rc = t.observe(send(FromClient, SendOnly, 0x20, 100, CALL));
         assert!(!rc.new_call);
+        assert!(rc.rc_retransmission);
         assert_eq!(rc.send.map(|s| s.retransmit), Some(false));
         // RPC retransmission: a new Send (new PSN, here a new connection).
         let rpc = t.observe(send(FromClient, SendOnly, 0x30, 5, CALL));
         assert!(!rpc.new_call);
+        assert!(!rpc.rc_retransmission);
         assert_eq!(rpc.send.map(|s| s.retransmit), Some(true));
     }
 

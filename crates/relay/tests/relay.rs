@@ -774,3 +774,46 @@ fn random_and_mutated_frames_never_panic_and_stay_bounded() {
     assert_eq!(relay.stats().held, 0);
     assert_eq!(relay.poll_timeout(), None);
 }
+
+#[test]
+fn a_lost_reply_sent_again_by_rc_is_marked_and_a_replay_is_not() {
+    let mut relay = relay_with(vec![
+        rule(
+            "reply-lost",
+            Selector::ReplyTo { xid: Xid::Nth(1) },
+            Action::Drop { times: 1 },
+        ),
+        rule(
+            "reply-again",
+            Selector::All(vec![
+                Selector::ReplyTo { xid: Xid::Nth(1) },
+                Selector::RcRetransmission,
+            ]),
+            Action::Mark,
+        ),
+    ]);
+    let out = run(
+        &mut relay,
+        &[
+            (0, FromClient, call(1, 7)),
+            (1, FromServer, reply(100, 7)),
+            // The RPC retransmit: a new Send (new PSN), not an RC retransmission.
+            (2, FromClient, call(2, 7)),
+            // The RC layer sends the lost reply again (same PSN), then the replay (new PSN).
+            (3, FromServer, reply(100, 7)),
+            (4, FromServer, reply(101, 7)),
+        ],
+    );
+    assert_eq!(out.len(), 5);
+    assert!(matches!(out[1], Output::Dropped { .. }), "{:?}", out[1]);
+    assert_eq!(forwarded(&out[2]).2, None);
+    let (_, frame, marker) = forwarded(&out[3]);
+    assert_eq!(frame, reply(100, 7).as_slice());
+    assert_eq!(
+        marker,
+        Some("seen by the rig (rule reply-again): SEND Only PSN 0x000064 QP 0x000011 (reply xid 0x00000007, RC retransmission)")
+    );
+    assert_eq!(forwarded(&out[4]).2, None);
+    let stats = relay.stats();
+    assert_eq!((stats.rules[0].dropped, stats.rules[1].hits), (1, 1));
+}
