@@ -7,6 +7,8 @@
 //! to the other guest's socket from the socket that guest expects to hear from, and writes every
 //! frame it forwarded or dropped to `wire.pcapng` in forwarding order, each fault marked with a
 //! comment. The capture is complete by construction: a frame reaches a guest only through it.
+//! A case that begins over the control port (`rig scenarios --relay`) also gets its frames in a
+//! file of its own, `wire/<case>.pcapng` beside it, from its beginning to the next case's.
 //!
 //! Architecture Invariant: the relay is the guests' only link, and it lives exactly as long as the
 //! pair: [`WireRelay`] is started before the server qemu and stopped (thread joined, capture
@@ -39,6 +41,8 @@ const RETRY_FULL_GUEST: Duration = Duration::from_millis(1);
 /// The capture stops growing at this size (a marker says so): a long fuzz run must not fill the
 /// disk; the relay keeps forwarding.
 const MAX_CAPTURE_BYTES: u64 = 1 << 30;
+/// Where each case's own capture goes, beside the run's (`wire/<case>.pcapng`).
+pub const CASES_DIR: &str = "wire";
 
 /// What the relay did during one pair's life.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
@@ -91,6 +95,7 @@ impl WireRelay {
         let server_socket = sockets.pop().expect("two sockets were bound");
         let file = File::create(capture)
             .with_context(|| format!("relay: create {}", capture.display()))?;
+        let cases_dir = capture.with_file_name(CASES_DIR);
         let ends = Ends {
             server: End {
                 socket: server_socket,
@@ -106,7 +111,7 @@ impl WireRelay {
             .name("wire-relay".into())
             .spawn({
                 let stop = Arc::clone(&stop);
-                move || forward_until_stopped(ends, BufWriter::new(file), &stop)
+                move || forward_until_stopped(ends, BufWriter::new(file), cases_dir, &stop)
             })
             .context("relay: spawn its thread")?;
         Ok(WireRelay {
@@ -163,6 +168,7 @@ impl Ends {
 fn forward_until_stopped(
     ends: Ends,
     capture: BufWriter<File>,
+    cases_dir: PathBuf,
     stop: &AtomicBool,
 ) -> Result<WireReport> {
     let started = Instant::now();
@@ -173,7 +179,7 @@ fn forward_until_stopped(
         ..Limits::default()
     });
     let mut report = WireReport::default();
-    let mut capture = Capture::new(capture)?;
+    let mut capture = Capture::new(capture, cases_dir)?;
     let mut buf = vec![0u8; MAX_FRAME];
     let mut pending = Pending::default();
     while !stop.load(Ordering::Relaxed) {
@@ -327,6 +333,7 @@ fn deliver(
             }
         }
         Output::Dropped { .. } => report.dropped += 1,
+        Output::CaseBegins { case } => capture.begin_case(&case)?,
         Output::Reply { to, frame } => {
             report.control += 1;
             // A control reply that finds the guest's queue full is lost like any datagram;
@@ -339,22 +346,48 @@ fn deliver(
 
 /// The relay's pcapng (relay::pcapng): interface 0 holds the frames it delivered, interface 1
 /// (trace::capture::DROPPED_BY_RIG_INTERFACE) the frames a rule dropped, each fault as the
-/// comment of its frame; control replies are not recorded.
+/// comment of its frame; control replies are not recorded. The current case's file gets the
+/// same blocks; both count against one size limit.
 struct Capture {
     out: BufWriter<File>,
+    cases_dir: PathBuf,
+    case: Option<BufWriter<File>>,
     written: u64,
     truncated: bool,
 }
 
 impl Capture {
-    fn new(mut out: BufWriter<File>) -> Result<Capture> {
+    fn new(mut out: BufWriter<File>, cases_dir: PathBuf) -> Result<Capture> {
         let head = relay::pcapng::capture_header();
         out.write_all(&head)?;
         Ok(Capture {
             out,
+            cases_dir,
+            case: None,
             written: head.len() as u64,
             truncated: false,
         })
+    }
+
+    /// Close the previous case's file and start `case`'s (a case run again starts it afresh).
+    fn begin_case(&mut self, case: &str) -> Result<()> {
+        if let Some(mut previous) = self.case.take() {
+            previous.flush()?;
+        }
+        if self.truncated {
+            return Ok(());
+        }
+        std::fs::create_dir_all(&self.cases_dir)
+            .with_context(|| format!("relay: create {}", self.cases_dir.display()))?;
+        let path = self.cases_dir.join(case_file_name(case));
+        let mut out = BufWriter::new(
+            File::create(&path).with_context(|| format!("relay: create {}", path.display()))?,
+        );
+        let head = relay::pcapng::capture_header();
+        out.write_all(&head)?;
+        self.written += head.len() as u64;
+        self.case = Some(out);
+        Ok(())
     }
 
     fn record(&mut self, now_us: u64, output: &Output) -> Result<()> {
@@ -364,17 +397,40 @@ impl Capture {
         let Some(block) = relay::pcapng::output_record(now_us, output) else {
             return Ok(());
         };
-        if self.written + block.len() as u64 > MAX_CAPTURE_BYTES {
+        let copies = if self.case.is_some() { 2 } else { 1 };
+        if self.written + copies * block.len() as u64 > MAX_CAPTURE_BYTES {
             self.truncated = true;
             return Ok(());
         }
         self.out.write_all(&block)?;
-        self.written += block.len() as u64;
+        if let Some(case) = self.case.as_mut() {
+            case.write_all(&block)?;
+        }
+        self.written += copies * block.len() as u64;
         Ok(())
     }
 
     fn finish(mut self) -> Result<()> {
         self.out.flush()?;
+        if let Some(mut case) = self.case.take() {
+            case.flush()?;
+        }
         Ok(())
     }
+}
+
+/// A case's capture file name: its name with anything but letters, digits, `.`, `_` and `-`
+/// replaced (the name came over the wire), never a hidden or parent path.
+fn case_file_name(case: &str) -> String {
+    let name: String = case
+        .chars()
+        .map(|c| match c {
+            'a'..='z' | 'A'..='Z' | '0'..='9' | '_' | '-' => c,
+            '.' => '.',
+            _ => '_',
+        })
+        .collect();
+    let name = name.trim_start_matches('.');
+    let name = if name.is_empty() { "_" } else { name };
+    format!("{name}.pcapng")
 }

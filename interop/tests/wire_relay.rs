@@ -101,9 +101,31 @@ impl Pair {
         reply
     }
 
-    fn stop(mut self) -> (interop::wire::WireReport, Vec<u8>) {
+    fn stop(self) -> (interop::wire::WireReport, Vec<u8>) {
+        let (report, capture, _) = self.stop_with_cases();
+        (report, capture)
+    }
+
+    /// Stop, and read the run's capture and each case's (by file name, sorted) before the
+    /// directory goes.
+    #[allow(clippy::type_complexity)]
+    fn stop_with_cases(mut self) -> (interop::wire::WireReport, Vec<u8>, Vec<(String, Vec<u8>)>) {
         let report = self.relay.take().unwrap().stop().unwrap();
-        (report, std::fs::read(&self.capture).unwrap())
+        let cases_dir = self.capture.with_file_name(interop::wire::CASES_DIR);
+        let mut cases: Vec<(String, Vec<u8>)> = std::fs::read_dir(&cases_dir)
+            .map(|dir| {
+                dir.map(|e| {
+                    let e = e.unwrap();
+                    (
+                        e.file_name().into_string().unwrap(),
+                        std::fs::read(e.path()).unwrap(),
+                    )
+                })
+                .collect()
+            })
+            .unwrap_or_default();
+        cases.sort();
+        (report, std::fs::read(&self.capture).unwrap(), cases)
     }
 }
 
@@ -216,4 +238,52 @@ fn a_rule_set_over_the_control_port_drops_the_reply_once_and_the_capture_marks_i
             .any(|l| l.contains("RIG dropped by the rig (rule lose-reply)")),
         "{text}"
     );
+}
+
+#[test]
+fn each_case_that_begins_gets_its_own_capture_until_the_next_begins() {
+    let frames = fixture_frames();
+    let pair = Pair::new();
+    // Before any case: the run's capture only.
+    pair.send_from_client(&frames[0]);
+    assert_eq!(receive(&pair.server), frames[0]);
+    for (case, range) in [("nfsd.ack-lost", 1..4), ("../nfsd/odd", 4..6)] {
+        assert_eq!(
+            pair.control(&ControlRequest::Begin { case: case.into() }),
+            ControlReply::Ok {
+                case: case.into(),
+                rules: 0
+            }
+        );
+        for frame in &frames[range.clone()] {
+            pair.send_from_client(frame);
+            assert_eq!(&receive(&pair.server), frame);
+        }
+    }
+    // A case needs a name.
+    assert!(matches!(
+        pair.control(&ControlRequest::Begin {
+            case: String::new()
+        }),
+        ControlReply::Error { .. }
+    ));
+    let (report, capture, cases) = pair.stop_with_cases();
+    assert_eq!(report.forwarded, 6);
+    assert_eq!(
+        trace::capture::read_capture(&capture).unwrap().frames.len(),
+        6
+    );
+    let names: Vec<&str> = cases.iter().map(|(name, _)| name.as_str()).collect();
+    // A name from the wire never leaves the directory.
+    assert_eq!(names, ["_nfsd_odd.pcapng", "nfsd.ack-lost.pcapng"]);
+    let frames_of = |bytes: &[u8]| -> Vec<Vec<u8>> {
+        trace::capture::read_capture(bytes)
+            .unwrap()
+            .frames
+            .into_iter()
+            .map(|f| f.data.into_owned())
+            .collect()
+    };
+    assert_eq!(frames_of(&cases[1].1), frames[1..4].to_vec());
+    assert_eq!(frames_of(&cases[0].1), frames[4..6].to_vec());
 }

@@ -102,8 +102,11 @@ impl RelayControl {
             holds: Vec::new(),
             limit_releases_before: 0,
         };
-        // A case starts on a wire without anyone else's rules.
-        control.request(&ControlRequest::Clear)?;
+        // A case starts on a wire without anyone else's rules, and its frames from here on
+        // go to a capture of its own too.
+        control.request(&ControlRequest::Begin {
+            case: case.to_string(),
+        })?;
         control.limit_releases_before = control.limit_releases()?;
         Ok(control)
     }
@@ -318,7 +321,7 @@ mod tests {
             .collect();
         assert_eq!(
             kinds,
-            ["Clear", "Status", "SetRules", "Status", "Release", "Clear"][..],
+            ["Begin", "Status", "SetRules", "Status", "Release", "Clear"][..],
             "{seen:?}"
         );
     }

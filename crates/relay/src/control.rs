@@ -51,6 +51,11 @@ pub enum ControlRequest {
     },
     /// Remove the rules (frames held are released).
     Clear,
+    /// A case starts: as `Clear`, and the capture is cut here, so each case's frames also go
+    /// to a file of their own named by `case` (validated like a rule set's case name).
+    Begin {
+        case: String,
+    },
     Status,
 }
 

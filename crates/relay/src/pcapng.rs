@@ -149,7 +149,7 @@ pub fn output_record(timestamp_us: u64, output: &Output) -> Option<Vec<u8>> {
             frame,
             Some(&marker.text),
         )),
-        Output::Reply { .. } => None,
+        Output::Reply { .. } | Output::CaseBegins { .. } => None,
     }
 }
 

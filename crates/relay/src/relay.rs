@@ -83,6 +83,9 @@ pub enum Output {
     },
     /// The answer to a control request: send it to the guest on side `to` (never captured).
     Reply { to: Side, frame: Vec<u8> },
+    /// A case began (`ControlRequest::Begin`): the frames from here on are its own, until the
+    /// next case begins.
+    CaseBegins { case: String },
 }
 
 /// Counters of one rule.
@@ -464,6 +467,23 @@ impl Relay {
                     case: String::new(),
                     rules: 0,
                 }
+            }
+            ControlRequest::Begin { case } => {
+                // A case's name is checked as a rule set's is: it names a file and a marker.
+                if let Err(error) = RuleSet::new(case.clone(), Vec::new()) {
+                    return ControlReply::Error {
+                        message: crate::bounded_text(&error.to_string()),
+                    };
+                }
+                if case.is_empty() {
+                    return ControlReply::Error {
+                        message: "a case that begins needs a name".to_string(),
+                    };
+                }
+                self.clear(now_us);
+                self.outputs
+                    .push_back(Output::CaseBegins { case: case.clone() });
+                ControlReply::Ok { case, rules: 0 }
             }
             ControlRequest::Status => ControlReply::Status(self.stats()),
         }

@@ -613,6 +613,56 @@ fn control_requests_install_rules_report_and_clear_without_being_forwarded() {
 }
 
 #[test]
+fn a_case_that_begins_clears_the_rules_and_cuts_the_capture() {
+    let mut relay = relay_with(vec![rule(
+        "hold-acks",
+        Selector::Opcode(OpcodeClass::Ack),
+        Action::Hold {
+            until: Condition::Release { name: "go".into() },
+        },
+    )]);
+    relay.handle_frame(0, FromServer, server_ack(4));
+    assert!(drain(&mut relay).is_empty());
+    relay.handle_frame(
+        MS,
+        FromClient,
+        control(br#"{"Begin":{"case":"nfsd.ack-lost"}}"#),
+    );
+    let out = drain(&mut relay);
+    // The held frame goes first (the old case's), then the cut, then the answer.
+    assert_eq!(out.len(), 3, "{out:?}");
+    assert!(forwarded(&out[0])
+        .2
+        .is_some_and(|m| m.contains("rules cleared")));
+    assert!(
+        matches!(&out[1], Output::CaseBegins { case } if case == "nfsd.ack-lost"),
+        "{:?}",
+        out[1]
+    );
+    let Output::Reply { frame, .. } = &out[2] else {
+        panic!("{out:?}")
+    };
+    assert_eq!(
+        decode_reply(&[frame]).unwrap().1,
+        ControlReply::Ok {
+            case: "nfsd.ack-lost".into(),
+            rules: 0
+        }
+    );
+    assert!(relay.stats().rules.is_empty());
+    // A name that cannot be a case is refused, and nothing is cut.
+    relay.handle_frame(2 * MS, FromClient, control(br#"{"Begin":{"case":""}}"#));
+    let out = drain(&mut relay);
+    let [Output::Reply { frame, .. }] = out.as_slice() else {
+        panic!("{out:?}")
+    };
+    assert!(matches!(
+        decode_reply(&[frame]).unwrap().1,
+        ControlReply::Error { .. }
+    ));
+}
+
+#[test]
 fn malformed_control_requests_get_an_error_reply() {
     let mut relay = Relay::new(Limits::default());
     for payload in [
