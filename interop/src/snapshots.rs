@@ -1724,8 +1724,8 @@ mod tests {
         )
         .unwrap();
         let files = committed_baselines();
-        // 3 Debian kernels x (45 selftest + 15 drc + 5 v41) + 3 mutant kernels x 15 drc.
-        assert_eq!(files.len(), 3 * (45 + 15 + 5) + 3 * 15);
+        // 3 Debian kernels x (51 selftest + 17 drc + 5 v41) + 3 mutant kernels x 17 drc.
+        assert_eq!(files.len(), 3 * (51 + 17 + 5) + 3 * 17);
         let (mut timing, mut single) = (0, 0);
         for (path, text) in &files {
             let baseline = Baseline::parse(text).unwrap_or_else(|e| panic!("{path:?}: {e}"));

@@ -405,7 +405,7 @@ impl Driver for SimDriver<'_> {
             Until::ServerInFlight(n) => h.sim.in_flight(Side::Server) >= n,
             Until::RnrNaks(n) => h.sim.stats().rnr_naks >= n,
             Until::ReplyLost => h.sim.in_flight(Side::Server) >= 1 && !h.server_has_work(),
-            Until::ReplyRetried => true,
+            Until::AckLost => true,
         }))
     }
 

@@ -731,8 +731,8 @@ impl Driver for Session {
             Until::ReplyLost if self.wire_hold_since.is_some() => {
                 return self.until_relay_rule_acted(relay_control::REPLY_LOST)
             }
-            Until::ReplyRetried if self.wire_hold_since.is_some() => {
-                return self.until_relay_rule_acted(relay_control::REPLY_AGAIN)
+            Until::AckLost if self.wire_hold_since.is_some() => {
+                return self.until_relay_rule_acted(relay_control::ACK_LOST)
             }
             // The server's queues, decisions and the link's NAKs are out of sight here.
             _ => return Ok(false),
