@@ -508,60 +508,83 @@ impl Session {
     /// them leaves the ordering unforced.
     fn until_decided(&mut self, xid: u32, n: usize) -> Result<bool, DriverError> {
         let deadline = Instant::now() + self.options.timeout;
-        while Instant::now() < deadline {
-            let Some(serve) = self.serve.as_mut() else {
-                return Ok(false);
+        let unforced = format!(
+            "the server under the execution hold had not decided XID {xid:#010x} {n} times within {} s",
+            self.options.timeout.as_secs()
+        );
+        self.poll_until(deadline, unforced, |session| {
+            let Some(serve) = session.serve.as_mut() else {
+                return Asked::GiveUp;
             };
             match serve.status(xid) {
-                Ok(status) if !status.held => break,
-                Ok(status) if status.decisions >= n => return Ok(true),
-                Ok(_) => {}
-                Err(e) => {
-                    self.not_forced = Some(e.to_string());
-                    return Ok(false);
-                }
+                Ok(status) if !status.held => Asked::Gone,
+                Ok(status) if status.decisions >= n => Asked::Reached,
+                Ok(_) => Asked::NotYet,
+                Err(e) => Asked::Failed(e.to_string()),
             }
-            self.client.run_until(STATUS_POLL_INTERVAL, |_| false)?;
-        }
-        if self.not_forced.is_none() {
-            self.not_forced = Some(format!(
-                "the server under the execution hold had not decided XID {xid:#010x} {n} times within {} s",
-                self.options.timeout.as_secs()
-            ));
-        }
-        Ok(false)
+        })
     }
-}
 
-impl Session {
     /// Run until the relay's rule `rule` has acted on a frame (our completions processed
     /// meanwhile), ending early enough that the wire hold has not run out; a rule that never
     /// acted leaves the ordering unforced.
     fn until_relay_rule_acted(&mut self, rule: &str) -> Result<bool, DriverError> {
         let since = self.wire_hold_since.unwrap_or_else(Instant::now);
         let budget = relay_control::WIRE_HOLD_BUDGET.saturating_sub(WIRE_HOLD_MARGIN);
-        while since.elapsed() < budget {
-            let Some(relay) = self.relay.as_ref() else {
-                return Ok(false);
+        let unforced = format!(
+            "the relay's rule {rule} had not acted within the wire hold ({} ms)",
+            relay_control::WIRE_HOLD_BUDGET.as_millis()
+        );
+        self.poll_until(since + budget, unforced, |session| {
+            let Some(relay) = session.relay.as_ref() else {
+                return Asked::GiveUp;
             };
             match relay.rule_hits(rule) {
-                Ok(0) => {}
-                Ok(_) => return Ok(true),
-                Err(e) => {
-                    self.not_forced = Some(e.to_string());
+                Ok(0) => Asked::NotYet,
+                Ok(_) => Asked::Reached,
+                Err(e) => Asked::Failed(e.to_string()),
+            }
+        })
+    }
+
+    /// Ask `ask` every [`STATUS_POLL_INTERVAL`] (our completions processed in between) until it
+    /// answers or `deadline` passes; a wait that ended without reaching its point leaves the
+    /// ordering unforced, saying why (`unforced` when time ran out or the hold was gone).
+    fn poll_until(
+        &mut self,
+        deadline: Instant,
+        unforced: String,
+        mut ask: impl FnMut(&mut Session) -> Asked,
+    ) -> Result<bool, DriverError> {
+        while Instant::now() < deadline {
+            match ask(self) {
+                Asked::Reached => return Ok(true),
+                Asked::NotYet => {}
+                Asked::Gone => break,
+                Asked::GiveUp => return Ok(false),
+                Asked::Failed(why) => {
+                    self.not_forced = Some(why);
                     return Ok(false);
                 }
             }
             self.client.run_until(STATUS_POLL_INTERVAL, |_| false)?;
         }
         if self.not_forced.is_none() {
-            self.not_forced = Some(format!(
-                "the relay's rule {rule} had not acted within the wire hold ({} ms)",
-                relay_control::WIRE_HOLD_BUDGET.as_millis()
-            ));
+            self.not_forced = Some(unforced);
         }
         Ok(false)
     }
+}
+
+/// What a server or relay answered a waiting case.
+enum Asked {
+    Reached,
+    NotYet,
+    /// The hold the case waits under is gone (it ran into its limit): the point will not come.
+    Gone,
+    /// Nothing to ask (no control channel): the driver does not wait.
+    GiveUp,
+    Failed(String),
 }
 
 /// How often a case asks the server (under an execution hold) or the relay for its state while
