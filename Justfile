@@ -90,6 +90,7 @@ fuzz-nightly seconds="600":
 # Benchmarks: codec throughput over the real messages of the fixture pcaps; trace decode vs tshark.
 bench:
     cargo bench -p rpcrdma-wire --bench decode
+    scripts/build-deps.sh
     cargo build --release -p rig
     cargo bench -p rpcrdma-trace --bench decode
     cargo bench -p interop --bench wire_relay

@@ -90,12 +90,33 @@ pub fn install_command(packages: &[&str]) -> String {
 
 /// Make sure the host tools exist: install them as root, else fail with the command to run.
 /// Returns the packages installed.
+///
+/// apt may remove a tool while installing another: on a fresh machine of ours the backported
+/// qemu-utils (qemu-img 10.0) went when Debian 12's qemu-system-x86 7.2 came in, and every saved
+/// guest then failed to start ("saving failed, booting cold"). So the tools are checked again
+/// after the install, what went missing is installed once more (apt then picks the version that
+/// fits), and a tool still missing is an error naming it.
 pub fn ensure_host_packages(log: &Path) -> Result<Vec<&'static str>> {
-    let missing = missing_packages(
-        |tool| find_tool(tool).is_some(),
-        Path::new(KEYRING_PACKAGE.0).is_file(),
-    );
-    install_packages(missing, log)
+    let missing_now = || {
+        missing_packages(
+            |tool| find_tool(tool).is_some(),
+            Path::new(KEYRING_PACKAGE.0).is_file(),
+        )
+    };
+    let mut installed = install_packages(missing_now(), log)?;
+    let removed = missing_now();
+    if removed.is_empty() {
+        return Ok(installed);
+    }
+    installed.extend(install_packages(removed, log)?);
+    let still = missing_now();
+    if !still.is_empty() {
+        bail!(
+            "host packages still missing after installing them (apt removed them again?): {}",
+            still.join(" ")
+        );
+    }
+    Ok(installed)
 }
 
 /// The packages a kernel build needs that are missing, installed the same way.

@@ -385,6 +385,11 @@ impl Driver for SimDriver<'_> {
             // one whose Send the server has not seen complete.
             Hold::ReplyLost => Action::Transmit(Side::Server),
             Hold::ReplyAckLost => Action::PollSendQueue(Side::Server),
+            // Lost at the next connect or disconnect, which the retry completes.
+            Hold::CmLost(message) => {
+                self.harness.sim.lose_cm_message(message);
+                return true;
+            }
         };
         self.harness.hold(action);
         true
@@ -406,6 +411,7 @@ impl Driver for SimDriver<'_> {
             Until::RnrNaks(n) => h.sim.stats().rnr_naks >= n,
             Until::ReplyLost => h.sim.in_flight(Side::Server) >= 1 && !h.server_has_work(),
             Until::AckLost => true,
+            Until::CmLost => h.sim.stats().cm_messages_lost >= 1,
         }))
     }
 

@@ -84,7 +84,15 @@ pub enum Hold {
     /// copy below RPC). Over RDMA the relay drops that ACK and holds the later ones; the
     /// simulator holds the server's Send completions.
     ReplyAckLost,
+    /// A connection-management message of the next disconnect or connect is lost on the wire
+    /// once: the CM's own timeout sends it again (the REQ or DREQ again, or the REP again, which
+    /// the peer answers by repeating what was lost). Over RDMA the relay drops it; the simulator
+    /// has no CM timers and records the loss and its one retry.
+    CmLost(CmMessage),
 }
+
+/// The connection-management messages a case can lose (the simulator's own definition).
+pub use sim::CmMessage;
 
 /// A point a scenario waits for. A driver that cannot observe it does not wait.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -113,6 +121,8 @@ pub enum Until {
     /// simulator has no RC layer: the state it stands for, reply delivered and Send not
     /// completed, holds from the start).
     AckLost,
+    /// The connection-management message under [`Hold::CmLost`] has been lost on the wire.
+    CmLost,
 }
 
 /// A capability a scenario cannot do without.
@@ -343,6 +353,34 @@ pub fn catalogue() -> Vec<Scenario> {
                      the cache under every policy: two transmissions, two replies, not three",
             requires: &[Control::Hold(Hold::ReplyAckLost)],
             run: ack_lost,
+        },
+        Scenario {
+            name: "after-reconnect-rep-lost",
+            procedure: "REMOVE",
+            proves: "after-reconnect whose new connection loses the server's CM REP once: the \
+                     connect completes by the CM's retry, and the retransmit on it is answered \
+                     from the cache under every policy that still holds the entry",
+            requires: &[Control::Hold(Hold::CmLost(CmMessage::Rep))],
+            run: after_reconnect_rep_lost,
+        },
+        Scenario {
+            name: "after-reconnect-rtu-lost",
+            procedure: "REMOVE",
+            proves: "after-reconnect whose new connection loses our CM RTU once: we are \
+                     established, the server not until its REP is repeated; the retransmit sent \
+                     meanwhile is answered from the cache under every policy that still holds \
+                     the entry",
+            requires: &[Control::Hold(Hold::CmLost(CmMessage::Rtu))],
+            run: after_reconnect_rtu_lost,
+        },
+        Scenario {
+            name: "after-reconnect-drep-lost",
+            procedure: "REMOVE",
+            proves: "after-reconnect whose disconnect loses the server's CM DREP once: the old \
+                     connection ends by our DREQ's retry, and the retransmit on the new one is \
+                     answered from the cache under every policy that still holds the entry",
+            requires: &[Control::Hold(Hold::CmLost(CmMessage::Drep))],
+            run: after_reconnect_drep_lost,
         },
         Scenario {
             name: "passive-first",
@@ -680,6 +718,39 @@ fn after_reconnect(d: &mut dyn Driver) -> Result<Outcome, DriverError> {
     ))
 }
 
+fn after_reconnect_rep_lost(d: &mut dyn Driver) -> Result<Outcome, DriverError> {
+    after_reconnect_losing(d, CmMessage::Rep)
+}
+
+fn after_reconnect_rtu_lost(d: &mut dyn Driver) -> Result<Outcome, DriverError> {
+    after_reconnect_losing(d, CmMessage::Rtu)
+}
+
+fn after_reconnect_drep_lost(d: &mut dyn Driver) -> Result<Outcome, DriverError> {
+    after_reconnect_losing(d, CmMessage::Drep)
+}
+
+/// after-reconnect with `lost` lost once on the wire between the connections: the disconnect
+/// (DREP) or the connect (REP, RTU) completes by the CM's retry, or fails and the case errors.
+fn after_reconnect_losing(d: &mut dyn Driver, lost: CmMessage) -> Result<Outcome, DriverError> {
+    let (_, xid, call) = victim(d)?;
+    // Installed before the connection goes: no REP, RTU or DREP passes on a live connection.
+    d.hold(Hold::CmLost(lost));
+    let held = d.lose_reply_with_connection(call.clone())?;
+    let cm_lost = d.until(Until::CmLost)?;
+    d.release_all();
+    d.send(call, Credits::Honour)?;
+    d.await_replies(xid, 1);
+    Ok(Outcome::new(
+        xid,
+        format!(
+            "first reply received then lost with the connection: {held}; CM {} lost once \
+             between the connections: {cm_lost}",
+            lost.name()
+        ),
+    ))
+}
+
 fn large_write_read_chunk(d: &mut dyn Driver) -> Result<Outcome, DriverError> {
     let name = d.name("big");
     let file = d.create_file(&name)?;
@@ -855,6 +926,9 @@ mod tests {
                 "after-reply-before-ack",
                 "reply-lost-live",
                 "ack-lost",
+                "after-reconnect-rep-lost",
+                "after-reconnect-rtu-lost",
+                "after-reconnect-drep-lost",
                 "passive-first",
                 "passive-first-exhausted"
             ]

@@ -108,7 +108,10 @@ fn every_transmission_is_accounted_for_under_every_seed() {
                     | "after-reply-before-ack"
                     | "reply-chunk"
                     | "reply-lost-live"
-                    | "ack-lost",
+                    | "ack-lost"
+                    | "after-reconnect-rep-lost"
+                    | "after-reconnect-rtu-lost"
+                    | "after-reconnect-drep-lost",
                     _,
                 ) => Some(1),
                 _ => None,

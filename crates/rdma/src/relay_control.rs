@@ -19,14 +19,18 @@
 //!   completes when the case releases. If the server's ACK timeout fires inside the hold its RC
 //!   layer sends the reply again (marked in the capture; our HCA discards the copy): on 6.12
 //!   and 7.x it does, on 6.1 not within the 1.5 s hold (measured 2026-12-03).
+//! - [`Hold::CmLost`]: the next CM REP, RTU or DREP is dropped once; nothing is held. The CM's
+//!   own timeout repeats the exchange (the peer answers a repeated REQ, REP or DREQ by sending
+//!   what was lost again), so the connect or disconnect completes a CM timeout later, or fails
+//!   and the case says so.
 
 use std::net::{IpAddr, SocketAddr, UdpSocket};
 use std::time::Duration;
 
-use client::scenarios::Hold;
+use client::scenarios::{CmMessage, Hold};
 use relay::{
-    Action, Condition, ControlReply, ControlRequest, Direction, OpcodeClass, Rule, RuleSet,
-    Selector, Xid,
+    Action, CmKind, Condition, ControlReply, ControlRequest, Direction, OpcodeClass, Rule,
+    RuleSet, Selector, Xid,
 };
 
 use crate::datagram::exchange;
@@ -43,6 +47,8 @@ pub const REPLY_LOST: &str = "reply-lost";
 pub const ACK_LOST: &str = "ack-lost";
 /// The rule that marks the server's RC retransmissions of that reply.
 pub const REPLY_AGAIN: &str = "reply-again";
+/// The rule that drops the next CM message of the kind [`Hold::CmLost`] names.
+pub const CM_LOST: &str = "cm-lost";
 
 /// Why the relay could not be used.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -116,8 +122,15 @@ impl RelayControl {
     pub fn can_hold(hold: Hold) -> bool {
         matches!(
             hold,
-            Hold::ServerSendCompletions | Hold::ReplyLost | Hold::ReplyAckLost
+            Hold::ServerSendCompletions | Hold::ReplyLost | Hold::ReplyAckLost | Hold::CmLost(_)
         )
+    }
+
+    /// Whether the wire provides `hold` by keeping frames back (bounded by
+    /// [`WIRE_HOLD_BUDGET`], so a case waiting under it must end its wait in time); a lost CM
+    /// message keeps nothing back.
+    pub fn holds_frames(hold: Hold) -> bool {
+        Self::can_hold(hold) && !matches!(hold, Hold::CmLost(_))
     }
 
     /// Hold `hold` on the wire from now until [`RelayControl::release_all`] (or the budget).
@@ -261,6 +274,19 @@ fn rules_for(hold: Hold) -> Vec<Rule> {
             hold_acks,
             mark_reply_again,
         ],
+        // The active side (we) sends REQ, RTU and DREQ; the passive side (the server) REP and
+        // DREP.
+        Hold::CmLost(message) => {
+            let (direction, kind) = match message {
+                CmMessage::Rep => (Direction::FromServer, CmKind::Rep),
+                CmMessage::Rtu => (Direction::FromClient, CmKind::Rtu),
+                CmMessage::Drep => (Direction::FromServer, CmKind::Drep),
+            };
+            vec![drop_once(
+                CM_LOST,
+                Selector::All(vec![Selector::Direction(direction), Selector::Cm(kind)]),
+            )]
+        }
         Hold::ServerExecution
         | Hold::ServerTransmissions
         | Hold::ServerReceives
@@ -333,6 +359,9 @@ mod tests {
             Hold::ServerSendCompletions,
             Hold::ReplyLost,
             Hold::ReplyAckLost,
+            Hold::CmLost(CmMessage::Rep),
+            Hold::CmLost(CmMessage::Rtu),
+            Hold::CmLost(CmMessage::Drep),
         ] {
             assert!(RelayControl::can_hold(hold), "{hold:?}");
             let rules = rules_for(hold);
@@ -354,6 +383,10 @@ mod tests {
             names(Hold::ReplyAckLost),
             [ACK_LOST, SEND_COMPLETIONS, REPLY_AGAIN]
         );
+        // A lost CM message holds nothing back: no wait under it runs against the hold budget.
+        assert_eq!(names(Hold::CmLost(CmMessage::Rtu)), [CM_LOST]);
+        assert!(!RelayControl::holds_frames(Hold::CmLost(CmMessage::Rep)));
+        assert!(RelayControl::holds_frames(Hold::ReplyLost));
         for hold in [
             Hold::ServerExecution,
             Hold::ServerTransmissions,

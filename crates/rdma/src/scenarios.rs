@@ -535,7 +535,18 @@ impl Session {
             "the relay's rule {rule} had not acted within the wire hold ({} ms)",
             relay_control::WIRE_HOLD_BUDGET.as_millis()
         );
-        self.poll_until(since + budget, unforced, |session| {
+        self.until_relay_rule_acted_by(rule, since + budget, unforced)
+    }
+
+    /// Run until the relay's rule `rule` has acted on a frame, bounded by `deadline`; a rule
+    /// that never acted leaves the ordering unforced (`unforced` says why).
+    fn until_relay_rule_acted_by(
+        &mut self,
+        rule: &str,
+        deadline: Instant,
+        unforced: String,
+    ) -> Result<bool, DriverError> {
+        self.poll_until(deadline, unforced, |session| {
             let Some(relay) = session.relay.as_ref() else {
                 return Asked::GiveUp;
             };
@@ -721,7 +732,9 @@ impl Driver for Session {
         };
         match relay.hold(hold) {
             Ok(()) => {
-                self.wire_hold_since.get_or_insert_with(Instant::now);
+                if RelayControl::holds_frames(hold) {
+                    self.wire_hold_since.get_or_insert_with(Instant::now);
+                }
                 true
             }
             Err(e) => {
@@ -756,6 +769,18 @@ impl Driver for Session {
             }
             Until::AckLost if self.wire_hold_since.is_some() => {
                 return self.until_relay_rule_acted(relay_control::ACK_LOST)
+            }
+            // Nothing is held: the connect or disconnect the message belonged to has completed
+            // (or failed) by now, so the rule has acted or never will; the wait is the reply
+            // timeout only for the relay's answer to come.
+            Until::CmLost if self.relay.as_ref().is_some_and(RelayControl::holding) => {
+                let deadline = Instant::now() + self.options.timeout;
+                let unforced = format!(
+                    "the relay's rule {} had not dropped a CM message by the time the connection \
+                     was set up again",
+                    relay_control::CM_LOST
+                );
+                return self.until_relay_rule_acted_by(relay_control::CM_LOST, deadline, unforced);
             }
             // The server's queues, decisions and the link's NAKs are out of sight here.
             _ => return Ok(false),
@@ -1109,6 +1134,9 @@ mod tests {
                 "after-reply-before-ack",
                 "reply-lost-live",
                 "ack-lost",
+                "after-reconnect-rep-lost",
+                "after-reconnect-rtu-lost",
+                "after-reconnect-drep-lost",
                 "passive-first",
                 "passive-first-exhausted"
             ]

@@ -172,6 +172,50 @@ fn cm_pairing_ties_the_ack_to_the_reply_when_the_call_was_not_seen() {
 }
 
 #[test]
+fn a_cm_message_is_lost_once_in_its_direction_and_its_repetition_passes() {
+    // What the CM-fault scenarios install: drop the next REP from the server, RTU from the
+    // client, DREP from the server, once each; the CM's retry repeats it and it passes.
+    for (kind, from_client, attribute) in [
+        (CmKind::Rep, false, 0x0013),
+        (CmKind::Rtu, true, 0x0014),
+        (CmKind::Drep, false, 0x0016),
+    ] {
+        let direction = if from_client { FromClient } else { FromServer };
+        let mut relay = relay_with(vec![rule(
+            "cm-lost",
+            Selector::All(vec![Selector::Direction(direction), Selector::Cm(kind)]),
+            Action::Drop { times: 1 },
+        )]);
+        let message = if kind == CmKind::Rep {
+            cm_rep(0x600, 0x500, SERVER_QP)
+        } else {
+            cm_ids(from_client, attribute, 0x600, 0x500)
+        };
+        // The same kind the other way is not selected (a peer's own DREP, say).
+        let other_way = cm_ids(!from_client, attribute, 0x700, 0x501);
+        let out = run(
+            &mut relay,
+            &[
+                (0, direction.opposite(), other_way),
+                (1, direction, message.clone()),
+                (2, direction, message.clone()),
+            ],
+        );
+        assert_eq!(forwarded(&out[0]).2, None, "{kind:?}: {out:?}");
+        let Output::Dropped { marker, .. } = &out[1] else {
+            panic!("{kind:?} not dropped: {:?}", out[1])
+        };
+        assert_eq!(
+            marker.text,
+            format!("dropped by the rig (rule cm-lost): {}", kind.name()),
+            "{kind:?}"
+        );
+        assert_eq!(forwarded(&out[2]).1, &message[..], "{kind:?}: the repetition passes");
+        assert_eq!(relay.stats().rules[0].hits, 1, "{kind:?}");
+    }
+}
+
+#[test]
 fn delay_forwards_later_while_other_frames_pass() {
     let mut relay = relay_with(vec![rule(
         "slow-reply",

@@ -164,6 +164,31 @@ pub struct SimStats {
     pub rnr_naks: u64,
     pub connection_errors: u64,
     pub connections: u64,
+    /// Connection-management messages lost once ([`Sim::lose_cm_message`]) and sent again.
+    pub cm_messages_lost: u64,
+}
+
+/// A connection-management message that can be lost once (IBTA vol. 1 §12.6: REP and DREP are
+/// the passive side's answers to REQ and DREQ, RTU the active side's last word of the connect).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CmMessage {
+    /// The server's reply to the client's connect request.
+    Rep,
+    /// The client's "ready to use" that completes the three-way handshake.
+    Rtu,
+    /// The server's answer to the client's disconnect request.
+    Drep,
+}
+
+impl CmMessage {
+    /// The message's name in the IBTA's terms.
+    pub fn name(self) -> &'static str {
+        match self {
+            CmMessage::Rep => "REP",
+            CmMessage::Rtu => "RTU",
+            CmMessage::Drep => "DREP",
+        }
+    }
 }
 
 /// Two endpoints joined by a simulated RC connection.
@@ -177,6 +202,8 @@ pub struct Sim<C, S> {
     held: BTreeSet<Action>,
     stats: SimStats,
     trace: Vec<String>,
+    /// A connection-management message the next connect or disconnect loses once.
+    cm_loss: Option<CmMessage>,
 }
 
 /// Both sides are transports whose registered memory the simulated HCA serves; only the server
@@ -195,12 +222,28 @@ impl<C: Endpoint + RemoteMemory, S: Endpoint + RemoteMemory + UpperLayer> Sim<C,
             held: BTreeSet::new(),
             stats: SimStats::default(),
             trace: Vec::new(),
+            cm_loss: None,
         }
     }
 
     /// Establish a (new) connection: fresh queues, then `Connected` to the server first (the passive
     /// side learns of ESTABLISHED first on the wire) and then to the client.
+    ///
+    /// A REP or RTU lost under [`Sim::lose_cm_message`] costs the handshake one retry and
+    /// nothing else: the simulator has no CM timers, so the connection is established all the
+    /// same, with the loss in the trace. (Over rxe the passive side's QP is ready to receive
+    /// and send before its REP leaves, so a call sent while the server waits for the repeated
+    /// RTU is served; the simulator's order of `Connected` events stands for that.)
     pub fn connect(&mut self) {
+        if let Some(lost @ (CmMessage::Rep | CmMessage::Rtu)) = self.cm_loss {
+            self.cm_loss = None;
+            self.stats.cm_messages_lost += 1;
+            let retry = match lost {
+                CmMessage::Rep => "the client's REQ is sent again and answered",
+                _ => "the server's REP is sent again and answered",
+            };
+            self.note(format!("conn  CM {} lost once: {retry}", lost.name()));
+        }
         self.ports = [Port::default(), Port::default()];
         self.connected = true;
         self.stats.connections += 1;
@@ -258,8 +301,20 @@ impl<C: Endpoint + RemoteMemory, S: Endpoint + RemoteMemory + UpperLayer> Sim<C,
     pub fn disconnect(&mut self, side: Side) {
         if self.connected {
             self.note(format!("conn  {} disconnects", side.name()));
+            if self.cm_loss == Some(CmMessage::Drep) {
+                self.cm_loss = None;
+                self.stats.cm_messages_lost += 1;
+                self.note(
+                    "conn  CM DREP lost once: the DREQ is sent again and answered".to_string(),
+                );
+            }
             self.break_connection();
         }
+    }
+
+    /// Lose `message` once at the next connect (REP, RTU) or disconnect (DREP).
+    pub fn lose_cm_message(&mut self, message: CmMessage) {
+        self.cm_loss = Some(message);
     }
 
     /// Actions that could run now, in a stable order, minus held ones.

@@ -177,6 +177,14 @@ pub fn cm_rep(comm_id: u32, remote_comm_id: u32, server_qp: u32) -> Vec<u8> {
     cm(false, 0x0013, &data)
 }
 
+/// A CM RTU (0x0014), DREQ (0x0015) or DREP (0x0016): the two communication IDs only.
+pub fn cm_ids(from_client: bool, attribute: u16, comm_id: u32, remote_comm_id: u32) -> Vec<u8> {
+    let mut data = vec![0u8; 232];
+    data[0..4].copy_from_slice(&comm_id.to_be_bytes());
+    data[4..8].copy_from_slice(&remote_comm_id.to_be_bytes());
+    cm(from_client, attribute, &data)
+}
+
 /// An ARP request from the client.
 pub fn arp() -> Vec<u8> {
     let mut frame = vec![0xff; 6];
