@@ -29,8 +29,8 @@ use std::time::Duration;
 
 use client::scenarios::{CmMessage, Hold};
 use relay::{
-    Action, CmKind, Condition, ControlReply, ControlRequest, Direction, OpcodeClass, Rule,
-    RuleSet, Selector, Xid,
+    Action, CmKind, Condition, ControlReply, ControlRequest, Direction, OpcodeClass, Rule, RuleSet,
+    Selector, Xid,
 };
 
 use crate::datagram::exchange;

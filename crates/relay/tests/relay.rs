@@ -210,7 +210,11 @@ fn a_cm_message_is_lost_once_in_its_direction_and_its_repetition_passes() {
             format!("dropped by the rig (rule cm-lost): {}", kind.name()),
             "{kind:?}"
         );
-        assert_eq!(forwarded(&out[2]).1, &message[..], "{kind:?}: the repetition passes");
+        assert_eq!(
+            forwarded(&out[2]).1,
+            &message[..],
+            "{kind:?}: the repetition passes"
+        );
         assert_eq!(relay.stats().rules[0].hits, 1, "{kind:?}");
     }
 }
