@@ -222,6 +222,9 @@ pub struct Session {
     serve: Option<ServeControl>,
     /// The server's execution is held through `serve`.
     execution_held: bool,
+    /// Whether `serve` says which transmissions its DRC dropped (`rig serve` does, `rig
+    /// hold-export` cannot); unknown until asked.
+    serve_counts_drops: Option<bool>,
 }
 
 /// Run the catalogue (or one scenario) against `options.server`.
@@ -325,6 +328,7 @@ impl Session {
             not_forced: None,
             serve,
             execution_held: false,
+            serve_counts_drops: None,
         };
         if root.is_none() {
             session.mount_rdma()?;
@@ -587,6 +591,41 @@ impl Session {
     }
 }
 
+impl Session {
+    /// Whether the server says the transmissions of `xid` still unanswered (`n` wanted, `have`
+    /// taken) were dropped by its DRC, with nothing held or queued: `rig serve` then never
+    /// answers them, and a wait for them ends instead of running into the timeout. A server
+    /// that cannot tell (`rig hold-export`: nfsd counts drops and replays alike) is not asked
+    /// again, and its waits run to the timeout.
+    fn dropped_by_the_server(&mut self, xid: u32, have: usize, n: usize) -> bool {
+        if self.serve_counts_drops == Some(false) || self.execution_held {
+            return false;
+        }
+        let Some(serve) = self.serve.as_mut() else {
+            return false;
+        };
+        match serve.status(xid) {
+            Ok(status) => {
+                self.serve_counts_drops = Some(status.dropped.is_some());
+                let dropped = status.dropped.unwrap_or(0);
+                status.dropped.is_some()
+                    && !status.held
+                    && status.queued == 0
+                    && have + dropped >= n
+            }
+            // Not asked again: the wait runs to the timeout as it would without the channel.
+            Err(_) => {
+                self.serve_counts_drops = Some(false);
+                false
+            }
+        }
+    }
+}
+
+/// How long a wait for replies runs before it asks a server that counts its drops whether the
+/// missing ones were dropped.
+const DROP_CHECK_INTERVAL: Duration = Duration::from_millis(200);
+
 /// What a server or relay answered a waiting case.
 enum Asked {
     Reached,
@@ -651,10 +690,24 @@ impl Driver for Session {
     }
 
     fn await_replies(&mut self, xid: u32, n: usize) -> bool {
-        let have = self.replies.get(&xid).map_or(0, Vec::len);
-        run_until_replies(&mut self.client, self.options.timeout, xid, have, n);
-        self.absorb();
-        self.replies.get(&xid).map_or(0, Vec::len) >= n
+        let deadline = Instant::now() + self.options.timeout;
+        loop {
+            let have = self.replies.get(&xid).map_or(0, Vec::len);
+            if have >= n {
+                return true;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() || self.dropped_by_the_server(xid, have, n) {
+                return false;
+            }
+            // Most waits end within the first stretch; only then is the server asked.
+            let stretch = match (&self.serve, self.serve_counts_drops) {
+                (Some(_), None | Some(true)) => left.min(DROP_CHECK_INTERVAL),
+                _ => left,
+            };
+            run_until_replies(&mut self.client, stretch, xid, have, n);
+            self.absorb();
+        }
     }
 
     fn first_status(&self, xid: u32) -> String {

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use engine::verbs::{Endpoint, Event, UpperLayer};
 use engine::ConnectionConfig;
 use serde::Serialize;
-use server::drc::policy_by_name;
+use server::drc::{policy_by_name, Decision};
 use server::Server;
 use verbs::cq::wait_any_readable;
 use verbs::{CmEvent, CmEventKind, EventChannel, VerbsError};
@@ -31,7 +31,7 @@ use wire::private_data::PrivateData;
 use wire::svcrdma::KernelModel;
 
 use crate::conn::{conn_params, ConnCounters, Connection, Role};
-use crate::serve_control::{ExecutionHold, MAX_DATAGRAM};
+use crate::serve_control::{ExecutionHold, Observed, MAX_DATAGRAM};
 
 /// How often the loop wakes without I/O to look at the signal flags.
 const TICK: Duration = Duration::from_millis(200);
@@ -389,15 +389,22 @@ fn answer_control(socket: &UdpSocket, hold: &mut ExecutionHold, slots: &[Slot]) 
             return;
         };
         let answer = hold.answer(&buf[..n], Instant::now(), |xid| {
-            let queued = slots.iter().map(|s| s.server.queued()).sum();
-            let decisions = slots
-                .iter()
-                .map(|s| {
-                    let decided = s.server.decisions().iter().filter(|d| d.xid == xid);
-                    decided.count()
-                })
-                .sum();
-            (queued, decisions)
+            let decided = || {
+                slots
+                    .iter()
+                    .flat_map(|s| s.server.decisions().iter())
+                    .filter(move |d| d.xid == xid)
+            };
+            Observed {
+                queued: slots.iter().map(|s| s.server.queued()).sum(),
+                decisions: decided().count(),
+                // A drop is final here: the server keeps no state to answer it later.
+                dropped: Some(
+                    decided()
+                        .filter(|d| d.decision == Decision::Drop.name())
+                        .count(),
+                ),
+            }
         });
         let _ = socket.send_to(&answer, from);
     }

@@ -48,8 +48,24 @@ pub struct ServeStatus {
     pub queued: usize,
     /// DRC decisions made for the XID the request named (0 when it named none).
     pub decisions: usize,
+    /// Transmissions of that XID the server's DRC dropped, so it never answers them, where the
+    /// server can tell (`rig serve`); `None` where it cannot (`rig hold-export`: nfsd's counters
+    /// count a drop and a replay alike). A case waiting for replies stops waiting for these.
+    #[serde(default)]
+    pub dropped: Option<usize>,
     /// Holds that ran into [`HOLD_LIMIT`] since the server started.
     pub released_by_limit: u64,
+}
+
+/// What a server observed, for the status of one XID.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Observed {
+    /// Calls received and not yet answered or dropped, over every connection.
+    pub queued: usize,
+    /// DRC decisions made for the XID.
+    pub decisions: usize,
+    /// Of those, drops (never answered), where the server can tell.
+    pub dropped: Option<usize>,
 }
 
 /// Why the control request of a case failed.
@@ -119,32 +135,32 @@ impl ExecutionHold {
         }
     }
 
-    /// The status at `now`, with what the server observed: calls `queued` and DRC `decisions`.
-    pub fn status(&mut self, now: Instant, queued: usize, decisions: usize) -> ServeStatus {
+    /// The status at `now`, with what the server `observed`.
+    pub fn status(&mut self, now: Instant, observed: Observed) -> ServeStatus {
         ServeStatus {
             held: self.holds(now),
-            queued,
-            decisions,
+            queued: observed.queued,
+            decisions: observed.decisions,
+            dropped: observed.dropped,
             released_by_limit: self.released_by_limit,
         }
     }
 
     /// Apply one request datagram at `now` and return the answer datagram. `observe(xid)` gives
-    /// the calls queued and the DRC decisions made for `xid`, over every connection. A datagram
-    /// that is not a request is answered with an error naming it, never acted on.
+    /// what the server observed for `xid`, over every connection. A datagram that is not a
+    /// request is answered with an error naming it, never acted on.
     pub fn answer(
         &mut self,
         datagram: &[u8],
         now: Instant,
-        observe: impl Fn(u32) -> (usize, usize),
+        observe: impl Fn(u32) -> Observed,
     ) -> Vec<u8> {
         let request = match decode_request(datagram) {
             Ok(request) => request,
             Err(refusal) => return refusal,
         };
         let xid = self.apply(request, now);
-        let (queued, decisions) = observe(xid);
-        encode_status(&self.status(now, queued, decisions))
+        encode_status(&self.status(now, observe(xid)))
     }
 }
 
@@ -257,19 +273,28 @@ mod tests {
         let mut hold = ExecutionHold::default();
         let t0 = Instant::now();
         assert!(!hold.holds(t0));
-        let held = status(&hold.answer(br#"{"request":"hold-execution"}"#, t0, |_| (0, 0)));
+        let held = status(&hold.answer(br#"{"request":"hold-execution"}"#, t0, |_| {
+            Observed::default()
+        }));
         assert!(held.held);
         assert!(hold.holds(t0 + Duration::from_secs(1)));
         let queued = status(&hold.answer(
             br#"{"request":"status","xid":7}"#,
             t0 + Duration::from_secs(1),
-            |xid| (2, usize::from(xid == 7)),
+            |xid| Observed {
+                queued: 2,
+                decisions: usize::from(xid == 7),
+                dropped: Some(1),
+            },
         ));
-        assert_eq!((queued.held, queued.queued, queued.decisions), (true, 2, 1));
+        assert_eq!(
+            (queued.held, queued.queued, queued.decisions, queued.dropped),
+            (true, 2, 1, Some(1))
+        );
         let released = status(&hold.answer(
             br#"{"request":"release"}"#,
             t0 + Duration::from_secs(2),
-            |_| (0, 0),
+            |_| Observed::default(),
         ));
         assert!(!released.held);
         assert_eq!(released.released_by_limit, 0);
@@ -280,21 +305,30 @@ mod tests {
     fn a_hold_nobody_releases_ends_at_the_limit_and_is_counted() {
         let mut hold = ExecutionHold::default();
         let t0 = Instant::now();
-        hold.answer(br#"{"request":"hold-execution"}"#, t0, |_| (0, 0));
+        hold.answer(br#"{"request":"hold-execution"}"#, t0, |_| {
+            Observed::default()
+        });
         // Asked again later: the limit still counts from the first request.
         hold.answer(
             br#"{"request":"hold-execution"}"#,
             t0 + HOLD_LIMIT / 2,
-            |_| (0, 0),
+            |_| Observed::default(),
         );
         assert!(!hold.holds(t0 + HOLD_LIMIT));
         let after = status(&hold.answer(
             br#"{"request":"status","xid":0}"#,
             t0 + HOLD_LIMIT,
-            |_| (0, 0),
+            |_| Observed::default(),
         ));
         assert!(!after.held);
         assert_eq!(after.released_by_limit, 1);
+    }
+
+    #[test]
+    fn a_status_without_drops_reads_as_a_server_that_cannot_tell() {
+        // What a `rig hold-export` of before the field answers.
+        let old = br#"{"held":false,"queued":0,"decisions":2,"released_by_limit":0}"#;
+        assert_eq!(status(old).dropped, None);
     }
 
     #[test]
@@ -314,7 +348,7 @@ mod tests {
         let mut hold = ExecutionHold::default();
         let t0 = Instant::now();
         for junk in [&b""[..], b"\xff\x00", br#"{"request":"hold"}"#, b"[]"] {
-            let answer = hold.answer(junk, t0, |_| (0, 0));
+            let answer = hold.answer(junk, t0, |_| Observed::default());
             assert!(serde_json::from_slice::<ServeStatus>(&answer).is_err());
             assert!(String::from_utf8_lossy(&answer).contains("not a serve control request"));
             assert!(!hold.holds(t0));

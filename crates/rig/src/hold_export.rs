@@ -19,8 +19,8 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use rdma::datagram::timed_out;
 use rdma::serve_control::{
-    decode_request, encode_status, nfsd_drc_lookups, refusal, ExecutionHold, ServeRequest,
-    MAX_DATAGRAM,
+    decode_request, encode_status, nfsd_drc_lookups, refusal, ExecutionHold, Observed,
+    ServeRequest, MAX_DATAGRAM,
 };
 
 #[derive(Debug, clap::Args)]
@@ -108,8 +108,13 @@ fn answer(
         (Some(_), Err(e)) => return refusal(&format!("{e:#}")),
         (None, _) => 0,
     };
-    // nfsd's queue is not visible from here: 0.
-    encode_status(&hold.status(now, 0, decisions))
+    // nfsd's queue is not visible from here (0), nor which lookups dropped their call.
+    let observed = Observed {
+        queued: 0,
+        decisions,
+        dropped: None,
+    };
+    encode_status(&hold.status(now, observed))
 }
 
 fn thaw(path: &Path, frozen_at_lookups: &mut Option<u64>) {
