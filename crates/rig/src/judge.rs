@@ -123,6 +123,14 @@ fn judge_one(verdict: &mut Verdict, source: &Source) -> Judged {
         Err(format!("no XID under test (outcome {})", verdict.outcome))
     } else {
         match source {
+            // Two counts of the same executions that disagree vouch for neither: the per-XID
+            // count is then no count (judged on the inferred one, a pass recorded as an error).
+            Source::Ftrace(trace) if trace.counts_agree() == Some(false) => Err(format!(
+                "the kernel's two counts disagree: svc_process calls minus DRC replays and \
+                 drops give {} executions in all, nfsd_cache_update ran {} times",
+                number(trace.total_executions()),
+                trace.cache_update_hits
+            )),
             Source::Ftrace(trace) => match trace.xid(verdict.xid) {
                 Ok(c) => {
                     let n = c.executions().unwrap_or(0);
@@ -448,6 +456,29 @@ mod tests {
         assert!(written[0].failure.contains("executed 2 times"));
         // The CLI's exit code: 1.
         assert_eq!(run(args).unwrap(), 1);
+    }
+
+    #[test]
+    fn counts_that_disagree_are_no_count_and_not_a_pass() {
+        // The per-XID arithmetic says 1 execution (2 calls, 1 replay), but nfsd_cache_update
+        // ran twice: one of the two sources missed something (a deferral's revisit, an event
+        // under another program), so neither is the count.
+        let (_dir, args) = case(&trace(&format!("{REPLAYED}{RE_EXECUTED}")));
+        let mut out = Vec::new();
+        assert_eq!(judge_file(&args, &mut out).unwrap(), Judgement::NotCounted);
+        assert!(out[0].starts_with("rig judge: error: "), "{out:?}");
+        assert!(
+            out[0].contains(
+                "the kernel's two counts disagree: svc_process calls minus DRC replays and drops \
+                 give 1 executions in all, nfsd_cache_update ran 2 times"
+            ),
+            "{out:?}"
+        );
+        assert!(out.contains(&"counts_agree=false".to_string()), "{out:?}");
+        assert!(out.contains(&"executions_counted=unknown".to_string()));
+        let written = parse_verdicts(&fs::read_to_string(&args.verdict).unwrap()).unwrap();
+        assert_eq!(written[0].judgement, "error");
+        assert_eq!(run(args).unwrap(), 2);
     }
 
     #[test]
