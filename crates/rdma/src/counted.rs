@@ -172,6 +172,16 @@ fn lost_events(line: &str) -> Option<u64> {
     rest.contains("EVENTS]").then(|| n.parse().ok())?
 }
 
+/// Events the ring buffer overwrote before the trace was read: the `trace` file's header
+/// `# entries-in-buffer/entries-written: 9/12   #P:2` says 12 were written and 9 are left (no
+/// `[LOST]` line marks those, unlike the events a full buffer refused).
+fn overwritten_events(line: &str) -> Option<u64> {
+    let rest = line.strip_prefix("# entries-in-buffer/entries-written:")?;
+    let (in_buffer, written) = rest.split_whitespace().next()?.split_once('/')?;
+    let (in_buffer, written) = (in_buffer.parse::<u64>().ok()?, written.parse::<u64>().ok()?);
+    Some(written.saturating_sub(in_buffer))
+}
+
 impl FtraceCounts {
     /// Count the events in ftrace text. Never fails: what is not understood is ignored.
     pub fn parse(text: &str) -> FtraceCounts {
@@ -201,6 +211,10 @@ impl FtraceCounts {
                     cache_update: has(CACHE_UPDATE_PROBE),
                     declared: true,
                 };
+                continue;
+            }
+            if let Some(overwritten) = overwritten_events(line) {
+                counts.lost_events = counts.lost_events.saturating_add(overwritten);
                 continue;
             }
             if line.starts_with('#') || line.trim().is_empty() {
@@ -428,6 +442,21 @@ mod tests {
         let c = FtraceCounts::parse(&no_probe);
         assert!(c.xid(0x5a3f_0012).is_ok());
         assert_eq!(c.counts_agree(), None);
+    }
+
+    #[test]
+    fn events_the_ring_buffer_overwrote_are_lost_too() {
+        let overwritten = TRACE.replace("9/9   #P:2", "9/12   #P:2");
+        let c = FtraceCounts::parse(&overwritten);
+        assert_eq!(c.lost_events, 3);
+        assert_eq!(c.xid(0x5a3f_0012), Err(CountError::LostEvents(3)));
+        assert_eq!(c.total_executions(), None);
+        // All of them still there: nothing lost.
+        assert_eq!(FtraceCounts::parse(TRACE).lost_events, 0);
+        assert_eq!(
+            overwritten_events("# entries-in-buffer/entries-written: x/2"),
+            None
+        );
     }
 
     #[test]
