@@ -307,6 +307,34 @@ pub fn catalogue() -> Vec<Scenario> {
             run: after_reconnect,
         },
         Scenario {
+            name: "after-reconnect-rep-lost",
+            procedure: "REMOVE",
+            proves: "after-reconnect whose new connection loses the server's CM REP once: the \
+                     connect completes by the CM's retry, and the retransmit on it is answered \
+                     from the cache under every policy that still holds the entry",
+            requires: &[Control::Hold(Hold::CmLost(CmMessage::Rep))],
+            run: after_reconnect_rep_lost,
+        },
+        Scenario {
+            name: "after-reconnect-rtu-lost",
+            procedure: "REMOVE",
+            proves: "after-reconnect whose new connection loses our CM RTU once: we are \
+                     established, the server not until its REP is repeated; the retransmit sent \
+                     meanwhile is answered from the cache under every policy that still holds \
+                     the entry",
+            requires: &[Control::Hold(Hold::CmLost(CmMessage::Rtu))],
+            run: after_reconnect_rtu_lost,
+        },
+        Scenario {
+            name: "after-reconnect-drep-lost",
+            procedure: "REMOVE",
+            proves: "after-reconnect whose disconnect loses the server's CM DREP once: the old \
+                     connection ends by our DREQ's retry, and the retransmit on the new one is \
+                     answered from the cache under every policy that still holds the entry",
+            requires: &[Control::Hold(Hold::CmLost(CmMessage::Drep))],
+            run: after_reconnect_drep_lost,
+        },
+        Scenario {
             name: "large-write-read-chunk",
             procedure: "WRITE",
             proves: "a retransmit while the server pulls the first transmission's Read chunk: \
@@ -353,34 +381,6 @@ pub fn catalogue() -> Vec<Scenario> {
                      the cache under every policy: two transmissions, two replies, not three",
             requires: &[Control::Hold(Hold::ReplyAckLost)],
             run: ack_lost,
-        },
-        Scenario {
-            name: "after-reconnect-rep-lost",
-            procedure: "REMOVE",
-            proves: "after-reconnect whose new connection loses the server's CM REP once: the \
-                     connect completes by the CM's retry, and the retransmit on it is answered \
-                     from the cache under every policy that still holds the entry",
-            requires: &[Control::Hold(Hold::CmLost(CmMessage::Rep))],
-            run: after_reconnect_rep_lost,
-        },
-        Scenario {
-            name: "after-reconnect-rtu-lost",
-            procedure: "REMOVE",
-            proves: "after-reconnect whose new connection loses our CM RTU once: we are \
-                     established, the server not until its REP is repeated; the retransmit sent \
-                     meanwhile is answered from the cache under every policy that still holds \
-                     the entry",
-            requires: &[Control::Hold(Hold::CmLost(CmMessage::Rtu))],
-            run: after_reconnect_rtu_lost,
-        },
-        Scenario {
-            name: "after-reconnect-drep-lost",
-            procedure: "REMOVE",
-            proves: "after-reconnect whose disconnect loses the server's CM DREP once: the old \
-                     connection ends by our DREQ's retry, and the retransmit on the new one is \
-                     answered from the cache under every policy that still holds the entry",
-            requires: &[Control::Hold(Hold::CmLost(CmMessage::Drep))],
-            run: after_reconnect_drep_lost,
         },
         Scenario {
             name: "passive-first",
@@ -924,11 +924,11 @@ mod tests {
             requiring,
             [
                 "after-reply-before-ack",
-                "reply-lost-live",
-                "ack-lost",
                 "after-reconnect-rep-lost",
                 "after-reconnect-rtu-lost",
                 "after-reconnect-drep-lost",
+                "reply-lost-live",
+                "ack-lost",
                 "passive-first",
                 "passive-first-exhausted"
             ]

@@ -1185,11 +1185,11 @@ mod tests {
             names,
             [
                 "after-reply-before-ack",
-                "reply-lost-live",
-                "ack-lost",
                 "after-reconnect-rep-lost",
                 "after-reconnect-rtu-lost",
                 "after-reconnect-drep-lost",
+                "reply-lost-live",
+                "ack-lost",
                 "passive-first",
                 "passive-first-exhausted"
             ]
