@@ -598,7 +598,7 @@ impl Session {
     /// that cannot tell (`rig hold-export`: nfsd counts drops and replays alike) is not asked
     /// again, and its waits run to the timeout.
     fn dropped_by_the_server(&mut self, xid: u32, have: usize, n: usize) -> bool {
-        if self.serve_counts_drops == Some(false) || self.execution_held {
+        if !self.asks_about_drops() {
             return false;
         }
         let Some(serve) = self.serve.as_mut() else {
@@ -607,11 +607,9 @@ impl Session {
         match serve.status(xid) {
             Ok(status) => {
                 self.serve_counts_drops = Some(status.dropped.is_some());
-                let dropped = status.dropped.unwrap_or(0);
-                status.dropped.is_some()
-                    && !status.held
-                    && status.queued == 0
-                    && have + dropped >= n
+                status.dropped.is_some_and(|dropped| {
+                    !status.held && status.queued == 0 && have + dropped >= n
+                })
             }
             // Not asked again: the wait runs to the timeout as it would without the channel.
             Err(_) => {
@@ -619,6 +617,12 @@ impl Session {
                 false
             }
         }
+    }
+
+    /// Whether a wait for replies asks the server about drops: it has a control channel that
+    /// has not said it cannot tell, and holds no execution (a held call is not dropped yet).
+    fn asks_about_drops(&self) -> bool {
+        self.serve.is_some() && self.serve_counts_drops != Some(false) && !self.execution_held
     }
 }
 
@@ -697,16 +701,21 @@ impl Driver for Session {
                 return true;
             }
             let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() || self.dropped_by_the_server(xid, have, n) {
+            if left.is_zero() {
                 return false;
             }
-            // Most waits end within the first stretch; only then is the server asked.
-            let stretch = match (&self.serve, self.serve_counts_drops) {
-                (Some(_), None | Some(true)) => left.min(DROP_CHECK_INTERVAL),
-                _ => left,
+            // Most waits end within the first stretch; the server is asked only after one.
+            let stretch = if self.asks_about_drops() {
+                left.min(DROP_CHECK_INTERVAL)
+            } else {
+                left
             };
             run_until_replies(&mut self.client, stretch, xid, have, n);
             self.absorb();
+            let have = self.replies.get(&xid).map_or(0, Vec::len);
+            if have < n && self.dropped_by_the_server(xid, have, n) {
+                return false;
+            }
         }
     }
 
