@@ -235,14 +235,10 @@ impl<C: Endpoint + RemoteMemory, S: Endpoint + RemoteMemory + UpperLayer> Sim<C,
     /// and send before its REP leaves, so a call sent while the server waits for the repeated
     /// RTU is served; the simulator's order of `Connected` events stands for that.)
     pub fn connect(&mut self) {
-        if let Some(lost @ (CmMessage::Rep | CmMessage::Rtu)) = self.cm_loss {
-            self.cm_loss = None;
-            self.stats.cm_messages_lost += 1;
-            let retry = match lost {
-                CmMessage::Rep => "the client's REQ is sent again and answered",
-                _ => "the server's REP is sent again and answered",
-            };
-            self.note(format!("conn  CM {} lost once: {retry}", lost.name()));
+        match self.cm_loss {
+            Some(CmMessage::Rep) => self.lose_pending_cm("the client's REQ is sent again"),
+            Some(CmMessage::Rtu) => self.lose_pending_cm("the server's REP is sent again"),
+            _ => {}
         }
         self.ports = [Port::default(), Port::default()];
         self.connected = true;
@@ -302,11 +298,7 @@ impl<C: Endpoint + RemoteMemory, S: Endpoint + RemoteMemory + UpperLayer> Sim<C,
         if self.connected {
             self.note(format!("conn  {} disconnects", side.name()));
             if self.cm_loss == Some(CmMessage::Drep) {
-                self.cm_loss = None;
-                self.stats.cm_messages_lost += 1;
-                self.note(
-                    "conn  CM DREP lost once: the DREQ is sent again and answered".to_string(),
-                );
+                self.lose_pending_cm("the DREQ is sent again");
             }
             self.break_connection();
         }
@@ -315,6 +307,17 @@ impl<C: Endpoint + RemoteMemory, S: Endpoint + RemoteMemory + UpperLayer> Sim<C,
     /// Lose `message` once at the next connect (REP, RTU) or disconnect (DREP).
     pub fn lose_cm_message(&mut self, message: CmMessage) {
         self.cm_loss = Some(message);
+    }
+
+    /// The pending CM loss happens now: counted, and traced with the `retry` that recovers it.
+    fn lose_pending_cm(&mut self, retry: &str) {
+        if let Some(lost) = self.cm_loss.take() {
+            self.stats.cm_messages_lost += 1;
+            self.note(format!(
+                "conn  CM {} lost once: {retry} and answered",
+                lost.name()
+            ));
+        }
     }
 
     /// Actions that could run now, in a stable order, minus held ones.
