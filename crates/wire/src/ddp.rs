@@ -609,15 +609,15 @@ impl Layout {
 /// item's length word in the *reduced* call message (RPC header and arguments without the moved
 /// bytes; nothing before the item was moved). For NFSv3 (`WRITE3args.data`,
 /// `SYMLINK3args.symlink_data`) the item is the last of its arguments, so that is where the
-/// reduced message ends; in an NFSv4 COMPOUND it is the [`ReducedItem::offset`] the decoder
-/// recorded. Saturates at `u32::MAX` (no Send is that long).
+/// reduced message ends; in an NFSv4 COMPOUND it is the [`ReducedItem::position`] the decoder
+/// recorded (the reduced offset plus the items moved before it). Saturates at `u32::MAX` (no Send is that long).
 pub fn argument_position(item_offset: usize) -> u32 {
     u32::try_from(item_offset).unwrap_or(u32::MAX)
 }
 
 /// RFC 8267 §4/§6: the Read chunk carrying a call's moved argument is at [`argument_position`]
 /// of the item (`item_offset`: where the reduced call ends for NFSv3, the recorded
-/// [`ReducedItem::offset`] for NFSv4).
+/// [`ReducedItem::position`] for NFSv4).
 pub fn check_argument_position(position: u32, item_offset: usize) -> Result<(), ReadChunkError> {
     let expected = item_offset as u64;
     if u64::from(position) != expected {
@@ -745,9 +745,14 @@ enum ChunkSource {
 pub struct ReducedItem {
     /// The item as the specification names it (`"WRITE4args.data"`, `"READ3resok.data"`).
     pub item: &'static str,
-    /// Offset, in the decoder's reader, just after the item's length word: where its bytes
-    /// begin (inline) or would begin (moved). A Read chunk's position for this item.
+    /// Offset, in the decoder's reader (the reduced stream), just after the item's length word:
+    /// where its bytes begin (inline) or would begin (moved).
     pub offset: usize,
+    /// The same place in the *unreduced* stream (RFC 8166 §3.4.4: Read chunk positions count
+    /// the bytes of every earlier moved item, with its XDR round-up, §3.4.5.2): `offset` plus
+    /// the padded lengths of the items moved before this one. A Read chunk's position for this
+    /// item. Equal to `offset` for the first moved item (NFSv3 has only that one).
+    pub position: usize,
     /// The item's length from its length word.
     pub length: u32,
     /// Whether the bytes went through a chunk.
@@ -765,6 +770,8 @@ pub struct Reduction {
     source: ChunkSource,
     next: usize,
     items: Vec<ReducedItem>,
+    /// Bytes the moved items so far take in the unreduced stream (padded; saturating).
+    moved_bytes: usize,
 }
 
 /// Most DDP-eligible items recorded for one message (a COMPOUND holds at most a few hundred
@@ -784,6 +791,7 @@ impl Reduction {
             source: ChunkSource::None,
             next: 0,
             items: Vec::new(),
+            moved_bytes: 0,
         }
     }
 
@@ -887,9 +895,14 @@ impl Reduction {
             DdpData::Inline(bytes) => r.consumed() - pad4(bytes.len()),
             DdpData::Moved { .. } => r.consumed(),
         };
+        let position = offset.saturating_add(self.moved_bytes);
+        if data.is_moved() {
+            self.moved_bytes = self.moved_bytes.saturating_add(pad4(data.len() as usize));
+        }
         self.items.push(ReducedItem {
             item,
             offset,
+            position,
             length: data.len(),
             moved: data.is_moved(),
             chunk: chunk.filter(|_| data.is_moved()),

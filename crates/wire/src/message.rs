@@ -390,8 +390,9 @@ fn decode_call(cp: CallProc, chunks: &ChunkLists, r: &mut Reader<'_>) -> UpperRe
             let mut s = summary("NFS", NFS_V4, "COMPOUND", true);
             for item in reduction.items().iter().filter(|i| i.moved) {
                 let position = item.chunk.unwrap_or(0) as u32;
-                // The Read chunk's position must be the item's XDR position.
-                if let Err(e) = check_argument_position(position, item.offset) {
+                // The Read chunk's position must be the item's XDR position in the unreduced
+                // stream (after every earlier moved item's bytes, RFC 8166 §3.4.4).
+                if let Err(e) = check_argument_position(position, item.position) {
                     s.violations.push(Violation {
                         rule: e.rule(),
                         field: "read_list.position",

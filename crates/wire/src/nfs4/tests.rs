@@ -483,6 +483,46 @@ fn a_moved_write_keeps_its_length_word_and_later_operations_follow() {
 }
 
 #[test]
+fn a_second_moved_write_is_positioned_after_the_first_ones_bytes_in_the_unreduced_stream() {
+    // RFC 8166 §3.4.4: Read chunk positions are offsets in the unreduced stream, so the second
+    // WRITE's data sits after the first WRITE's data (padded, §3.4.5.2), not at its offset in
+    // the reduced stream the decoder reads. Lengths 5 (padded to 8) and 2048.
+    let write = |offset: u64, length: u32| {
+        Nfs4Op::Write(WriteArgs {
+            stateid: stateid(1),
+            offset,
+            stable: StableHow4::FileSync,
+            data: DdpData::Moved { length },
+        })
+    };
+    let moved = compound(vec![sequence_args(1), write(0, 5), write(5, 2048)]);
+    let reduced = moved.to_bytes();
+    let tag_minor_count = 12;
+    let sequence = 4 + 16 + 4 * 4;
+    let write_head = 4 + 16 + 8 + 4 + 4;
+    let first = tag_minor_count + sequence + write_head;
+    let second_reduced = first + write_head;
+    let second = second_reduced + 8;
+    let mut reduction =
+        Reduction::for_call(&[read_chunk(first as u32, 5), read_chunk(second as u32, 2048)]);
+    let mut r = Reader::new(&reduced);
+    Compound4Args::decode_with(&mut r, &mut reduction).unwrap();
+    let items = reduction.items();
+    assert_eq!((items[0].offset, items[0].position), (first, first));
+    assert_eq!(
+        (items[1].offset, items[1].position),
+        (second_reduced, second)
+    );
+    assert_eq!(items[1].chunk, Some(second));
+    assert_eq!(
+        crate::ddp::check_argument_position(second as u32, items[1].position),
+        Ok(())
+    );
+    // The reduced offset is what a decoder that forgot the first item's bytes would expect.
+    assert!(crate::ddp::check_argument_position(second_reduced as u32, items[1].position).is_err());
+}
+
+#[test]
 fn read_results_take_write_chunks_in_order_and_only_when_they_carried_bytes() {
     let res = |data: DdpData| Compound4Res {
         status: Nfsstat4::OK,
