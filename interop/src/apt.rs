@@ -18,6 +18,14 @@ use crate::process::run_logged;
 pub const DEBIAN_KEYRING: &str = "/usr/share/keyrings/debian-archive-keyring.gpg";
 /// Used when the host names no Debian mirror.
 pub const FALLBACK_MIRROR: &str = "http://deb.debian.org/debian";
+/// Used when the host names no security mirror: Debian's `-security` pockets are served from
+/// their own archive, never from the main mirror's path.
+pub const FALLBACK_SECURITY_MIRROR: &str = "http://deb.debian.org/debian-security";
+
+/// Whether `pocket` is a security pocket (`bookworm-security`), served by the security archive.
+pub fn is_security_pocket(pocket: &str) -> bool {
+    pocket.ends_with("-security")
+}
 
 /// The host's Debian mirror: the first non-security `URIs:` in deb822 sources, else the first
 /// `deb` line of a one-line sources file, else [`FALLBACK_MIRROR`].
@@ -46,11 +54,50 @@ pub fn mirror_from_sources(deb822: Option<&str>, one_line: Option<&str>) -> Stri
         .to_owned()
 }
 
+/// The host's security mirror: the first `URIs:` (deb822) or `deb` URI (one-line) naming
+/// `security`, else [`FALLBACK_SECURITY_MIRROR`].
+pub fn security_mirror_from_sources(deb822: Option<&str>, one_line: Option<&str>) -> String {
+    let from_deb822 = deb822.and_then(|text| {
+        text.lines()
+            .filter_map(|line| line.trim().strip_prefix("URIs:"))
+            .flat_map(str::split_whitespace)
+            .find(|uri| uri.contains("security"))
+    });
+    let from_one_line = || {
+        one_line.and_then(|text| {
+            text.lines()
+                .map(str::split_whitespace)
+                .filter_map(|mut words| match words.next() {
+                    Some("deb") => words.find(|w| w.contains("://")),
+                    _ => None,
+                })
+                .find(|uri| uri.contains("security"))
+        })
+    };
+    from_deb822
+        .or_else(from_one_line)
+        .unwrap_or(FALLBACK_SECURITY_MIRROR)
+        .trim_end_matches('/')
+        .to_owned()
+}
+
+fn host_sources() -> (Option<String>, Option<String>) {
+    (
+        fs::read_to_string("/etc/apt/sources.list.d/debian.sources").ok(),
+        fs::read_to_string("/etc/apt/sources.list").ok(),
+    )
+}
+
 /// The host's mirror, read from /etc/apt.
 pub fn host_mirror() -> String {
-    let deb822 = fs::read_to_string("/etc/apt/sources.list.d/debian.sources").ok();
-    let one_line = fs::read_to_string("/etc/apt/sources.list").ok();
+    let (deb822, one_line) = host_sources();
     mirror_from_sources(deb822.as_deref(), one_line.as_deref())
+}
+
+/// The host's security mirror, read from /etc/apt.
+pub fn host_security_mirror() -> String {
+    let (deb822, one_line) = host_sources();
+    security_mirror_from_sources(deb822.as_deref(), one_line.as_deref())
 }
 
 /// One `Package:` stanza of `apt-cache show`, fields by name.
@@ -168,17 +215,73 @@ pub fn apt_conf_text(dir: &Path) -> String {
     )
 }
 
-/// One `deb [signed-by=...] mirror suite main` line per suite.
-pub fn sources_list_text(mirror: &str, suites: &[String]) -> String {
-    suites
+/// The two archives a private apt reads: the main mirror and the security archive.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mirrors {
+    pub main: String,
+    pub security: String,
+}
+
+impl Mirrors {
+    /// The archive serving `pocket`.
+    pub fn for_pocket(&self, pocket: &str) -> &str {
+        if is_security_pocket(pocket) {
+            &self.security
+        } else {
+            &self.main
+        }
+    }
+}
+
+/// One `deb [signed-by=...] mirror pocket main` line per pocket, each from its archive.
+pub fn sources_list_text(mirrors: &Mirrors, pockets: &[String]) -> String {
+    pockets
         .iter()
-        .map(|suite| format!("deb [signed-by={DEBIAN_KEYRING}] {mirror} {suite} main\n"))
+        .map(|pocket| {
+            let mirror = mirrors.for_pocket(pocket);
+            format!("deb [signed-by={DEBIAN_KEYRING}] {mirror} {pocket} main\n")
+        })
         .collect()
+}
+
+/// The newest of `(pocket, package, version)` candidates by Debian version order (policy
+/// §5.6.12, [`crate::changelog::compare_debian_versions`]: what apt would install); the first
+/// listed wins a tie (the release pocket before its `-updates` and `-security` copies).
+pub fn newest_candidate(
+    candidates: Vec<(String, String, String)>,
+) -> Option<(String, String, String)> {
+    let mut newest: Option<(String, String, String)> = None;
+    for candidate in candidates {
+        let replace = newest.as_ref().is_none_or(|(_, _, version)| {
+            crate::changelog::compare_debian_versions(&candidate.2, version).is_gt()
+        });
+        if replace {
+            newest = Some(candidate);
+        }
+    }
+    newest
+}
+
+/// Whether apt-cache's complaint means "the configured pockets do not list it" (`E: No packages
+/// found`, `E: Release 'x' for 'p' was not found`, `E: Version 'v' for 'p' was not found`).
+fn apt_says_not_listed(stderr: &str) -> bool {
+    stderr.contains("No packages found") || stderr.contains("was not found")
+}
+
+/// A matrix entry resolved to packages: the newest of its pockets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResolvedKernel {
+    /// The packages holding vmlinuz and the modules.
+    pub packages: Vec<PackageRef>,
+    /// The kernel's Debian version (`6.1.192-3`): the pinned linux-image package's.
+    pub version: String,
+    /// The pocket it came from (`bookworm-security`).
+    pub pocket: String,
 }
 
 impl PrivateApt {
     /// Create (or refresh the configuration of) the private apt tree under `dir`.
-    pub fn new(dir: &Path, mirror: &str, suites: &[String]) -> Result<Self> {
+    pub fn new(dir: &Path, mirrors: &Mirrors, pockets: &[String]) -> Result<Self> {
         for sub in [
             "lists/partial",
             "cache/archives/partial",
@@ -187,7 +290,7 @@ impl PrivateApt {
         ] {
             fs::create_dir_all(dir.join(sub))?;
         }
-        let sources = sources_list_text(mirror, suites);
+        let sources = sources_list_text(mirrors, pockets);
         let sources_path = dir.join("etc/sources.list");
         if fs::read_to_string(&sources_path).ok().as_deref() != Some(sources.as_str()) {
             fs::write(&sources_path, sources)?;
@@ -237,6 +340,14 @@ impl PrivateApt {
     /// The first index stanza for `spec` (`name/suite` or `name=version`). Answers are memoised
     /// on disk until the next `apt-get update` (apt-cache takes ~2 s per call on three suites).
     pub fn show(&self, spec: &str) -> Result<BTreeMap<String, String>> {
+        self.show_if_listed(spec)?
+            .with_context(|| format!("apt-cache show {spec}: not in the private apt's pockets"))
+    }
+
+    /// Like [`PrivateApt::show`], but a package or version that the configured pockets do not
+    /// list is `None` (memoised too: a pocket without the kernel is asked once per update),
+    /// while any other apt failure stays an error.
+    pub fn show_if_listed(&self, spec: &str) -> Result<Option<BTreeMap<String, String>>> {
         let memo_dir = self.dir.join("show-memo");
         let memo = memo_dir.join(spec.replace('/', "@"));
         let text = match fs::read_to_string(&memo) {
@@ -250,20 +361,21 @@ impl PrivateApt {
                     std::time::Duration::from_secs(120),
                 )
                 .context("running apt-cache show")?;
-                ensure!(
-                    output.status.success(),
-                    "apt-cache show {spec} failed: {}",
-                    String::from_utf8_lossy(&output.stderr).trim()
-                );
-                let text = String::from_utf8_lossy(&output.stdout).into_owned();
+                let stderr = String::from_utf8_lossy(&output.stderr);
+                let text = if output.status.success() {
+                    String::from_utf8_lossy(&output.stdout).into_owned()
+                } else if apt_says_not_listed(&stderr) {
+                    String::new()
+                } else {
+                    bail!("apt-cache show {spec} failed: {}", stderr.trim());
+                };
                 fs::create_dir_all(&memo_dir)?;
                 fs::write(&memo, &text)?;
                 text
             }
         };
         let fields = parse_first_stanza(&text);
-        ensure!(!fields.is_empty(), "apt-cache show {spec}: no stanza");
-        Ok(fields)
+        Ok((!fields.is_empty()).then_some(fields))
     }
 
     /// A package pinned as `name=version`.
@@ -276,8 +388,10 @@ impl PrivateApt {
         PackageRef::from_stanza(&self.show(&format!("{name}/{suite}"))?)
     }
 
-    /// Resolve a matrix entry to the packages holding its vmlinuz and modules.
-    pub fn resolve_kernel(&self, spec: &KernelSpec) -> Result<Vec<PackageRef>> {
+    /// Resolve a matrix entry to the packages holding its vmlinuz and modules: the newest
+    /// version its meta-package pins in any of the entry's pockets (what `apt upgrade` on a
+    /// system with all of them gives a user), or the entry's pinned `binary_version`.
+    pub fn resolve_kernel(&self, spec: &KernelSpec) -> Result<ResolvedKernel> {
         let KernelOrigin::Binary {
             meta_package,
             layout,
@@ -285,25 +399,55 @@ impl PrivateApt {
         else {
             bail!("{}: a source entry has no binary packages", spec.name);
         };
-        let meta = self.show(&format!("{meta_package}/{}", spec.suite))?;
-        let depends = meta.get("Depends").cloned().unwrap_or_default();
-        let (image, version) = pinned_dependency(&depends, "linux-image-").with_context(|| {
+        let mut candidates = Vec::new();
+        for pocket in spec.pockets() {
+            let query = match &spec.binary_version {
+                Some(version) => format!("{meta_package}={version}"),
+                None => format!("{meta_package}/{pocket}"),
+            };
+            if let Some(meta) = self.show_if_listed(&query)? {
+                let depends = meta.get("Depends").cloned().unwrap_or_default();
+                let (image, version) =
+                    pinned_dependency(&depends, "linux-image-").with_context(|| {
+                        format!(
+                            "{}: {meta_package} in {pocket} has no pinned linux-image-* dependency",
+                            spec.name
+                        )
+                    })?;
+                candidates.push((pocket.clone(), image, version));
+            }
+            if spec.binary_version.is_some() {
+                // A pinned version is looked up across every configured pocket at once.
+                break;
+            }
+        }
+        let (pocket, image, version) = newest_candidate(candidates).with_context(|| {
             format!(
-                "{}: {meta_package} has no pinned linux-image-* dependency",
-                spec.name
+                "{}: {meta_package}{} is in none of {}",
+                spec.name,
+                spec.binary_version
+                    .as_ref()
+                    .map(|v| format!(" {v}"))
+                    .unwrap_or_default(),
+                spec.pockets().join(", ")
             )
         })?;
         ensure!(
             version.starts_with(&spec.version_prefix),
-            "{}: {meta_package} in {} is now {version}, the matrix expects {}*",
+            "{}: {meta_package} in {pocket} is now {version}, the matrix expects {}*",
             spec.name,
-            spec.suite,
             spec.version_prefix
         );
+        let pocket = if spec.binary_version.is_some() {
+            self.pocket_of(&image, &version, &spec.pockets())?
+                .unwrap_or_else(|| format!("pinned {version}"))
+        } else {
+            pocket
+        };
         let image_stanza = self.show(&format!("{image}={version}"))?;
         let image_depends = image_stanza.get("Depends").cloned().unwrap_or_default();
-        match layout {
-            Layout::Image => Ok(vec![PackageRef::from_stanza(&image_stanza)?]),
+        let packages = match layout {
+            Layout::Image => vec![PackageRef::from_stanza(&image_stanza)?],
             Layout::Split => {
                 let mut packages = Vec::new();
                 for prefix in ["linux-binary-", "linux-modules-"] {
@@ -313,9 +457,27 @@ impl PrivateApt {
                         })?;
                     packages.push(self.package(&name, &version)?);
                 }
-                Ok(packages)
+                packages
+            }
+        };
+        Ok(ResolvedKernel {
+            packages,
+            version,
+            pocket,
+        })
+    }
+
+    /// The first of `pockets` whose newest `name` is `version` (where a pinned kernel is
+    /// still published), if any.
+    fn pocket_of(&self, name: &str, version: &str, pockets: &[String]) -> Result<Option<String>> {
+        for pocket in pockets {
+            if let Some(stanza) = self.show_if_listed(&format!("{name}/{pocket}"))? {
+                if stanza.get("Version").map(String::as_str) == Some(version) {
+                    return Ok(Some(pocket.clone()));
+                }
             }
         }
+        Ok(None)
     }
 
     /// Download `package` into `debs` (reusing a verified copy) and check its SHA256 against the
@@ -438,10 +600,14 @@ mod tests {
     #[test]
     fn private_config_points_only_inside_its_dir() {
         let dir = tempfile::tempdir().unwrap();
+        let mirrors = Mirrors {
+            main: "http://m/debian".into(),
+            security: "http://m/debian-security".into(),
+        };
         PrivateApt::new(
             dir.path(),
-            "http://m/debian",
-            &["bookworm".into(), "sid".into()],
+            &mirrors,
+            &["bookworm".into(), "bookworm-security".into(), "sid".into()],
         )
         .unwrap();
         let conf = fs::read_to_string(dir.path().join("apt.conf")).unwrap();
@@ -455,8 +621,85 @@ mod tests {
         assert_eq!(
             sources,
             format!(
-                "deb [signed-by={DEBIAN_KEYRING}] http://m/debian bookworm main\ndeb [signed-by={DEBIAN_KEYRING}] http://m/debian sid main\n"
+                "deb [signed-by={DEBIAN_KEYRING}] http://m/debian bookworm main\n\
+                 deb [signed-by={DEBIAN_KEYRING}] http://m/debian-security bookworm-security main\n\
+                 deb [signed-by={DEBIAN_KEYRING}] http://m/debian sid main\n"
             )
         );
+    }
+
+    #[test]
+    fn security_mirror_comes_from_the_sources_naming_security() {
+        assert_eq!(
+            security_mirror_from_sources(Some(DEB822), None),
+            "http://deb.debian.org/debian-security"
+        );
+        let one_line = "deb http://ftp.de.debian.org/debian bookworm main\n\
+                        deb http://security.debian.org/debian-security/ bookworm-security main\n";
+        assert_eq!(
+            security_mirror_from_sources(None, Some(one_line)),
+            "http://security.debian.org/debian-security"
+        );
+        assert_eq!(
+            security_mirror_from_sources(None, Some("deb http://m/debian bookworm main\n")),
+            FALLBACK_SECURITY_MIRROR
+        );
+        let mirrors = Mirrors {
+            main: "http://m/debian".into(),
+            security: "http://s/debian-security".into(),
+        };
+        assert_eq!(
+            mirrors.for_pocket("bookworm-security"),
+            "http://s/debian-security"
+        );
+        assert_eq!(mirrors.for_pocket("bookworm-updates"), "http://m/debian");
+    }
+
+    #[test]
+    fn the_newest_pocket_wins_by_debian_version_order() {
+        let candidate = |pocket: &str, version: &str| {
+            (
+                pocket.to_owned(),
+                format!("linux-image-{pocket}"),
+                version.to_owned(),
+            )
+        };
+        // What bookworm offered on 2026-12-03: 6.1.176-1 in the release, 6.1.192-3 in security.
+        let newest = newest_candidate(vec![
+            candidate("bookworm", "6.1.176-1"),
+            candidate("bookworm-security", "6.1.192-3"),
+        ])
+        .unwrap();
+        assert_eq!(
+            (newest.0.as_str(), newest.2.as_str()),
+            ("bookworm-security", "6.1.192-3")
+        );
+        // Debian order, not string order: -10 after -3, ~ before the release it precedes.
+        let newest = newest_candidate(vec![
+            candidate("a", "6.1.192-10"),
+            candidate("b", "6.1.192-3"),
+            candidate("c", "6.1.192-10~deb12u1"),
+        ])
+        .unwrap();
+        assert_eq!(newest.0, "a");
+        // A tie keeps the first listed pocket.
+        let newest = newest_candidate(vec![
+            candidate("trixie", "6.12.118-1"),
+            candidate("trixie-security", "6.12.118-1"),
+        ])
+        .unwrap();
+        assert_eq!(newest.0, "trixie");
+        assert_eq!(newest_candidate(Vec::new()), None);
+    }
+
+    #[test]
+    fn apt_not_listed_is_told_from_other_failures() {
+        assert!(apt_says_not_listed(
+            "E: Release 'bookworm-updates' for 'linux-image-amd64' was not found"
+        ));
+        assert!(apt_says_not_listed("E: No packages found"));
+        assert!(!apt_says_not_listed(
+            "E: Could not open lock file /x/lists/lock - open (13: Permission denied)"
+        ));
     }
 }

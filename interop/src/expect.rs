@@ -239,6 +239,8 @@ mod tests {
         KernelRun {
             kernel: kernel.into(),
             release: "6.12.117".into(),
+            version: "6.1.192-3".into(),
+            origin: "bookworm-security".into(),
             accel: "tcg".into(),
             suite: "drc".into(),
             wall_ms: 1,

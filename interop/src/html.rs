@@ -302,7 +302,7 @@ fn matrix(out: &mut String, report: &Report) {
                 "<th>{}{}<br><small>{} {}</small></th>",
                 escape(&run.kernel),
                 attempt,
-                escape(&run.release),
+                escape(&run.version_and_release()),
                 escape(&run.accel)
             );
         }
@@ -385,7 +385,7 @@ fn details(
                 escape(&run.suite),
                 escape(&case.name),
                 escape(&run.kernel),
-                escape(&run.release),
+                escape(&run.version_and_release()),
                 escape(&run.suite),
                 escape(&case.name),
                 verdict_class(case.verdict),
@@ -452,7 +452,7 @@ fn details(
                 out,
                 "<tr class=\"case\"><td>{}</td><td>{}</td><td>{}</td><td>harness</td><td class=\"v-fail\">error</td><td>{:.1} s</td><td class=\"reasons\"><pre>{}</pre></td><td></td><td></td><td></td></tr>",
                 escape(&run.kernel),
-                escape(&run.release),
+                escape(&run.version_and_release()),
                 escape(&run.suite),
                 run.wall_ms as f64 / 1000.0,
                 escape(error)

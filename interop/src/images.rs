@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, ensure, Context, Result};
 
-use crate::apt::{host_mirror, PackageRef, PrivateApt};
+use crate::apt::{host_mirror, host_security_mirror, Mirrors, PackageRef, PrivateApt};
 use crate::cache::{cache_root, disk_size, sha256_file, workspace_root, Entry, KeyBuilder};
 use crate::host::{ensure_host_packages, ensure_kernel_build_packages};
 use crate::kbuild::{fragment_path, series_patches, SourceBuild, SourceTree};
@@ -33,6 +33,12 @@ pub struct KernelImage {
     pub cmdline: Vec<String>,
     /// The suites this kernel runs (all when empty).
     pub suites: Vec<String>,
+    /// The kernel's Debian version (`6.1.192-3`; a source build's source version; a developer's
+    /// kernel: its release), what a report names beside the release.
+    pub version: String,
+    /// Where it came from: the pocket (`bookworm-security`), `source linux-source-6.12 +
+    /// drc-mutants`, or the developer's image or tree.
+    pub origin: String,
 }
 
 impl KernelImage {
@@ -147,6 +153,7 @@ pub struct Builder<'a> {
     inputs: PathBuf,
     pub matrix: Matrix,
     mirror: String,
+    security_mirror: String,
     progress: &'a Progress,
     apt: Option<PrivateApt>,
 }
@@ -159,6 +166,10 @@ impl<'a> Builder<'a> {
         let inputs = vm_images_dir();
         let matrix = Matrix::load(&inputs.join("kernels.toml"))?;
         let mirror = matrix.mirror.clone().unwrap_or_else(host_mirror);
+        let security_mirror = matrix
+            .security_mirror
+            .clone()
+            .unwrap_or_else(host_security_mirror);
         let cache = cache_root();
         fs::create_dir_all(&cache).with_context(|| format!("creating {}", cache.display()))?;
         Ok(Builder {
@@ -166,6 +177,7 @@ impl<'a> Builder<'a> {
             inputs,
             matrix,
             mirror,
+            security_mirror,
             progress,
             apt: None,
         })
@@ -242,7 +254,15 @@ impl<'a> Builder<'a> {
                             joined(thread.join(), &spec.name)?
                         }
                         KernelOrigin::Source { package, version } => {
-                            self.source_kernel(spec, package, version, base_cpio, base_key)?
+                            let mut image =
+                                self.source_kernel(spec, package, version, base_cpio, base_key)?;
+                            image.version = (*version).to_owned();
+                            image.origin = std::iter::once(format!("source {package}"))
+                                .chain(spec.patches.iter().cloned())
+                                .chain(spec.fragments.iter().cloned())
+                                .collect::<Vec<_>>()
+                                .join(" + ");
+                            image
                         }
                     };
                     image.cmdline = spec.cmdline.clone();
@@ -252,23 +272,48 @@ impl<'a> Builder<'a> {
                 .collect::<Result<Vec<_>>>()
         })?;
         if let Some(custom) = custom {
-            images.push(self.custom_kernel(custom, base_cpio, base_key)?);
+            let mut image = self.custom_kernel(custom, base_cpio, base_key)?;
+            image.origin = match &custom.kind {
+                CustomKind::Prebuilt { image, .. } => format!("--kernel-image {}", image.display()),
+                CustomKind::Source { tree, .. } => format!("--kernel-src {}", tree.display()),
+            };
+            images.push(image);
         }
         Ok(images)
     }
 
+    /// Download (or reuse) the package `name` at `version` from the matrix's pockets, checked
+    /// against the signed index: e.g. the `linux-base` package whose changelog a 7.x kernel's
+    /// packages point to.
+    pub fn fetch_package(&mut self, name: &str, version: &str) -> Result<PathBuf> {
+        if self.apt.is_none() {
+            self.open_apt()?;
+        }
+        let package = self.apt()?.package(name, version)?;
+        self.download(&package, name)
+    }
+
     fn open_apt(&mut self) -> Result<()> {
         let mut suites: Vec<String> = vec![self.matrix.guest_suite.clone()];
-        for spec in &self.matrix.kernels {
-            if !suites.contains(&spec.suite) {
-                suites.push(spec.suite.clone());
+        for pocket in self.matrix.kernels.iter().flat_map(KernelSpec::pockets) {
+            if !suites.contains(&pocket) {
+                suites.push(pocket);
             }
         }
-        let apt = PrivateApt::new(&self.cache.join("apt"), &self.mirror, &suites)?;
+        let mirrors = Mirrors {
+            main: self.mirror.clone(),
+            security: self.security_mirror.clone(),
+        };
+        let apt = PrivateApt::new(&self.cache.join("apt"), &mirrors, &suites)?;
         let started = Instant::now();
         let updated = apt.update_if_stale(APT_INDEX_MAX_AGE)?;
         let what = if updated {
-            format!("updated {} from {}", suites.join(" "), self.mirror)
+            format!(
+                "updated {} from {} and {}",
+                suites.join(" "),
+                self.mirror,
+                self.security_mirror
+            )
         } else {
             "fresh (< 6 h), reused".to_owned()
         };
@@ -462,18 +507,35 @@ impl<'a> Builder<'a> {
         base_cpio: &Path,
         base_key: &str,
     ) -> Result<KernelImage> {
-        let packages = self.apt()?.resolve_kernel(spec)?;
+        let resolved = self.apt()?.resolve_kernel(spec)?;
+        self.progress.done(
+            Phase::FetchKernel,
+            &spec.name,
+            &format!(
+                "resolved {} from {} (newest of {})",
+                resolved.version,
+                resolved.pocket,
+                spec.pockets().join(" ")
+            ),
+            None,
+        );
+        let packages = &resolved.packages;
         let mut key = KeyBuilder::new("kernel");
         key.add("spec", spec.key_material().as_bytes())
             .add("modules", format!("{:?}", self.matrix.modules).as_bytes())
             .add("base", base_key.as_bytes());
-        for package in &packages {
+        for package in packages {
             key.add(&package.name, package.sha256.as_bytes());
         }
         let key = key.finish();
         let entry = Entry::new(&self.cache, "kernels", &spec.name, &key);
+        let provenance = |mut image: KernelImage| {
+            image.version = resolved.version.clone();
+            image.origin = resolved.pocket.clone();
+            image
+        };
         if let Some(image) = self.cached_kernel(&entry, &spec.name, &key)? {
-            return Ok(image);
+            return Ok(provenance(image));
         }
         let debs: Vec<PathBuf> = packages
             .iter()
@@ -527,7 +589,7 @@ impl<'a> Builder<'a> {
             &format!("built {key} release {release}"),
             Some(started.elapsed()),
         );
-        Ok(image)
+        Ok(provenance(image))
     }
 
     /// A matrix entry built from Debian's source package, with its patch series.
@@ -710,12 +772,14 @@ impl<'a> Builder<'a> {
         );
         Ok(Some(KernelImage {
             name: name.to_owned(),
-            release,
+            release: release.clone(),
             vmlinuz: entry.path("vmlinuz"),
             initrd,
             key: key.to_owned(),
             cmdline: Vec::new(),
             suites: Vec::new(),
+            version: release,
+            origin: String::new(),
         }))
     }
 
@@ -870,6 +934,8 @@ impl<'a> Builder<'a> {
             key: key.to_owned(),
             cmdline: Vec::new(),
             suites: Vec::new(),
+            version: release.to_owned(),
+            origin: String::new(),
         })
     }
 }

@@ -32,6 +32,10 @@ pub struct KernelSpec {
     pub layout: Option<Layout>,
     /// The resolved upstream version must start with this (guards against a suite moving on).
     pub version_prefix: String,
+    /// Binary entries: an exact Debian version of `meta_package` (`6.1.176-1`) instead of the
+    /// newest of the pockets, to test an older kernel while the archive still has it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub binary_version: Option<String>,
     /// Source entries: the Debian package holding the kernel source tarball (`linux-source-6.12`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source_package: Option<String>,
@@ -65,6 +69,30 @@ pub enum KernelOrigin<'a> {
     },
 }
 
+/// The pockets a user of Debian `suite` installs kernels from: the release itself, its
+/// `-updates` and its `-security` pocket (where stable kernel fixes reach users); unstable and
+/// experimental have neither.
+pub fn pockets_of(suite: &str) -> Vec<String> {
+    match suite {
+        "sid" | "unstable" | "experimental" | "rc-buggy" => vec![suite.to_owned()],
+        _ => vec![
+            suite.to_owned(),
+            format!("{suite}-updates"),
+            format!("{suite}-security"),
+        ],
+    }
+}
+
+/// A Debian version (policy §5.6.12): `[epoch:]upstream[-revision]`, the characters it allows.
+fn is_debian_version(version: &str) -> bool {
+    !version.is_empty()
+        && version.len() <= 64
+        && version.as_bytes()[0].is_ascii_digit()
+        && version
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b".+-~:".contains(&b))
+}
+
 /// Whether a kernel whose entry lists `suites` runs `suite` (an empty list: every suite). The
 /// matrix entry and the built image it becomes both answer through this.
 pub fn runs_suite(suites: &[String], suite: &str) -> bool {
@@ -96,6 +124,9 @@ pub struct Matrix {
     pub guest_suite: String,
     #[serde(default)]
     pub mirror: Option<String>,
+    /// The archive of the `-security` pockets (default: the host's, else deb.debian.org's).
+    #[serde(default)]
+    pub security_mirror: Option<String>,
     pub modules: ModuleSets,
     #[serde(rename = "kernel")]
     pub kernels: Vec<KernelSpec>,
@@ -151,12 +182,18 @@ impl Matrix {
                 kernel.name
             );
             kernel.origin()?;
+            for version in kernel.source_version.iter().chain(&kernel.binary_version) {
+                ensure!(
+                    is_debian_version(version),
+                    "kernel {:?}: bad Debian version {version:?}",
+                    kernel.name
+                );
+            }
             for word in kernel
                 .patches
                 .iter()
                 .chain(&kernel.fragments)
                 .chain(&kernel.suites)
-                .chain(&kernel.source_version)
             {
                 ensure!(
                     is_plain_name(word),
@@ -227,7 +264,7 @@ impl KernelSpec {
                     layout,
                 })
             }
-            (None, None, Some(package), Some(version)) => {
+            (None, None, Some(package), Some(version)) if self.binary_version.is_none() => {
                 ensure!(
                     version.starts_with(&self.version_prefix),
                     "kernel {:?}: source_version {version} does not start with {}",
@@ -242,6 +279,11 @@ impl KernelSpec {
                 self.name
             ),
         }
+    }
+
+    /// The pockets this entry's packages are resolved from ([`pockets_of`] its suite).
+    pub fn pockets(&self) -> Vec<String> {
+        pockets_of(&self.suite)
     }
 
     /// Whether this entry runs `suite` (entries without a `suites` list run every suite).
@@ -388,5 +430,32 @@ version_prefix = "7."
         assert!(parse_package_list("Kmod\n").is_err());
         assert!(parse_package_list("kmod,rpcbind\n").is_err());
         assert!(parse_package_list("# nothing\n").is_err());
+    }
+
+    #[test]
+    fn stable_suites_resolve_from_release_updates_and_security() {
+        assert_eq!(
+            pockets_of("bookworm"),
+            ["bookworm", "bookworm-updates", "bookworm-security"]
+        );
+        assert_eq!(pockets_of("sid"), ["sid"]);
+        let matrix = Matrix::parse(SAMPLE).unwrap();
+        assert_eq!(matrix.kernels[0].pockets(), pockets_of("bookworm"));
+        assert_eq!(matrix.kernels[1].pockets(), ["sid"]);
+    }
+
+    #[test]
+    fn a_pinned_binary_version_is_checked_and_excludes_a_source_entry() {
+        let pinned = format!(
+            "{SAMPLE}\n[[kernel]]\nname = \"linux-6.1-old\"\nsuite = \"bookworm\"\n\
+             meta_package = \"linux-image-amd64\"\nlayout = \"image\"\n\
+             version_prefix = \"6.1.\"\nbinary_version = \"6.1.176-1\"\n"
+        );
+        let matrix = Matrix::parse(&pinned).unwrap();
+        let old = matrix.kernels.last().unwrap();
+        assert_eq!(old.binary_version.as_deref(), Some("6.1.176-1"));
+        assert!(matches!(old.origin().unwrap(), KernelOrigin::Binary { .. }));
+        let bad = pinned.replace("6.1.176-1", "6.1.176 1;rm");
+        assert!(Matrix::parse(&bad).is_err());
     }
 }

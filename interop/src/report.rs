@@ -23,6 +23,12 @@ pub struct KernelRun {
     pub kernel: String,
     /// `uname -r` inside the guest (or from the module tree when the guest never booted).
     pub release: String,
+    /// The kernel's Debian version (`6.1.192-3`): `uname -r` does not say it (`6.1.0-57-amd64`).
+    #[serde(default)]
+    pub version: String,
+    /// Where the kernel came from: its pocket (`bookworm-security`) or its build.
+    #[serde(default)]
+    pub origin: String,
     /// `kvm` or `tcg`.
     pub accel: String,
     pub suite: String,
@@ -50,6 +56,24 @@ pub struct KernelRun {
 }
 
 impl KernelRun {
+    /// `6.1.192-3 (bookworm-security) 6.1.0-57-amd64`: version, origin and release together.
+    pub fn version_and_release(&self) -> String {
+        if self.version.is_empty() || self.version == self.release {
+            self.release.clone()
+        } else {
+            format!("{} {}", self.version_and_origin(), self.release)
+        }
+    }
+
+    /// `6.1.192-3 (bookworm-security)`: how reports name the kernel's version.
+    pub fn version_and_origin(&self) -> String {
+        match (self.version.as_str(), self.origin.as_str()) {
+            ("", _) => "-".to_owned(),
+            (version, "") => version.to_owned(),
+            (version, origin) => format!("{version} ({origin})"),
+        }
+    }
+
     /// Whether the run stopped because a guest's kernel died — the kernel under test failing,
     /// reported as its failure, not the harness's (a listed harness fault is retried first and
     /// only a second death stays).
@@ -123,7 +147,7 @@ impl Report {
             .load_preset(NOTHING)
             .set_content_arrangement(ContentArrangement::Disabled)
             .set_header([
-                "kernel", "release", "accel", "suite", "case", "verdict", "time",
+                "kernel", "version", "release", "accel", "suite", "case", "verdict", "time",
             ]);
         let seconds = |ms: u64| Cell::new(format!("{:.1}s", ms as f64 / 1000.0));
         let mut reasons = Vec::new();
@@ -131,6 +155,7 @@ impl Report {
             for case in &run.cases {
                 table.add_row(vec![
                     Cell::new(&run.kernel),
+                    Cell::new(run.version_and_origin()),
                     Cell::new(&run.release),
                     Cell::new(&run.accel),
                     Cell::new(&run.suite),
@@ -147,6 +172,7 @@ impl Report {
             }
             table.add_row(vec![
                 Cell::new(&run.kernel),
+                Cell::new(run.version_and_origin()),
                 Cell::new(&run.release),
                 Cell::new(&run.accel),
                 Cell::new(&run.suite),
@@ -164,7 +190,7 @@ impl Report {
                 reasons.push(format!("{} {}: {gate}", run.kernel, run.suite));
             }
         }
-        if let Some(time) = table.column_mut(6) {
+        if let Some(time) = table.column_mut(7) {
             time.set_cell_alignment(CellAlignment::Right);
         }
         let mut out = String::new();
@@ -327,6 +353,8 @@ fn junit_suite(run: &KernelRun) -> quick_junit::TestSuite {
     suite.set_time(Duration::from_millis(run.wall_ms));
     suite.add_property(("kernel", run.kernel.as_str()));
     suite.add_property(("release", run.release.as_str()));
+    suite.add_property(("version", run.version.as_str()));
+    suite.add_property(("origin", run.origin.as_str()));
     suite.add_property(("accel", run.accel.as_str()));
     suite.add_property(("suite", run.suite.as_str()));
     suite.add_property(("attempt", run.attempt.to_string().as_str()));
@@ -449,6 +477,8 @@ mod tests {
         KernelRun {
             kernel: kernel.into(),
             release: "6.1.0-50-amd64".into(),
+            version: "6.1.192-3".into(),
+            origin: "bookworm-security".into(),
             accel: "tcg".into(),
             suite: "smoke".into(),
             wall_ms: 30_000,

@@ -168,8 +168,13 @@ pub fn harness_failures(run: &KernelRun, suite: &Suite, run_dir: &Path) -> Vec<H
     if fs::create_dir_all(&scratch).is_err() {
         return Vec::new();
     }
+    let version = crate::snapshots::KernelVersion {
+        name: run.kernel.clone(),
+        version: run.version.clone(),
+        origin: run.origin.clone(),
+    };
     let Ok(snapshots) = crate::snapshots::collect(
-        &run.kernel,
+        &version,
         &run.suite,
         &cases,
         &run_dir.join("share/out"),
@@ -436,6 +441,8 @@ mod tests {
         KernelRun {
             kernel: "linux-6.12".into(),
             release: "6.12".into(),
+            version: "6.1.192-3".into(),
+            origin: "bookworm-security".into(),
             accel: "tcg".into(),
             suite: "drc".into(),
             wall_ms: 0,

@@ -431,6 +431,8 @@ pub fn run_kernel(
     let mut run = KernelRun {
         kernel: image.name.clone(),
         release: image.release.clone(),
+        version: image.version.clone(),
+        origin: image.origin.clone(),
         accel: accel
             .as_ref()
             .map(|a| a.to_string())
@@ -1031,6 +1033,8 @@ mod tests {
         let mut run = KernelRun {
             kernel: "k".into(),
             release: "r".into(),
+            version: String::new(),
+            origin: String::new(),
             accel: "tcg".into(),
             suite: "smoke".into(),
             wall_ms: 0,
@@ -1057,6 +1061,8 @@ mod tests {
             key: "0eba1aa1b956211a".into(),
             cmdline: vec!["nfsd.drc_mutation=none".into()],
             suites: Vec::new(),
+            version: "6.12.117-1".into(),
+            origin: "source linux-source-6.12 + drc-mutants".into(),
         }
     }
 

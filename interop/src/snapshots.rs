@@ -184,6 +184,50 @@ pub fn parse_verdicts(json: &str) -> Result<Vec<BTreeMap<String, String>>> {
     Ok(items.iter().map(verdict_fields).collect())
 }
 
+/// A matrix kernel as a snapshot header names it: its name, Debian version and origin.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct KernelVersion {
+    /// `linux-6.1`.
+    pub name: String,
+    /// `6.1.192-3` (empty when the run did not say: runs before versions were reported).
+    pub version: String,
+    /// `bookworm-security`, `source linux-source-6.12 + drc-mutants`.
+    pub origin: String,
+}
+
+impl KernelVersion {
+    /// A kernel known by name only.
+    pub fn named(name: &str) -> Self {
+        KernelVersion {
+            name: name.to_owned(),
+            ..KernelVersion::default()
+        }
+    }
+
+    /// ` version=6.1.192-3 (bookworm-security)` for the header (nothing when unknown).
+    fn header_words(&self) -> String {
+        match (self.version.as_str(), self.origin.as_str()) {
+            ("", _) => String::new(),
+            (version, "") => format!(" version={version}"),
+            (version, origin) => format!(" version={version} ({origin})"),
+        }
+    }
+}
+
+/// The version the baseline of `snapshot` under `root` was recorded on, if it says.
+pub fn recorded_version(snapshot: &Snapshot, root: &Path) -> Result<Option<String>> {
+    Ok(read_baseline(&root.join(snapshot.relative_path()))?
+        .and_then(|baseline| header_version(&baseline.header).map(str::to_owned)))
+}
+
+/// The Debian version a snapshot or baseline header names (`version=6.1.192-3`), if any.
+pub fn header_version(header: &str) -> Option<&str> {
+    header
+        .split_whitespace()
+        .find_map(|word| word.strip_prefix("version="))
+        .filter(|v| !v.is_empty())
+}
+
 /// `key=value` lines from the server guest, sorted; other lines are ignored.
 pub fn kernel_fields(text: &str) -> BTreeMap<String, String> {
     text.lines()
@@ -193,16 +237,22 @@ pub fn kernel_fields(text: &str) -> BTreeMap<String, String> {
         .collect()
 }
 
-/// The snapshot text of one case.
+/// The snapshot text of one case. The header names the kernel's version and origin (`version=`
+/// [`KernelVersion`]); only the body below it is compared, so a new version of a line with the
+/// same behaviour is an unchanged snapshot, reported as a new version.
 pub fn render(
-    kernel: &str,
+    kernel: &KernelVersion,
     suite: &str,
     case: &str,
     verdicts: &[BTreeMap<String, String>],
     kernel_deltas: Option<&BTreeMap<String, String>>,
     trace: Option<&str>,
 ) -> String {
-    let mut text = format!("# interop snapshot: kernel={kernel} suite={suite} case={case}\n");
+    let mut text = format!(
+        "# interop snapshot: kernel={} suite={suite} case={case}{}\n",
+        kernel.name,
+        kernel.header_words()
+    );
     for (index, verdict) in verdicts.iter().enumerate() {
         let _ = writeln!(text, "## verdict {}", index + 1);
         for (key, value) in verdict {
@@ -416,7 +466,7 @@ impl Snapshot {
 /// incomplete, or that `rig trace show` cannot read, makes the case a harness failure (reported,
 /// not compared) rather than aborting the other cases.
 pub fn collect(
-    kernel: &str,
+    kernel: &KernelVersion,
     suite: &str,
     cases: &[String],
     out: &Path,
@@ -449,7 +499,7 @@ pub fn collect(
             _ => (None, None),
         };
         snapshots.push(Snapshot {
-            kernel: kernel.to_owned(),
+            kernel: kernel.name.clone(),
             suite: suite.to_owned(),
             case: case.clone(),
             attempt: 1,
@@ -1207,7 +1257,14 @@ mod tests {
             suite: "x".into(),
             case: case.into(),
             attempt: 1,
-            text: render(kernel, "x", case, &verdicts, None, None),
+            text: render(
+                &KernelVersion::named(kernel),
+                "x",
+                case,
+                &verdicts,
+                None,
+                None,
+            ),
             verdicts,
             transport: None,
             harness_failure: None,
@@ -1237,7 +1294,14 @@ mod tests {
         assert_eq!(fields["statuses"], "[NFS3_OK, NFS3ERR_NOENT]");
         assert_eq!(fields["credits.granted"], "8");
         assert!(!fields.contains_key("elapsed_ms"));
-        let text = render("linux-6.1", "drc", "nfsd.after-ack", &verdicts, None, None);
+        let text = render(
+            &KernelVersion::named("linux-6.1"),
+            "drc",
+            "nfsd.after-ack",
+            &verdicts,
+            None,
+            None,
+        );
         let keys: Vec<&str> = text
             .lines()
             .skip(2)
@@ -1250,7 +1314,14 @@ mod tests {
         let slower = parse_verdicts(&VERDICT.replace("1234", "99")).unwrap();
         assert_eq!(
             text,
-            render("linux-6.1", "drc", "nfsd.after-ack", &slower, None, None)
+            render(
+                &KernelVersion::named("linux-6.1"),
+                "drc",
+                "nfsd.after-ack",
+                &slower,
+                None,
+                None
+            )
         );
     }
 
@@ -1324,7 +1395,14 @@ mod tests {
         let trace: String = (0..MAX_TRACE_LINES + 7)
             .map(|i| format!("l{i}\n"))
             .collect();
-        let text = render("k", "drc", "c", &[], Some(&deltas), Some(&trace));
+        let text = render(
+            &KernelVersion::named("k"),
+            "drc",
+            "c",
+            &[],
+            Some(&deltas),
+            Some(&trace),
+        );
         assert!(text.contains("## kernel deltas\ncache_hits=1\nrc_misses=2\n## trace\nl0\n"));
         assert!(text.ends_with("... 7 more lines cut\n"));
     }
@@ -1353,7 +1431,7 @@ mod tests {
             case: "nfsd.before-execution".into(),
             attempt: 1,
             text: render(
-                "linux-6.12",
+                &KernelVersion::named("linux-6.12"),
                 "drc",
                 "nfsd.before-execution",
                 &verdicts,
@@ -1625,7 +1703,15 @@ mod tests {
         }
         let cases = vec!["nfsd.once".to_owned(), "nfsd.cut".to_owned()];
         let scratch = dir.path().join("scratch");
-        let snaps = collect("k", "drc", &cases, dir.path(), Some(&rig), &scratch).unwrap();
+        let snaps = collect(
+            &KernelVersion::named("k"),
+            "drc",
+            &cases,
+            dir.path(),
+            Some(&rig),
+            &scratch,
+        )
+        .unwrap();
         assert_eq!(snaps[0].harness_failure, None);
         assert!(
             snaps[0]
@@ -1910,12 +1996,28 @@ mod tests {
         fs::write(dir.path().join("nfsd.once.verdict.json"), VERDICT).unwrap();
         fs::write(dir.path().join("nfsd.once.kernel.txt"), "cache_misses=2\n").unwrap();
         let cases = vec!["setup".to_owned(), "nfsd.once".to_owned()];
-        let snaps = collect("k", "drc", &cases, dir.path(), None, dir.path()).unwrap();
+        let snaps = collect(
+            &KernelVersion::named("k"),
+            "drc",
+            &cases,
+            dir.path(),
+            None,
+            dir.path(),
+        )
+        .unwrap();
         assert_eq!(snaps.len(), 1);
         assert_eq!(snaps[0].case, "nfsd.once");
         assert!(snaps[0].text.contains("## kernel deltas\ncache_misses=2\n"));
         fs::write(dir.path().join("nfsd.once.verdict.json"), "not json").unwrap();
-        assert!(collect("k", "drc", &cases, dir.path(), None, dir.path()).is_err());
+        assert!(collect(
+            &KernelVersion::named("k"),
+            "drc",
+            &cases,
+            dir.path(),
+            None,
+            dir.path()
+        )
+        .is_err());
     }
 
     #[test]

@@ -901,7 +901,8 @@ fn order_key(line: &str) -> (u8, u64, u8) {
 /// from run to run while the exchange is the same. Connection-management lines (`CM_*`, except
 /// the RTU, which leads its stretch) stay in place; the lines between two of them are ordered by
 /// [`order_key`] (stable). Every line is
-/// kept, so a missing reply, an extra execution's status or a lost `DUP_REPLY` still shows.
+/// kept, so a missing reply, an extra execution's status or a lost `DUP_REPLY` still shows —
+/// except a CM line repeating the one just before it (a CM retry, kept once).
 pub fn canonical_order<'a>(lines: &[&'a str]) -> Vec<&'a str> {
     let is_cm = |l: &str| {
         l.split(' ')
@@ -912,6 +913,13 @@ pub fn canonical_order<'a>(lines: &[&'a str]) -> Vec<&'a str> {
     let mut stretch: Vec<&str> = Vec::new();
     for line in lines {
         if is_cm(line) {
+            // The same CM message again, right after itself, is the CM retrying a MAD whose
+            // answer was lost or late (its own transport recovery, as an RC retransmission is
+            // the RC's): which side's retry timer fires first is timing (after a lost REP, our
+            // REQ's or the server's REP's, both about 4 s), so the normal form keeps one.
+            if stretch.is_empty() && out.last() == Some(line) {
+                continue;
+            }
             stretch.sort_by_key(|l| order_key(l));
             out.append(&mut stretch);
             out.push(*line);
@@ -1122,6 +1130,42 @@ mod tests {
 
 #[cfg(test)]
 mod rig_text_tests {
+    #[test]
+    fn a_cm_retry_is_kept_once_and_the_stretches_are_ordered() {
+        let lines = [
+            "c1 C CM_DREQ",
+            "c1 C CM_DREQ",
+            "c1 S CM_DREP",
+            "c2 C CM_REQ port=20049",
+            "c2 C CM_REQ port=20049",
+            "c2 S CM_REP",
+            "c2 C RDMA_MSG x5 cr=8 NFS3 REMOVE call",
+            "c2 C CM_RTU",
+            "c2 S RDMA_MSG x5 cr=64 NFS3 REMOVE reply NFS3_OK",
+            "c2 C CM_DREQ",
+        ];
+        assert_eq!(
+            super::canonical_order(&lines),
+            [
+                "c1 C CM_DREQ",
+                "c1 S CM_DREP",
+                "c2 C CM_REQ port=20049",
+                "c2 S CM_REP",
+                "c2 C CM_RTU",
+                "c2 C RDMA_MSG x5 cr=8 NFS3 REMOVE call",
+                "c2 S RDMA_MSG x5 cr=64 NFS3 REMOVE reply NFS3_OK",
+                "c2 C CM_DREQ",
+            ]
+        );
+        // Not back to back (calls between them): both kept.
+        let apart = [
+            "c1 C CM_DREQ",
+            "c1 C RDMA_MSG x1 cr=8 NFS3 NULL call",
+            "c1 C CM_DREQ",
+        ];
+        assert_eq!(super::canonical_order(&apart).len(), 3);
+    }
+
     use super::normalise_rig_text;
 
     #[test]

@@ -19,8 +19,8 @@ use serde_json::{json, Value};
 use interop::cache::{last_run_root, workspace_root};
 use interop::images::vm_images_dir;
 use interop::snapshots::{
-    accept, collect, compare, compare_timing_dependent, divergences, read_bounded, Accepted,
-    Comparison, ExpectedDifferences, Snapshot,
+    accept, collect, compare, compare_timing_dependent, divergences, header_version, read_bounded,
+    recorded_version, Accepted, Comparison, ExpectedDifferences, KernelVersion, Snapshot,
 };
 use interop::suite::Suite;
 
@@ -179,8 +179,19 @@ fn run_snapshots(out: &Path, rig: &Path) -> Result<Vec<Snapshot>> {
             out.to_path_buf()
         };
         let run_dir = attempt_root.join("runs").join(kernel).join(suite_name);
+        let text_of = |key: &str| {
+            run.get(key)
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned()
+        };
+        let version = KernelVersion {
+            name: kernel.to_owned(),
+            version: text_of("version"),
+            origin: text_of("origin"),
+        };
         let mut snapshots = collect(
-            kernel,
+            &version,
             suite_name,
             &cases,
             &run_dir.join("share/out"),
@@ -216,6 +227,62 @@ fn label(snapshot: &Snapshot) -> String {
     } else {
         path
     }
+}
+
+/// One compared snapshot: the snapshot, its result, the outcome it reproduced of how many, and
+/// its timing-dependence reason.
+type SnapshotEntry<'a> = (
+    &'a Snapshot,
+    &'a str,
+    Option<usize>,
+    Option<usize>,
+    Option<&'a str>,
+);
+
+/// Per kernel whose run names a version other than the one its baselines were recorded on: one
+/// line saying so and how many of its snapshots kept their behaviour (only a behaviour change
+/// is a changed snapshot; the version alone never is).
+fn version_changes(entries: &[SnapshotEntry<'_>], root: &Path) -> Result<Vec<String>> {
+    // kernel -> (run version, recorded versions, unchanged, compared)
+    let mut per_kernel: std::collections::BTreeMap<&str, (String, Vec<String>, usize, usize)> =
+        std::collections::BTreeMap::new();
+    for (snapshot, result, ..) in entries {
+        let (header, _) = snapshot
+            .text
+            .split_once('\n')
+            .unwrap_or((&snapshot.text, ""));
+        let Some(version) = header_version(header) else {
+            continue;
+        };
+        let recorded =
+            recorded_version(snapshot, root)?.unwrap_or_else(|| "an unrecorded version".into());
+        let row = per_kernel
+            .entry(snapshot.kernel.as_str())
+            .or_insert_with(|| (version.to_owned(), Vec::new(), 0, 0));
+        if recorded != version && !row.1.contains(&recorded) {
+            row.1.push(recorded.clone());
+        }
+        if matches!(
+            *result,
+            "unchanged" | "same-behaviour" | "changed" | "trace-not-recorded"
+        ) {
+            row.3 += 1;
+            if *result != "changed" {
+                row.2 += 1;
+            }
+        }
+    }
+    Ok(per_kernel
+        .into_iter()
+        .filter(|(_, (_, recorded, ..))| !recorded.is_empty())
+        .map(|(kernel, (version, recorded, kept, compared))| {
+            format!(
+                "new version {kernel} {version}: baselines recorded on {}; behaviour unchanged \
+                 in {kept} of {compared} compared snapshots",
+                recorded.join(", ")
+            )
+        })
+        .collect())
 }
 
 /// Whether a `duplicates=0 naks=1 ...` line counts anything.
@@ -343,6 +410,9 @@ fn snapshots(accept_globs: &[String], rig: &Path, outs: &[PathBuf]) -> Result<u8
     let mut kernels: Vec<&str> = snapshots.iter().map(|s| s.kernel.as_str()).collect();
     kernels.sort_unstable();
     kernels.dedup();
+    for line in version_changes(&entries, &root)? {
+        println!("{line}");
+    }
     let of_suite = |name: &str| -> Vec<Snapshot> {
         snapshots
             .iter()
