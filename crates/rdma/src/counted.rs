@@ -1,6 +1,16 @@
 //! Executions *counted* by the server rather than inferred from NFS statuses: from kernel ftrace
 //! text (`/sys/kernel/tracing/trace` with `sunrpc:svc_process`, `nfsd:nfsd_drc_found` and a
-//! `rig_cache_update` kprobe on `nfsd_cache_update` enabled), or from `rig serve --stats` JSON.
+//! `rig_cache_update` kprobe on `nfsd_cache_update` enabled, plus `sunrpc:svc_defer` and
+//! `nfsd:nfsd_garbage_args_err` where the kernel has them), or from `rig serve --stats` JSON.
+//!
+//! What a `svc_process` line is not (6.12.117 fs/nfsd/nfssvc.c:1020-1071, nfsd_dispatch): a call
+//! whose arguments did not decode (`out_decode_err`, `nfsd_garbage_args_err`, before the cache
+//! lookup: no execution, no cache update); a call deferred by svc_defer (an export-cache upcall
+//! in fh_verify, net/sunrpc/svc_xprt.c:1222) whose first pass ends in `out_update_drop` — one
+//! `nfsd_cache_update(RC_NOCACHE)` that frees the entry, and a second `svc_process` when the
+//! request is revisited. Both are subtracted per XID; the deferred pass's cache update is
+//! subtracted from the cross-check. Services nfsacl and nfslocalio go through nfsd_dispatch
+//! too (fs/nfsd/nfssvc.c:122-145), so they count toward the totals the kprobe is checked against.
 //!
 //! Both inputs come from a guest and are untrusted: the text is read bounded by the caller, lines
 //! that do not parse are counted and ignored, at most [`MAX_XIDS`] XIDs are kept, and nothing
@@ -21,6 +31,17 @@ pub const CACHE_UPDATE_PROBE: &str = "rig_cache_update";
 /// sources it managed to enable: `# rig-sources: svc_process nfsd_drc_found rig_cache_update`.
 pub const SOURCES_HEADER: &str = "# rig-sources:";
 
+/// The `svc_process` services nfsd_dispatch runs (fs/nfsd/nfssvc.c:122-145): NFS, NFSACL and
+/// LOCALIO; lockd and others are not nfsd's and are not counted.
+pub const NFSD_DISPATCHED: [&str; 3] = ["nfsd", "nfsacl", "nfslocalio"];
+
+/// A `svc_process` pass that executed nothing, by the event that says so.
+#[derive(Debug, Clone, Copy)]
+enum NotExecuted {
+    Deferred,
+    GarbageArgs,
+}
+
 /// What ftrace says about one XID.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct XidCounts {
@@ -32,16 +53,24 @@ pub struct XidCounts {
     pub drops: usize,
     /// `nfsd_drc_found result=DOIT`: found in the cache but executed anyway.
     pub found_doit: usize,
+    /// `svc_defer`: passes deferred (and revisited later as a new `svc_process`).
+    pub deferred: usize,
+    /// `nfsd_garbage_args_err`: calls whose arguments did not decode (never executed).
+    pub garbage_args: usize,
     /// The procedure named by the last `svc_process` line.
     pub procedure: Option<String>,
 }
 
 impl XidCounts {
-    /// calls − replays − drops; `None` when the lines are inconsistent (more cache answers than
-    /// calls: the trace began in the middle of this XID).
+    /// calls − replays − drops − deferred passes − undecodable calls; `None` when the lines are
+    /// inconsistent (more of those than calls: the trace began in the middle of this XID).
     pub fn executions(&self) -> Option<usize> {
-        self.calls
-            .checked_sub(self.replays.checked_add(self.drops)?)
+        let not_executed = self
+            .replays
+            .checked_add(self.drops)?
+            .checked_add(self.deferred)?
+            .checked_add(self.garbage_args)?;
+        self.calls.checked_sub(not_executed)
     }
 }
 
@@ -51,6 +80,10 @@ pub struct Sources {
     pub svc_process: bool,
     pub drc_found: bool,
     pub cache_update: bool,
+    /// `sunrpc:svc_defer` (absent: a deferral would count as an execution).
+    pub defer: bool,
+    /// `nfsd:nfsd_garbage_args_err` (absent: an undecodable call would count as one).
+    pub garbage_args: bool,
     /// Whether a [`SOURCES_HEADER`] line said so (otherwise all are assumed enabled).
     pub declared: bool,
 }
@@ -65,6 +98,8 @@ pub struct FtraceCounts {
     pub total_calls: usize,
     pub total_replays: usize,
     pub total_drops: usize,
+    pub total_deferred: usize,
+    pub total_garbage_args: usize,
     /// `rig_cache_update` kprobe hits.
     pub cache_update_hits: usize,
     /// Events the ring buffer reported lost (`[LOST n EVENTS]`).
@@ -191,6 +226,8 @@ impl FtraceCounts {
             total_calls: 0,
             total_replays: 0,
             total_drops: 0,
+            total_deferred: 0,
+            total_garbage_args: 0,
             cache_update_hits: 0,
             lost_events: 0,
             lines_ignored: 0,
@@ -198,6 +235,8 @@ impl FtraceCounts {
                 svc_process: true,
                 drc_found: true,
                 cache_update: true,
+                defer: true,
+                garbage_args: true,
                 declared: false,
             },
         };
@@ -209,6 +248,8 @@ impl FtraceCounts {
                     svc_process: has("svc_process"),
                     drc_found: has("nfsd_drc_found"),
                     cache_update: has(CACHE_UPDATE_PROBE),
+                    defer: has(":svc_defer"),
+                    garbage_args: has("nfsd_garbage_args_err"),
                     declared: true,
                 };
                 continue;
@@ -226,6 +267,10 @@ impl FtraceCounts {
                 counts.svc_process(fields);
             } else if let Some(fields) = event_fields(line, "nfsd_drc_found") {
                 counts.drc_found(fields);
+            } else if let Some(fields) = event_fields(line, "svc_defer") {
+                counts.not_executed(fields, NotExecuted::Deferred);
+            } else if let Some(fields) = event_fields(line, "nfsd_garbage_args_err") {
+                counts.not_executed(fields, NotExecuted::GarbageArgs);
             } else if event_fields(line, CACHE_UPDATE_PROBE).is_some() {
                 counts.cache_update_hits += 1;
             } else {
@@ -248,7 +293,7 @@ impl FtraceCounts {
             self.lines_ignored += 1;
             return;
         };
-        if service != "nfsd" {
+        if !NFSD_DISPATCHED.contains(&service) {
             return;
         }
         self.total_calls += 1;
@@ -257,6 +302,25 @@ impl FtraceCounts {
             entry.calls += 1;
             if procedure.is_some() {
                 entry.procedure = procedure;
+            }
+        }
+    }
+
+    /// A `svc_defer` or `nfsd_garbage_args_err` line: a `svc_process` of this XID that executed
+    /// nothing.
+    fn not_executed(&mut self, fields: &str, why: NotExecuted) {
+        let Some(xid) = parse_xid(fields) else {
+            self.lines_ignored += 1;
+            return;
+        };
+        match why {
+            NotExecuted::Deferred => self.total_deferred += 1,
+            NotExecuted::GarbageArgs => self.total_garbage_args += 1,
+        }
+        if let Some(entry) = self.entry(xid) {
+            match why {
+                NotExecuted::Deferred => entry.deferred += 1,
+                NotExecuted::GarbageArgs => entry.garbage_args += 1,
             }
         }
     }
@@ -284,22 +348,29 @@ impl FtraceCounts {
         }
     }
 
-    /// Executions of every nfsd XID together (calls − replays − drops), when the sources allow.
+    /// Executions of every XID nfsd dispatched, together (calls − replays − drops − deferred
+    /// passes − undecodable calls), when the sources allow.
     pub fn total_executions(&self) -> Option<usize> {
         if !self.sources.svc_process || !self.sources.drc_found || self.lost_events > 0 {
             return None;
         }
-        self.total_calls
-            .checked_sub(self.total_replays.checked_add(self.total_drops)?)
+        let not_executed = self
+            .total_replays
+            .checked_add(self.total_drops)?
+            .checked_add(self.total_deferred)?
+            .checked_add(self.total_garbage_args)?;
+        self.total_calls.checked_sub(not_executed)
     }
 
-    /// Whether the per-XID arithmetic agrees with the `nfsd_cache_update` hits; `None` when the
-    /// kprobe (or another source) was missing.
+    /// Whether the per-XID arithmetic agrees with the `nfsd_cache_update` hits (one per
+    /// execution, plus one per deferred pass: its `RC_NOCACHE` update, nfssvc.c:1063); `None`
+    /// when the kprobe (or another source) was missing.
     pub fn counts_agree(&self) -> Option<bool> {
         if !self.sources.cache_update {
             return None;
         }
-        Some(self.total_executions()? == self.cache_update_hits)
+        let expected_updates = self.total_executions()?.checked_add(self.total_deferred)?;
+        Some(expected_updates == self.cache_update_hits)
     }
 
     /// The counts for `xid`, if the trace can vouch for them.
@@ -410,6 +481,47 @@ mod tests {
         assert_eq!(c.cache_update_hits, 2);
         assert_eq!(c.counts_agree(), Some(true));
         assert_eq!(c.lines_ignored, 1);
+    }
+
+    /// A REMOVE deferred by an export-cache upcall, then revisited (the 6.12 event lines), an
+    /// nfsacl GETACL, and a call whose arguments did not decode.
+    const DEFERRED: &str = "\
+# rig-sources: sunrpc:svc_process nfsd:nfsd_drc_found kprobes:rig_cache_update sunrpc:svc_defer nfsd:nfsd_garbage_args_err
+# entries-in-buffer/entries-written: 11/11   #P:2
+            nfsd-812     [001] ..... 1234.000100: svc_process: addr=10.99.0.2 xid=0x5a3f0021 service=nfsd vers=3 proc=REMOVE
+            nfsd-812     [001] ..... 1234.000200: svc_defer: xid=0x5a3f0021 server=10.99.0.1:20049 client=10.99.0.2:40000 flags=RQ_USEDEFERRAL|RQ_DROPME
+            nfsd-812     [001] ..... 1234.000300: rig_cache_update: (nfsd_cache_update+0x0/0x2a0 [nfsd])
+            nfsd-813     [000] ..... 1239.000100: svc_defer_recv: addr=10.99.0.2:40000 dr=00000000deadbeef xid=0x5a3f0021
+            nfsd-813     [000] ..... 1239.000200: svc_process: addr=10.99.0.2 xid=0x5a3f0021 service=nfsd vers=3 proc=REMOVE
+            nfsd-813     [000] ..... 1239.000300: rig_cache_update: (nfsd_cache_update+0x0/0x2a0 [nfsd])
+            nfsd-813     [000] ..... 1239.000400: svc_process: addr=10.99.0.2 xid=0x5a3f0022 service=nfsacl vers=3 proc=GETACL
+            nfsd-813     [000] ..... 1239.000500: rig_cache_update: (nfsd_cache_update+0x0/0x2a0 [nfsd])
+            nfsd-813     [000] ..... 1239.000600: svc_process: addr=10.99.0.2 xid=0x5a3f0023 service=nfsd vers=3 proc=WRITE
+            nfsd-813     [000] ..... 1239.000700: nfsd_garbage_args_err: xid=0x5a3f0023 vers=3 proc=7
+";
+
+    #[test]
+    fn deferred_passes_undecodable_calls_and_nfsacl_are_counted_as_what_they_are() {
+        let c = FtraceCounts::parse(DEFERRED);
+        assert!(c.sources.defer && c.sources.garbage_args);
+        let remove = c.xid(0x5a3f_0021).unwrap();
+        assert_eq!((remove.calls, remove.deferred), (2, 1));
+        // Deferred once, revisited once: one execution, not two.
+        assert_eq!(remove.executions(), Some(1));
+        let garbage = c.xid(0x5a3f_0023).unwrap();
+        assert_eq!((garbage.calls, garbage.garbage_args), (1, 1));
+        assert_eq!(garbage.executions(), Some(0));
+        assert_eq!(c.xid(0x5a3f_0022).unwrap().executions(), Some(1));
+        // REMOVE once, GETACL once; three kprobe hits (the deferred pass's RC_NOCACHE update
+        // among them): the cross-check agrees.
+        assert_eq!(c.total_executions(), Some(2));
+        assert_eq!(c.cache_update_hits, 3);
+        assert_eq!(c.counts_agree(), Some(true));
+        // Without svc_defer in the trace, the deferral reads as a second execution and the
+        // cross-check (two hits for that XID) cannot tell: the events are what make it right.
+        let blind = DEFERRED.replace("svc_defer: xid", "svc_unknown_event: xid");
+        let c = FtraceCounts::parse(&blind);
+        assert_eq!(c.xid(0x5a3f_0021).unwrap().executions(), Some(2));
     }
 
     #[test]

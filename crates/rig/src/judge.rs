@@ -126,24 +126,36 @@ fn judge_one(verdict: &mut Verdict, source: &Source) -> Judged {
             // Two counts of the same executions that disagree vouch for neither: the per-XID
             // count is then no count (judged on the inferred one, a pass recorded as an error).
             Source::Ftrace(trace) if trace.counts_agree() == Some(false) => Err(format!(
-                "the kernel's two counts disagree: svc_process calls minus DRC replays and \
-                 drops give {} executions in all, nfsd_cache_update ran {} times",
+                "the kernel's two counts disagree: svc_process calls minus DRC replays, \
+                 drops, deferred passes and undecodable calls give {} executions in all \
+                 ({} deferred passes), nfsd_cache_update ran {} times",
                 number(trace.total_executions()),
+                trace.total_deferred,
                 trace.cache_update_hits
             )),
             Source::Ftrace(trace) => match trace.xid(verdict.xid) {
                 Ok(c) => {
                     let n = c.executions().unwrap_or(0);
-                    Ok((
-                        n,
-                        Basis::Kernel,
-                        format!(
-                            "{} - {} - {}",
-                            plural(c.calls, "call", "calls"),
-                            plural(c.replays, "replay", "replays"),
-                            plural(c.drops, "drop", "drops")
-                        ),
-                    ))
+                    let mut how = format!(
+                        "{} - {} - {}",
+                        plural(c.calls, "call", "calls"),
+                        plural(c.replays, "replay", "replays"),
+                        plural(c.drops, "drop", "drops")
+                    );
+                    // Named only when they happened, so the usual lines stay as they were.
+                    if c.deferred > 0 {
+                        how.push_str(&format!(
+                            " - {}",
+                            plural(c.deferred, "deferred pass", "deferred passes")
+                        ));
+                    }
+                    if c.garbage_args > 0 {
+                        how.push_str(&format!(
+                            " - {}",
+                            plural(c.garbage_args, "undecodable call", "undecodable calls")
+                        ));
+                    }
+                    Ok((n, Basis::Kernel, how))
                 }
                 Err(e) => Err(e.to_string()),
             },
@@ -189,6 +201,14 @@ fn judge_one(verdict: &mut Verdict, source: &Source) -> Judged {
         keys.push(("svc_calls", number(per_xid.as_ref().map(|c| c.calls))));
         keys.push(("drc_replays", number(per_xid.as_ref().map(|c| c.replays))));
         keys.push(("drc_drops", number(per_xid.as_ref().map(|c| c.drops))));
+        // Keys that exist only when the event happened: a snapshot without a deferral or an
+        // undecodable call reads as before these sources were counted.
+        if let Some(c) = per_xid.as_ref().filter(|c| c.deferred > 0) {
+            keys.push(("svc_deferred", c.deferred.to_string()));
+        }
+        if let Some(c) = per_xid.as_ref().filter(|c| c.garbage_args > 0) {
+            keys.push(("garbage_args", c.garbage_args.to_string()));
+        }
         keys.push(("executions_total", number(trace.total_executions())));
         keys.push((
             "cache_update_hits",
@@ -469,8 +489,9 @@ mod tests {
         assert!(out[0].starts_with("rig judge: error: "), "{out:?}");
         assert!(
             out[0].contains(
-                "the kernel's two counts disagree: svc_process calls minus DRC replays and drops \
-                 give 1 executions in all, nfsd_cache_update ran 2 times"
+                "the kernel's two counts disagree: svc_process calls minus DRC replays, drops, \
+                 deferred passes and undecodable calls give 1 executions in all (0 deferred \
+                 passes), nfsd_cache_update ran 2 times"
             ),
             "{out:?}"
         );

@@ -15,15 +15,18 @@ cat /proc/fs/nfsd/reply_cache_stats
 # Executions counted in the kernel (`rig judge` in observe-nfsd.sh, per case): sunrpc:svc_process
 # (every call nfsd begins), nfsd:nfsd_drc_found (REPLY = replayed from the cache, DROPIT = an
 # in-progress duplicate dropped) and a kprobe on nfsd_cache_update (one hit per executed
-# procedure: the cross-check). Enabled once, after nfsd is loaded; a source this kernel lacks is
-# left out, and /tmp/rig-trace-sources lists those enabled (rig judge counts nothing without them).
+# procedure: the cross-check); sunrpc:svc_defer (a pass deferred by an export-cache upcall, whose
+# revisit is a second svc_process) and nfsd:nfsd_garbage_args_err (a call that did not decode,
+# never executed) are subtracted. Enabled once, after nfsd is loaded; a source this kernel lacks
+# is left out and named in this case's RESULT (trace_sources_missing=), and /tmp/rig-trace-sources
+# lists those enabled (rig judge counts nothing without the first three).
 T=/sys/kernel/tracing
 [ -e $T/trace ] || mount -t tracefs tracefs $T
 sources=
 if [ -e $T/trace ]; then
   echo 0 > $T/tracing_on
   echo 4096 > $T/buffer_size_kb
-  for ev in sunrpc/svc_process nfsd/nfsd_drc_found; do
+  for ev in sunrpc/svc_process nfsd/nfsd_drc_found sunrpc/svc_defer nfsd/nfsd_garbage_args_err; do
     [ -e "$T/events/$ev/enable" ] && echo 1 > "$T/events/$ev/enable" && sources="$sources ${ev%%/*}:${ev#*/}"
   done
   if [ -e $T/kprobe_events ] && echo 'p:rig_cache_update nfsd_cache_update' >> $T/kprobe_events &&
@@ -35,5 +38,11 @@ if [ -e $T/trace ]; then
 fi
 sources=${sources# }
 echo "$sources" > /tmp/rig-trace-sources
+missing=
+for want in sunrpc:svc_process nfsd:nfsd_drc_found kprobes:rig_cache_update sunrpc:svc_defer nfsd:nfsd_garbage_args_err; do
+  case " $sources " in *" $want "*) ;; *) missing="$missing,$want" ;; esac
+done
+missing=${missing#,}
+[ -n "$missing" ] && echo "trace sources this kernel lacks (counts that need them are errors, never inferred passes): $missing"
 rig_result pass nfsd_rdma_port=$NFS_RDMA_PORT mountd_tcp_port=$MOUNT_TCP_PORT kernel=$(uname -r) \
-  trace_sources=$(echo "${sources:-none}" | tr ' ' ',')
+  trace_sources=$(echo "${sources:-none}" | tr ' ' ',') trace_sources_missing=${missing:-none}
