@@ -2,7 +2,10 @@
 //!
 //! Exit codes: 0 decoded, 1 the message is malformed (the JSON names the layer and the RFC rule
 //! it broke), 2 usage or I/O error. The `svcrdma` field says what each modelled kernel would do
-//! with the bytes, whether or not our strict decoder accepts them.
+//! with the bytes, whether or not our strict decoder accepts them; `svcrdma_profiles` says what
+//! each measured kernel (fixtures/svcrdma-profiles, compiled in: `wirefuzz::rules`) would answer
+//! and which check decided it, through the same kernel model `rig serve --profile` answers by.
+//! `--profile NAME|FILE` narrows that to the named profiles or adds a profile file.
 
 use std::path::{Path, PathBuf};
 
@@ -18,14 +21,21 @@ use wire::rpc::{
     NFSACL_PROGRAM, NFS_PROGRAM,
 };
 use wire::rpcrdma::{Body, ChunkLists, ErrorBody, Header, Segment};
-use wire::svcrdma::{classify, Profile};
+use wire::svcrdma::{classify, classify_with, KernelModel, Profile};
+use wirefuzz::rules::{kernel_model, Answer, KernelProfile, ProfileNameError, MEASURED_PROFILES};
 
+use crate::input::read_text;
 use crate::outln;
 
 /// Largest input accepted: far above any Receive buffer (svcrdma allows at most 64 KiB).
 const MAX_INPUT: u64 = 16 << 20;
 /// Most chunk segments listed in the output (see `rpcrdma_json`).
 const MAX_LISTED_SEGMENTS: usize = 4096;
+/// Largest `--profile` file read (the committed profiles are a few KiB).
+const MAX_PROFILE_FILE_BYTES: u64 = 1 << 20;
+/// The model name of a profile read from a file: [`KernelModel::name`] must be `'static` and
+/// classifying does not read it; the output labels the answer with the file's kernel name.
+const FILE_MODEL_NAME: &str = "profile-file";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
@@ -47,17 +57,26 @@ pub struct Args {
     /// The input is hex text (whitespace and `#` comments ignored) instead of raw bytes.
     #[arg(long)]
     hex: bool,
+    /// Show only these kernels' answers (repeatable): a compiled-in profile's name (debian-6.1.176,
+    /// debian-6.12.117, debian-7.2.13, mainline-2026, or the modelled linux-6.1, linux-2026), or a
+    /// profile TOML file (e.g. from `rig svcrdma-rules --write-profile`). Default: every measured
+    /// profile compiled in.
+    #[arg(long = "profile", value_name = "NAME|FILE")]
+    profiles: Vec<String>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
+    // Before the input is read: a bad --profile is a usage error whatever the message.
+    let kernels = selected_kernels(&args.profiles)?;
     let raw = read_input(&args.file)?;
     let bytes = if args.hex { parse_hex(&raw)? } else { raw };
     let result = decode_message_with(&bytes, args.call_proc);
     let svcrdma = svcrdma_verdicts(&bytes);
-    let (value, code) = match &result {
+    let (mut value, code) = match &result {
         Ok(msg) => (message_json(msg, args.call_proc, svcrdma), 0),
         Err(err) => (error_json(err, svcrdma), 1),
     };
+    value["svcrdma_profiles"] = kernel_answers(&bytes, &kernels);
     // Strings from the message (machine names, file names) reach a terminal: escaped.
     match args.format {
         Format::Json => outln!(
@@ -134,6 +153,113 @@ fn svcrdma_verdicts(bytes: &[u8]) -> Value {
     for profile in Profile::ALL {
         let verdict = classify(bytes, profile);
         map.insert(profile.name().into(), verdict.outcome.name().into());
+    }
+    Value::Object(map)
+}
+
+/// A kernel whose answer `rig decode` shows: a compiled-in profile, or one read from a file.
+#[derive(Debug)]
+struct SelectedKernel {
+    /// The name it is shown under: the profile's kernel name.
+    label: String,
+    /// The file it was read from (`None`: compiled in).
+    file: Option<PathBuf>,
+    model: KernelModel,
+}
+
+/// The kernels of `--profile` (default: every measured profile compiled in), in the order given;
+/// a name or file given twice is shown once.
+fn selected_kernels(args: &[String]) -> anyhow::Result<Vec<SelectedKernel>> {
+    if args.is_empty() {
+        return MEASURED_PROFILES
+            .iter()
+            .map(|(name, _)| compiled_in(name).map_err(anyhow::Error::from))
+            .collect();
+    }
+    let mut kernels: Vec<SelectedKernel> = Vec::new();
+    for arg in args {
+        let mut kernel = selected_kernel(arg)?;
+        let taken = |label: &str| kernels.iter().any(|k| k.label == label);
+        if taken(&kernel.label) {
+            // A file of a kernel also named (the compiled-in profile beside a fresh measurement
+            // of the same kernel): both shown, the file's under its path too.
+            match &kernel.file {
+                Some(path) => kernel.label = format!("{} ({})", kernel.label, path.display()),
+                None => continue,
+            }
+            if taken(&kernel.label) {
+                continue;
+            }
+        }
+        kernels.push(kernel);
+    }
+    Ok(kernels)
+}
+
+/// One `--profile` value: a compiled-in profile's name, else a profile file. A value that names
+/// no profile and does not look like a path is an unknown name (the error lists the known ones).
+fn selected_kernel(arg: &str) -> anyhow::Result<SelectedKernel> {
+    match compiled_in(arg) {
+        Ok(kernel) => Ok(kernel),
+        Err(ProfileNameError::Unknown(_)) if looks_like_file(arg) => profile_file(Path::new(arg)),
+        Err(err) => Err(anyhow::Error::new(err).context("--profile")),
+    }
+}
+
+fn looks_like_file(arg: &str) -> bool {
+    arg.contains(std::path::MAIN_SEPARATOR) || arg.ends_with(".toml") || Path::new(arg).exists()
+}
+
+/// A compiled-in profile (measured or modelled) by name, as `rig serve --profile` resolves it.
+fn compiled_in(name: &str) -> Result<SelectedKernel, ProfileNameError> {
+    Ok(SelectedKernel {
+        label: name.to_owned(),
+        file: None,
+        model: kernel_model(name)?,
+    })
+}
+
+/// A profile file, turned into a kernel model as the compiled-in ones are
+/// ([`KernelProfile::model`]); any failure names the file.
+fn profile_file(path: &Path) -> anyhow::Result<SelectedKernel> {
+    let text = read_text(path, MAX_PROFILE_FILE_BYTES, "--profile file")?;
+    let context = || format!("--profile {}", path.display());
+    let profile = KernelProfile::parse(&text).with_context(context)?;
+    let model = profile.model(FILE_MODEL_NAME).with_context(context)?;
+    // The file's kernel name goes to a terminal as a label: a plain name only, else the path.
+    let plain = !profile.kernel.is_empty()
+        && profile.kernel.len() <= 64
+        && profile
+            .kernel
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._+-".contains(c));
+    let label = if plain {
+        profile.kernel
+    } else {
+        path.display().to_string()
+    };
+    Ok(SelectedKernel {
+        label,
+        file: Some(path.to_path_buf()),
+        model,
+    })
+}
+
+/// What each selected kernel answers `bytes`: the model's outcome (named as in `svcrdma`), the
+/// same answer as the profile files name it, and the check that decided it.
+fn kernel_answers(bytes: &[u8], kernels: &[SelectedKernel]) -> Value {
+    let mut map = Map::new();
+    for kernel in kernels {
+        let verdict = classify_with(bytes, &kernel.model);
+        let mut v = json!({
+            "outcome": verdict.outcome.name(),
+            "answer": Answer::from(verdict.outcome).name(),
+            "rule": verdict.rule.name(),
+        });
+        if let Some(path) = &kernel.file {
+            v["file"] = path.display().to_string().into();
+        }
+        map.insert(kernel.label.clone(), v);
     }
     Value::Object(map)
 }
@@ -423,6 +549,15 @@ fn text(v: &Value) -> String {
         let verdicts: Vec<String> = m.iter().map(|(k, o)| format!("{k}={}", s(o))).collect();
         out += &format!("svcrdma {}\n", verdicts.join(" "));
     }
+    if let Some(Value::Object(m)) = v.get("svcrdma_profiles") {
+        for (kernel, a) in m {
+            out += &format!(
+                "profile {kernel}: {} (rule {})\n",
+                s(&a["outcome"]),
+                s(&a["rule"])
+            );
+        }
+    }
     out
 }
 
@@ -446,6 +581,29 @@ mod tests {
         );
         assert!(parse_call_proc("nfs:3").is_err());
         assert!(parse_call_proc("nfs:3:FROB").is_err());
+    }
+
+    /// The default answers come from the one compiled-in list, in its order: a profile added to
+    /// `MEASURED_PROFILES` shows up here with nothing else to change.
+    #[test]
+    fn default_kernels_are_the_compiled_in_measured_profiles() {
+        let kernels = selected_kernels(&[]).unwrap();
+        let labels: Vec<&str> = kernels.iter().map(|k| k.label.as_str()).collect();
+        let names: Vec<&str> = MEASURED_PROFILES.iter().map(|(n, _)| *n).collect();
+        assert_eq!(labels, names);
+        for kernel in &kernels {
+            assert!(kernel.file.is_none());
+            assert_eq!(kernel.model, kernel_model(&kernel.label).unwrap());
+        }
+        // A bare unknown word is an unknown name, a path-like one a file.
+        assert!(!looks_like_file("debian-6.1.192"));
+        assert!(looks_like_file("debian-6.1.192.toml"));
+        assert!(looks_like_file("profiles/x"));
+        let err = format!("{:#}", selected_kernels(&["linux-5.4".into()]).unwrap_err());
+        assert!(
+            err.contains("known: linux-6.1, linux-2026, debian-6.1.176"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -5,6 +5,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use serde_json::Value;
+use wire::svcrdma::{classify, classify_with, Profile, Rule};
+use wirefuzz::rules::{KernelProfile, MEASURED_PROFILES};
 
 /// Frame 76 of fixtures/pcap/nfs3-linux-6.1.pcap: nfsd's reply to a READ of an 18-byte file,
 /// the data pushed through a Write chunk so only the length word of `data` is inline.
@@ -142,7 +144,10 @@ fn text_format_is_one_line_per_layer() {
         .lines()
         .map(|l| l.split_whitespace().next().unwrap())
         .collect();
-    assert_eq!(prefixes, ["rpcrdma", "rpc", "nfs", "svcrdma"], "{out}");
+    // One line per layer, then one per measured kernel profile.
+    let mut expected = vec!["rpcrdma", "rpc", "nfs", "svcrdma"];
+    expected.extend(std::iter::repeat_n("profile", MEASURED_PROFILES.len()));
+    assert_eq!(prefixes, expected, "{out}");
     assert!(out.contains("READ reply NFS3_OK"), "{out}");
     assert!(out.contains("via write chunk"), "{out}");
     assert!(out.contains("NFS v3 READ SUCCESS"), "{out}");
@@ -307,4 +312,234 @@ fn fixtures_text_snapshot() {
         }
     }
     insta::assert_snapshot!("fixtures_text", all);
+}
+
+/// Run `rig decode <args>` (the input is a file among the args); returns (exit code, stdout,
+/// stderr).
+fn rig_decode_args(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_rig"))
+        .arg("decode")
+        .args(args)
+        .output()
+        .expect("rig runs");
+    (
+        out.status.code().expect("exit code"),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+fn fixture(path: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures")
+        .join(path)
+}
+
+/// The measured profiles as the fixture files on disk say (not the binary's compiled-in copies),
+/// by file stem.
+fn measured_profiles_on_disk() -> Vec<(String, KernelProfile)> {
+    let dir = fixture("svcrdma-profiles");
+    let mut profiles: Vec<(String, KernelProfile)> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .map(|p| {
+            let stem = p.file_stem().unwrap().to_string_lossy().into_owned();
+            let text = std::fs::read_to_string(&p).unwrap();
+            (stem, KernelProfile::parse(&text).unwrap())
+        })
+        .collect();
+    profiles.sort_by(|a, b| a.0.cmp(&b.0));
+    assert!(!profiles.is_empty());
+    profiles
+}
+
+/// Every measured profile's answer to `bytes` in `v`, checked against the profile file: the
+/// answer its table gives `rule` (the rule the header breaks), and the outcome and deciding
+/// check of the kernel model built from the file.
+fn assert_each_profile_answers(v: &Value, bytes: &[u8], rule: Rule) {
+    let answers = v["svcrdma_profiles"].as_object().expect("svcrdma_profiles");
+    let on_disk = measured_profiles_on_disk();
+    let names: Vec<&str> = on_disk.iter().map(|(n, _)| n.as_str()).collect();
+    let shown: Vec<&str> = answers.keys().map(String::as_str).collect();
+    assert_eq!(shown, names, "every measured profile answers, by name");
+    for (name, profile) in &on_disk {
+        let a = &answers[name.as_str()];
+        let expected = profile.expected(rule).unwrap().answer;
+        assert_eq!(
+            a["answer"],
+            expected.name(),
+            "{name} on {}: {a}",
+            rule.name()
+        );
+        let verdict = classify_with(bytes, &profile.model("test").unwrap());
+        assert_eq!(a["outcome"], verdict.outcome.name(), "{name}: {a}");
+        assert_eq!(a["rule"], verdict.rule.name(), "{name}: {a}");
+        assert!(a.get("file").is_none(), "{name} is compiled in: {a}");
+    }
+}
+
+/// A Read chunk placed past the inline message: the check 6.1 lacks and the later kernels answer
+/// differently (the profiles disagree), so each kernel's own answer must show under its name.
+#[test]
+fn read_chunk_past_inline_gets_each_measured_kernels_answer() {
+    let path = fixture("ok/msg-read-chunk-past-inline.bin");
+    let bytes = std::fs::read(&path).unwrap();
+    assert_eq!(
+        classify(&bytes, Profile::Linux2026).rule,
+        Rule::ReadChunkPastInline,
+        "the fixture breaks the rule the test is about"
+    );
+    let (code, v) = rig_decode_file(&path);
+    assert_eq!(code, 0, "{v}");
+    assert_each_profile_answers(&v, &bytes, Rule::ReadChunkPastInline);
+    // The model verdicts keep their keys and values beside the profiles.
+    assert_eq!(v["svcrdma"]["linux-2026"], "err-chunk");
+    assert_eq!(v["svcrdma"]["linux-6.1"], "accept");
+
+    // Known difference: 6.1.176 makes no decode-time position check, 6.12.117 does.
+    let (code, text, _) = rig_decode_args(&["--format", "text", path.to_str().unwrap()]);
+    assert_eq!(code, 0, "{text}");
+    let line = |kernel: &str| {
+        let answer = &v["svcrdma_profiles"][kernel];
+        let line = format!(
+            "profile {kernel}: {} (rule {})",
+            answer["outcome"].as_str().unwrap(),
+            answer["rule"].as_str().unwrap()
+        );
+        assert!(text.lines().any(|l| l == line), "{line:?} in\n{text}");
+        line
+    };
+    let old = line("debian-6.1.176");
+    let new = line("debian-6.12.117");
+    assert_ne!(
+        v["svcrdma_profiles"]["debian-6.1.176"]["answer"],
+        v["svcrdma_profiles"]["debian-6.12.117"]["answer"],
+        "{old} / {new}"
+    );
+    for (name, _) in MEASURED_PROFILES {
+        line(name);
+    }
+}
+
+#[test]
+fn bad_version_gets_each_measured_kernels_answer() {
+    // xid, vers = 2, credits, RDMA_MSG, three empty lists
+    let hex = "00000001 00000002 00000020 00000000 00000000 00000000 00000000";
+    let bytes: Vec<u8> = wire::hex::decode(&hex.replace(' ', "")).unwrap();
+    let (code, v) = rig_decode_json(hex, &[]);
+    assert_eq!(code, 1, "{v}");
+    assert_each_profile_answers(&v, &bytes, Rule::BadVersion);
+}
+
+#[test]
+fn profile_option_narrows_to_the_named_kernels() {
+    let path = fixture("ok/msg-read-chunk-past-inline.bin");
+    let path = path.to_str().unwrap();
+    let (code, out, err) = rig_decode_args(&[
+        "--profile",
+        "debian-6.12.117",
+        "--profile",
+        "linux-6.1",
+        "--profile",
+        "debian-6.12.117",
+        path,
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let shown: Vec<&String> = v["svcrdma_profiles"].as_object().unwrap().keys().collect();
+    assert_eq!(shown, ["debian-6.12.117", "linux-6.1"], "{v}");
+    assert_eq!(v["svcrdma_profiles"]["linux-6.1"]["outcome"], "accept");
+    assert_eq!(
+        v["svcrdma_profiles"]["linux-6.1"]["rule"],
+        "unchecked-read-chunk-position"
+    );
+    // The model verdicts are not narrowed.
+    assert_eq!(v["svcrdma"].as_object().unwrap().len(), 2);
+}
+
+#[test]
+fn unknown_profile_name_is_a_usage_error_listing_the_known_names() {
+    let path = fixture("ok/msg-null.bin");
+    let (code, out, err) =
+        rig_decode_args(&["--profile", "debian-6.1.192", path.to_str().unwrap()]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.is_empty(), "{out}");
+    assert!(err.contains("\"debian-6.1.192\""), "{err}");
+    for name in Profile::ALL
+        .iter()
+        .map(|p| p.name())
+        .chain(MEASURED_PROFILES.iter().map(|(n, _)| *n))
+    {
+        assert!(err.contains(name), "{name} in {err}");
+    }
+}
+
+/// A developer's fresh profile: the 6.1.176 table with the position check answered ERR_CHUNK,
+/// as a backport would; shown beside the compiled-in profiles, under its own kernel name.
+#[test]
+fn profile_option_reads_a_profile_file() {
+    let dir = std::env::temp_dir().join(format!("rig-decode-profile-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let base = std::fs::read_to_string(fixture("svcrdma-profiles/debian-6.1.176.toml")).unwrap();
+    let entry = "[rules.read-chunk-past-inline]\nexpected = \"reply\"";
+    assert!(base.contains(entry));
+    let fresh = base
+        .replace("kernel = \"debian-6.1.176\"", "kernel = \"debian-6.1.192\"")
+        .replace(
+            entry,
+            "[rules.read-chunk-past-inline]\nexpected = \"err-chunk\"",
+        );
+    let file = dir.join("debian-6.1.192.toml");
+    std::fs::write(&file, fresh).unwrap();
+    let bin = fixture("ok/msg-read-chunk-past-inline.bin");
+    let (code, out, err) = rig_decode_args(&[
+        "--profile",
+        "debian-6.1.176",
+        "--profile",
+        file.to_str().unwrap(),
+        bin.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let answers = v["svcrdma_profiles"].as_object().unwrap();
+    assert_eq!(answers.len(), 2, "{v}");
+    assert_eq!(answers["debian-6.1.176"]["answer"], "reply");
+    assert_eq!(answers["debian-6.1.192"]["answer"], "err-chunk");
+    assert_eq!(answers["debian-6.1.192"]["rule"], "read-chunk-past-inline");
+    assert_eq!(answers["debian-6.1.192"]["file"], file.to_str().unwrap());
+
+    // The same kernel compiled in and from a file: both shown, the file's under its path too.
+    let copy = dir.join("copy.toml");
+    std::fs::write(&copy, &base).unwrap();
+    let (code, out, err) = rig_decode_args(&[
+        "--profile",
+        "debian-6.1.176",
+        "--profile",
+        copy.to_str().unwrap(),
+        bin.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let from_file = format!("debian-6.1.176 ({})", copy.display());
+    assert_eq!(
+        v["svcrdma_profiles"][&from_file],
+        serde_json::json!({"outcome": "accept", "answer": "reply",
+                           "rule": "unchecked-read-chunk-position",
+                           "file": copy.to_str().unwrap()}),
+        "{v}"
+    );
+
+    // A file that is not a profile is an error naming it.
+    let bad = dir.join("bad.toml");
+    std::fs::write(
+        &bad,
+        base.replace(entry, "[rules.read-chunk-past-inline]\nexpected = 7"),
+    )
+    .unwrap();
+    let (code, out, err) =
+        rig_decode_args(&["--profile", bad.to_str().unwrap(), bin.to_str().unwrap()]);
+    assert_eq!(code, 2, "{out}");
+    assert!(err.contains(bad.to_str().unwrap()), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
 }
