@@ -20,6 +20,9 @@ pub const HOST_TOOLS: &[(&str, &str)] = &[
     ("depmod", "kmod"),
     ("modprobe", "kmod"),
     ("dpkg-deb", "dpkg"),
+    // Kernel changelogs (interop/src/changelog.rs: the fix status of `just findings`).
+    ("tar", "tar"),
+    ("gzip", "gzip"),
     ("apt-get", "apt"),
     ("gpgv", "gpgv"),
     ("xz", "xz-utils"),

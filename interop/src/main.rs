@@ -66,6 +66,17 @@ enum Command {
         #[command(flatten)]
         kernels: KernelArgs,
     },
+    /// Replay every kernel finding (fixtures/findings/findings.toml) alone on a fresh boot of the
+    /// current kernel of each line, look its fix up in that kernel's Debian changelog, and write
+    /// target/interop/findings-replay/status.md (and .json).
+    Findings {
+        /// Kernels to replay on (default: linux-6.1, linux-6.12, linux-7.x).
+        #[arg(long = "kernel")]
+        kernels: Vec<String>,
+        /// Only these findings, by name (default: all).
+        #[arg(long = "finding")]
+        findings: Vec<String>,
+    },
     /// Build images and run suites on each kernel.
     Run {
         #[command(flatten)]
@@ -180,6 +191,7 @@ fn main() -> ExitCode {
                 true
             })
         }
+        Command::Findings { kernels, findings } => replay_findings(&kernels, &findings),
         Command::Run { kernels, run: args } if args.list => list(&kernels, &args),
         Command::Run { kernels, run: args } => run(&kernels, &args),
     };
@@ -193,6 +205,63 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// The kernel lines findings are replayed on by default: the newest of each Debian line.
+const FINDINGS_KERNELS: &[&str] = &["linux-6.1", "linux-6.12", "linux-7.x"];
+
+fn replay_findings(kernels: &[String], names: &[String]) -> Result<bool> {
+    use interop::findings;
+    let root = interop::cache::workspace_root();
+    let all = findings::parse_findings(&std::fs::read_to_string(
+        root.join("fixtures/findings/findings.toml"),
+    )?)?;
+    for name in names {
+        ensure!(
+            all.iter().any(|f| &f.name == name),
+            "unknown finding {name:?}; findings.toml has {}",
+            all.iter()
+                .map(|f| f.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    let chosen: Vec<_> = all
+        .into_iter()
+        .filter(|f| names.is_empty() || names.contains(&f.name))
+        .collect();
+    let kernels: Vec<String> = if kernels.is_empty() {
+        FINDINGS_KERNELS.iter().map(|k| (*k).to_owned()).collect()
+    } else {
+        kernels.to_vec()
+    };
+    let out = findings::output_root();
+    std::fs::create_dir_all(&out)?;
+    let mut outcomes = Vec::new();
+    for finding in &chosen {
+        for kernel in &kernels {
+            eprintln!(
+                "== finding {} on {kernel}: replaying {}",
+                finding.name, finding.reproducer
+            );
+            let outcome = findings::replay(finding, kernel, &out)?;
+            eprintln!("   {kernel} {}: {}", outcome.version, outcome.summary());
+            outcomes.push(outcome);
+        }
+    }
+    let fixes = findings::fix_statuses(&chosen, &outcomes)?;
+    let markdown = findings::render_markdown(&chosen, &outcomes, &fixes);
+    std::fs::write(out.join("status.md"), &markdown)?;
+    std::fs::write(
+        out.join("status.json"),
+        serde_json::to_string_pretty(&serde_json::json!({
+            "outcomes": outcomes,
+            "fixes": fixes,
+        }))?,
+    )?;
+    println!("{markdown}");
+    eprintln!("findings: {} written", out.join("status.md").display());
+    Ok(outcomes.iter().all(|o| o.harness_failure.is_none()))
 }
 
 fn load_suites(args: &RunArgs) -> Result<Vec<Suite>> {

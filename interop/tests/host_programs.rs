@@ -63,6 +63,20 @@ const HOST_PROGRAMS: &[HostProgram] = &[
     program("sed", "sed", true, "scripts/*.sh"),
     program("dpkg-query", "dpkg", true, "scripts/test-deps.sh"),
     program(
+        "dpkg",
+        "dpkg",
+        true,
+        "interop changelog tests: Debian version order checked against dpkg --compare-versions",
+    ),
+    program(
+        "dpkg-deb",
+        "dpkg",
+        true,
+        "interop changelog tests build and read .deb files",
+    ),
+    program("tar", "tar", true, "interop changelog tests (a .debian.tar.xz)"),
+    program("gzip", "gzip", true, "interop changelog tests (changelog.gz)"),
+    program(
         "apt-get",
         "apt",
         true,

@@ -1,0 +1,599 @@
+//! `interop findings`: every kernel finding (fixtures/findings/findings.toml) replayed alone on a
+//! fresh boot of the current version of each kernel line, and its fix looked up in the Debian
+//! changelog of the package that ran, so a row says "reproduces on X; fixed in Y" from evidence.
+//!
+//! The replay is the wire-fuzz suite in replay mode (`rig fuzz-wire --replay`, one case against
+//! nfsd and `rig serve`, the server guest's kernel watch on): the same path the finding was
+//! found on, so a replay that stops reproducing means the kernel changed, not the harness.
+
+use std::fmt::Write as _;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use anyhow::{ensure, Context, Result};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::cache::workspace_root;
+use crate::snapshots::read_bounded;
+
+/// One entry of fixtures/findings/findings.toml.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FindingSpec {
+    /// Short name (`read-overlap-oops`), used in paths and reports.
+    pub name: String,
+    pub title: String,
+    /// A `rig fuzz-wire --replay` case file, relative to the workspace.
+    pub reproducer: String,
+    /// A kernel-watch hit containing this text is the finding reproducing.
+    pub signature: String,
+    /// The fix's commit subject, as the Debian changelog lists it (none known: absent).
+    #[serde(default)]
+    pub fix_subject: Option<String>,
+    /// `finding` (a known fault) or `probe` (valid input whose answer we want).
+    #[serde(default = "default_kind")]
+    pub kind: String,
+}
+
+fn default_kind() -> String {
+    "finding".to_owned()
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FindingsFile {
+    finding: Vec<FindingSpec>,
+}
+
+/// Names safe in paths.
+fn is_plain(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
+        && !name.starts_with(['.', '-'])
+}
+
+/// Parse and check the findings file: plain names, relative reproducer paths inside the tree,
+/// a non-empty signature, a known kind.
+pub fn parse_findings(text: &str) -> Result<Vec<FindingSpec>> {
+    let file: FindingsFile = toml::from_str(text).context("parsing findings.toml")?;
+    for finding in &file.finding {
+        ensure!(
+            is_plain(&finding.name),
+            "bad finding name {:?}",
+            finding.name
+        );
+        ensure!(
+            !finding.reproducer.starts_with('/') && !finding.reproducer.contains(".."),
+            "finding {}: reproducer {:?} must be a path inside the workspace",
+            finding.name,
+            finding.reproducer
+        );
+        ensure!(
+            !finding.signature.trim().is_empty(),
+            "finding {}: empty signature",
+            finding.name
+        );
+        ensure!(
+            matches!(finding.kind.as_str(), "finding" | "probe"),
+            "finding {}: kind {:?} is neither finding nor probe",
+            finding.name,
+            finding.kind
+        );
+    }
+    Ok(file.finding)
+}
+
+/// What one replay on one kernel showed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ReplayOutcome {
+    pub finding: String,
+    pub kernel: String,
+    /// The kernel's Debian version and origin, and its `uname -r`.
+    pub version: String,
+    pub origin: String,
+    pub release: String,
+    /// Kernel-watch hits containing the finding's signature.
+    pub matching_hits: Vec<String>,
+    /// Every kernel-watch hit (first lines).
+    pub hits: Vec<String>,
+    /// What nfsd answered to the case (`reply`, `err-chunk`, `close`...), from the fuzzer's
+    /// report; `None` when the run left no report (the kernel died before it was written).
+    pub nfsd_answer: Option<String>,
+    /// The replay run could not be judged (no report and no hit): a harness failure.
+    pub harness_failure: Option<String>,
+}
+
+impl ReplayOutcome {
+    pub fn reproduced(&self) -> bool {
+        !self.matching_hits.is_empty()
+    }
+
+    /// `reproduces` / `no: nfsd answered err-chunk` / `not judged: ...`, for reports.
+    pub fn summary(&self) -> String {
+        if self.reproduced() {
+            format!("reproduces ({})", first_words(&self.matching_hits[0], 16))
+        } else if let Some(why) = &self.harness_failure {
+            format!("not judged: {why}")
+        } else {
+            let other = if self.hits.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "; other kernel-log hits: {}",
+                    first_words(&self.hits[0], 12)
+                )
+            };
+            format!(
+                "no: nfsd answered {}{other}",
+                self.nfsd_answer.as_deref().unwrap_or("nothing")
+            )
+        }
+    }
+}
+
+/// The first `n` words of a log line, without its timestamp prefix.
+fn first_words(line: &str, n: usize) -> String {
+    let line = line
+        .split_once("] ")
+        .map_or(line, |(_, rest)| rest)
+        .trim_start_matches(|c: char| c.is_ascii_digit() || "T:,.+-".contains(c))
+        .trim();
+    line.split_whitespace()
+        .take(n)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// nfsd's answer in a wire-fuzz report: the outcome keys the `nfsd` target counted.
+pub fn nfsd_answer(report: &Value) -> Option<String> {
+    let targets = report.get("targets")?.as_array()?;
+    let nfsd = targets
+        .iter()
+        .find(|t| {
+            t.get("target")
+                .and_then(Value::as_str)
+                .is_some_and(|name| name.contains("20049") || name.contains("nfsd"))
+        })
+        .or_else(|| targets.first())?;
+    let outcomes = nfsd.get("outcomes")?.as_object()?;
+    let seen: Vec<&str> = outcomes
+        .iter()
+        .filter(|(_, count)| count.as_u64().is_some_and(|c| c > 0))
+        .map(|(outcome, _)| outcome.as_str())
+        .collect();
+    (!seen.is_empty()).then(|| seen.join(", "))
+}
+
+/// Read the replay's files under `share_out` (the wire-fuzz run's `share/out`).
+pub fn read_replay(
+    finding: &FindingSpec,
+    kernel: &str,
+    share_out: &Path,
+) -> Result<(Vec<String>, Option<String>)> {
+    let hits: Vec<String> = match fs::read_to_string(share_out.join("kernel-watch.hits")) {
+        Ok(text) => text.lines().take(100).map(str::to_owned).collect(),
+        Err(_) => Vec::new(),
+    };
+    let report = share_out.join("wire-fuzz.report.json");
+    let answer = if report.is_file() {
+        let value: Value = serde_json::from_str(&read_bounded(&report)?)
+            .with_context(|| format!("{kernel} {}: {}", finding.name, report.display()))?;
+        nfsd_answer(&value)
+    } else {
+        None
+    };
+    Ok((hits, answer))
+}
+
+/// The `run` entries of an interop report.json: (kernel, version, origin, release).
+fn run_identity(report: &Value, kernel: &str) -> (String, String, String) {
+    let run = report
+        .get("runs")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .find(|r| r.get("kernel").and_then(Value::as_str) == Some(kernel));
+    let text = |key: &str| {
+        run.and_then(|r| r.get(key))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned()
+    };
+    (text("version"), text("origin"), text("release"))
+}
+
+/// The wire-fuzz settings of a replay (what `just fuzz-wire` writes for a run).
+const REPLAY_ENV: &str = "WIRE_FUZZ_SECONDS=0\nWIRE_FUZZ_SEED=0\nWIRE_FUZZ_TIMEOUT_MS=1000\n\
+WIRE_FUZZ_SKIP_FAMILIES=\"\"\nWIRE_FUZZ_GUIDED=0\nWIRE_FUZZ_KEEP_GOING=0\n\
+WIRE_FUZZ_REPLAY=/rig/etc/replay.json\n";
+
+/// A replay of one case on a fresh boot takes about two minutes under TCG; a hung guest is
+/// stopped by the run's own timeouts long before this.
+const REPLAY_TIMEOUT: Duration = Duration::from_secs(20 * 60);
+
+/// Replay `finding` on `kernel`: `interop run --suite wire-fuzz` with the case shared as
+/// etc/replay.json, in its own output directory under `out`.
+pub fn replay(finding: &FindingSpec, kernel: &str, out: &Path) -> Result<ReplayOutcome> {
+    let root = workspace_root();
+    let case = root.join(&finding.reproducer);
+    ensure!(
+        case.is_file(),
+        "finding {}: no reproducer {}",
+        finding.name,
+        case.display()
+    );
+    let dir = out.join(&finding.name).join(kernel);
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir)?;
+    let env_file = dir.join("wire-fuzz.env");
+    fs::write(&env_file, REPLAY_ENV)?;
+    let mut command = Command::new(std::env::current_exe().context("locating interop")?);
+    command
+        .current_dir(&root)
+        .env("RIG_INTEROP_OUT", &dir)
+        .args([
+            "run",
+            "--suite",
+            "wire-fuzz",
+            "--kernel",
+            kernel,
+            "--jobs",
+            "1",
+        ])
+        .arg("--share-file")
+        .arg(format!("{}:etc/wire-fuzz.env", env_file.display()))
+        .arg("--share-file")
+        .arg(format!("{}:etc/replay.json", case.display()));
+    let output =
+        crate::process::output_with_timeout("interop run (replay)", command, REPLAY_TIMEOUT)?;
+    let mut log = output.stdout;
+    log.extend_from_slice(&output.stderr);
+    fs::write(dir.join("replay.log"), &log)?;
+    let run_dir = dir.join("last/runs").join(kernel).join("wire-fuzz");
+    let report: Value = read_bounded(&dir.join("last/report.json"))
+        .ok()
+        .and_then(|text| serde_json::from_str(&text).ok())
+        .unwrap_or(Value::Null);
+    let (version, origin, release) = run_identity(&report, kernel);
+    let (hits, nfsd_answer) = read_replay(finding, kernel, &run_dir.join("share/out"))?;
+    let matching_hits: Vec<String> = hits
+        .iter()
+        .filter(|line| line.contains(&finding.signature))
+        .cloned()
+        .collect();
+    let harness_failure = (hits.is_empty() && nfsd_answer.is_none()).then(|| {
+        format!(
+            "the replay left neither a fuzzer report nor a kernel-log hit (exit {}; see {})",
+            output.status,
+            dir.join("replay.log").display()
+        )
+    });
+    Ok(ReplayOutcome {
+        finding: finding.name.clone(),
+        kernel: kernel.to_owned(),
+        version,
+        origin,
+        release,
+        matching_hits,
+        hits,
+        nfsd_answer,
+        harness_failure,
+    })
+}
+
+/// A fix found in a kernel package's Debian changelog.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FixStatus {
+    pub finding: String,
+    pub kernel: String,
+    /// `fixed in 6.1.191-1 (bookworm-security, 2026-11-02): <line>` or why not known.
+    pub text: String,
+}
+
+/// The `.deb` files of the kernel `version` already in the image cache (the packages a run
+/// downloaded), those holding the image first.
+fn cached_kernel_debs(version: &str) -> Vec<PathBuf> {
+    let debs = crate::cache::cache_root().join("debs");
+    let mut found: Vec<PathBuf> = fs::read_dir(&debs)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|entry| entry.path())
+        .filter(|path| {
+            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            name.starts_with("linux-")
+                && !name.starts_with("linux-source")
+                && name.contains(&format!("_{version}_"))
+        })
+        .collect();
+    found.sort_by_key(|p| !p.to_string_lossy().contains("linux-image-"));
+    found
+}
+
+/// The Debian changelog of the kernel package `version` (the linux source package's, which the
+/// binary packages carry; a 7.x package points to its `linux-base-*` package, fetched then).
+pub fn kernel_changelog(
+    version: &str,
+    builder: &mut crate::images::Builder<'_>,
+) -> Result<crate::changelog::Changelog> {
+    use crate::changelog::{parse_changelog_file, ChangelogError};
+    let debs = cached_kernel_debs(version);
+    ensure!(
+        !debs.is_empty(),
+        "no package of kernel {version} in the image cache (run the kernel first)"
+    );
+    let mut last_error = None;
+    for deb in &debs {
+        match parse_changelog_file(deb) {
+            Ok(changelog) => return Ok(changelog),
+            Err(ChangelogError::ChangelogInOtherPackage { target, .. }) => {
+                let other = builder.fetch_package(&target, version)?;
+                return parse_changelog_file(&other)
+                    .map_err(|e| anyhow::anyhow!("{}: {e}", other.display()));
+            }
+            Err(e) => last_error = Some(format!("{}: {e}", deb.display())),
+        }
+    }
+    anyhow::bail!(
+        "kernel {version}: no changelog in its packages ({})",
+        last_error.unwrap_or_default()
+    )
+}
+
+/// What `changelog` (of the kernel `version` that ran) says about the fix for `subject`.
+pub fn fix_text(changelog: &crate::changelog::Changelog, subject: &str, version: &str) -> String {
+    match changelog.first_version_listing(subject) {
+        Some(fix) => {
+            let cves: Vec<&str> = fix
+                .cves
+                .iter()
+                .chain(&fix.enclosing_cves)
+                .map(String::as_str)
+                .collect();
+            let cves = if cves.is_empty() {
+                "no CVE on the line".to_owned()
+            } else {
+                cves.join(", ")
+            };
+            let upstream = fix
+                .upstream_stable
+                .as_deref()
+                .map(|u| format!(", upstream {u}"))
+                .unwrap_or_default();
+            if fix.is_in(version) {
+                format!(
+                    "fixed in {} ({}, {}{upstream}): \"{}\" ({cves})",
+                    fix.version,
+                    fix.distribution,
+                    fix.date,
+                    fix.line.trim_start_matches(['-', '*', '+', ' '])
+                )
+            } else {
+                format!("listed only after {version}: {} ({cves})", fix.version)
+            }
+        }
+        None => format!("\"{subject}\" is not in {version}'s changelog"),
+    }
+}
+
+/// The fix status of every replay whose finding names its fix subject.
+pub fn fix_statuses(
+    findings: &[FindingSpec],
+    outcomes: &[ReplayOutcome],
+) -> Result<Vec<FixStatus>> {
+    let progress = crate::progress::Progress::default();
+    let mut builder = crate::images::Builder::new(&progress)?;
+    let mut statuses = Vec::new();
+    for outcome in outcomes {
+        let Some(finding) = findings.iter().find(|f| f.name == outcome.finding) else {
+            continue;
+        };
+        let text = match (&finding.fix_subject, outcome.version.as_str()) {
+            (None, _) => "no fix known".to_owned(),
+            (Some(_), "") => "version unknown (the run did not say)".to_owned(),
+            (Some(subject), version) => match kernel_changelog(version, &mut builder) {
+                Ok(changelog) => fix_text(&changelog, subject, version),
+                Err(e) => format!("changelog not read: {e:#}"),
+            },
+        };
+        statuses.push(FixStatus {
+            finding: finding.name.clone(),
+            kernel: outcome.kernel.clone(),
+            text,
+        });
+    }
+    Ok(statuses)
+}
+
+/// The findings status as Markdown: one table per finding, a row per kernel line.
+pub fn render_markdown(
+    findings: &[FindingSpec],
+    outcomes: &[ReplayOutcome],
+    fixes: &[FixStatus],
+) -> String {
+    let mut text = String::from(
+        "# Findings replayed on the current kernel of each line (`just findings`)\n\n",
+    );
+    for finding in findings {
+        let _ = writeln!(
+            text,
+            "## {} ({})\n\n{}\n",
+            finding.name, finding.kind, finding.title
+        );
+        let _ = writeln!(text, "Reproducer: `{}`\n", finding.reproducer);
+        text.push_str(
+            "| kernel | version | release | replay | fix in this version's changelog |\n",
+        );
+        text.push_str("|---|---|---|---|---|\n");
+        for outcome in outcomes.iter().filter(|o| o.finding == finding.name) {
+            let fix = fixes
+                .iter()
+                .find(|f| f.finding == finding.name && f.kernel == outcome.kernel)
+                .map_or("-", |f| f.text.as_str());
+            let version = match outcome.origin.as_str() {
+                "" => outcome.version.clone(),
+                origin => format!("{} ({origin})", outcome.version),
+            };
+            let _ = writeln!(
+                text,
+                "| {} | {} | `{}` | {} | {} |",
+                outcome.kernel,
+                version,
+                outcome.release,
+                outcome.summary().replace('|', "\\|"),
+                fix.replace('|', "\\|")
+            );
+        }
+        text.push('\n');
+    }
+    text
+}
+
+/// Where `just findings` writes: target/interop/findings-replay.
+pub fn output_root() -> PathBuf {
+    workspace_root().join("target/interop/findings-replay")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_project_findings_file_parses_and_names_existing_reproducers() {
+        let text =
+            fs::read_to_string(workspace_root().join("fixtures/findings/findings.toml")).unwrap();
+        let findings = parse_findings(&text).unwrap();
+        assert!(findings.len() >= 5);
+        for finding in &findings {
+            assert!(
+                workspace_root().join(&finding.reproducer).is_file(),
+                "{}",
+                finding.reproducer
+            );
+            let case = fs::read_to_string(workspace_root().join(&finding.reproducer)).unwrap();
+            assert!(
+                case.contains("rpcrdma-rig wire-fuzz case v1"),
+                "{} is not a case file",
+                finding.reproducer
+            );
+        }
+        assert!(findings.iter().any(|f| f.kind == "probe"));
+    }
+
+    #[test]
+    fn a_fix_is_named_with_its_version_pocket_and_cve_from_the_changelog() {
+        let text =
+            fs::read_to_string(workspace_root().join(
+                "interop/tests/data/changelog/linux-image-6.1.0-57-amd64_6.1.192-3.changelog",
+            ))
+            .unwrap();
+        let changelog = crate::changelog::Changelog::parse(&text).unwrap();
+        let fixed = fix_text(
+            &changelog,
+            "svcrdma: validate Read chunk positions",
+            "6.1.192-3",
+        );
+        assert!(
+            fixed.starts_with("fixed in 6.1.192-1 (bookworm-security, "),
+            "{fixed}"
+        );
+        assert!(fixed.contains("CVE-2026-89526"), "{fixed}");
+        let later = fix_text(
+            &changelog,
+            "svcrdma: validate Read chunk positions",
+            "6.1.176-1",
+        );
+        assert!(
+            later.starts_with("listed only after 6.1.176-1: 6.1.192-1"),
+            "{later}"
+        );
+        let absent = fix_text(&changelog, "svcrdma: no such commit", "6.1.192-3");
+        assert!(
+            absent.contains("is not in 6.1.192-3's changelog"),
+            "{absent}"
+        );
+    }
+
+    #[test]
+    fn bad_entries_are_refused() {
+        let entry = |name: &str, reproducer: &str, kind: &str| {
+            format!(
+                "[[finding]]\nname = \"{name}\"\ntitle = \"t\"\nreproducer = \"{reproducer}\"\n\
+                 signature = \"BUG\"\nkind = \"{kind}\"\n"
+            )
+        };
+        assert!(parse_findings(&entry("ok", "fixtures/x.json", "finding")).is_ok());
+        assert!(parse_findings(&entry("a/b", "fixtures/x.json", "finding")).is_err());
+        assert!(parse_findings(&entry("ok", "/etc/passwd", "finding")).is_err());
+        assert!(parse_findings(&entry("ok", "fixtures/../../x", "finding")).is_err());
+        assert!(parse_findings(&entry("ok", "fixtures/x.json", "guess")).is_err());
+    }
+
+    fn spec() -> FindingSpec {
+        FindingSpec {
+            name: "read-overlap-oops".into(),
+            title: "t".into(),
+            reproducer: "r.json".into(),
+            signature: "BUG: unable to handle page fault".into(),
+            fix_subject: None,
+            kind: "finding".into(),
+        }
+    }
+
+    #[test]
+    fn a_replay_reproduces_only_on_its_signature() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(
+            dir.path().join("kernel-watch.hits"),
+            "[   14.7] BUG: unable to handle page fault for address: ff1317a8c3d7df00\n",
+        )
+        .unwrap();
+        fs::write(
+            dir.path().join("wire-fuzz.report.json"),
+            r#"{"targets":[{"target":"10.0.2.1:20049","outcomes":{"close":1,"reply":0}},
+                {"target":"10.0.2.1:20050","outcomes":{"err-chunk":1}}]}"#,
+        )
+        .unwrap();
+        let (hits, answer) = read_replay(&spec(), "linux-6.1", dir.path()).unwrap();
+        assert_eq!(answer.as_deref(), Some("close"));
+        let outcome = ReplayOutcome {
+            finding: "read-overlap-oops".into(),
+            kernel: "linux-6.1".into(),
+            version: "6.1.192-3".into(),
+            origin: "bookworm-security".into(),
+            release: "6.1.0-57-amd64".into(),
+            matching_hits: hits
+                .iter()
+                .filter(|l| l.contains(&spec().signature))
+                .cloned()
+                .collect(),
+            hits: hits.clone(),
+            nfsd_answer: answer,
+            harness_failure: None,
+        };
+        assert!(outcome.reproduced());
+        assert!(
+            outcome
+                .summary()
+                .starts_with("reproduces (BUG: unable to handle"),
+            "{}",
+            outcome.summary()
+        );
+        let quiet = ReplayOutcome {
+            matching_hits: Vec::new(),
+            hits: Vec::new(),
+            ..outcome.clone()
+        };
+        assert_eq!(quiet.summary(), "no: nfsd answered close");
+        let markdown = render_markdown(&[spec()], &[outcome, quiet], &[]);
+        assert!(markdown.contains(
+            "| linux-6.1 | 6.1.192-3 (bookworm-security) | `6.1.0-57-amd64` | reproduces"
+        ));
+    }
+}
