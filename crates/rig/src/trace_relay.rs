@@ -65,6 +65,41 @@ pub struct Args {
     /// How long to wait for a mark to come through `trace_pipe`.
     #[arg(long, default_value_t = 1000)]
     mark_timeout_ms: u64,
+    /// Also keep every event line here, as read (at most [`MAX_LOG_BYTES`]): a replayed
+    /// finding's svcrdma decode, Read posting and completion events, for its root cause.
+    #[arg(long)]
+    log: Option<PathBuf>,
+}
+
+/// Most bytes `--log` keeps; later lines are counted, not written.
+pub const MAX_LOG_BYTES: u64 = 16 * 1024 * 1024;
+
+/// The `--log` file: lines written until [`MAX_LOG_BYTES`], then a count of the rest.
+struct EventLog {
+    file: File,
+    written: u64,
+    dropped: u64,
+}
+
+impl EventLog {
+    fn write(&mut self, line: &str) {
+        let bytes = line.len() as u64 + 1;
+        if self.written.saturating_add(bytes) > MAX_LOG_BYTES {
+            self.dropped += 1;
+            return;
+        }
+        if writeln!(self.file, "{line}").is_ok() {
+            self.written += bytes;
+        }
+    }
+}
+
+impl Drop for EventLog {
+    fn drop(&mut self) {
+        if self.dropped > 0 {
+            let _ = writeln!(self.file, "# rig trace-relay: {} lines past the log limit not kept", self.dropped);
+        }
+    }
 }
 
 pub fn run(args: Args) -> Result<u8> {
@@ -80,9 +115,23 @@ pub fn run(args: Args) -> Result<u8> {
         .context("opening trace_marker")?;
     let pipe = File::open(args.tracefs.join("trace_pipe")).context("opening trace_pipe")?;
     let (tx, rx) = sync_channel(LINE_QUEUE);
+    let mut log = match &args.log {
+        Some(path) => Some(EventLog {
+            file: File::create(path).with_context(|| format!("creating {}", path.display()))?,
+            written: 0,
+            dropped: 0,
+        }),
+        None => None,
+    };
     // The reader blocks in read(2) on trace_pipe for the relay's lifetime; it ends with the
     // process (SIGTERM from the suite's finish script).
-    std::thread::spawn(move || read_lines(pipe, &tx));
+    std::thread::spawn(move || {
+        read_lines(pipe, &tx, |line| {
+            if let Some(log) = log.as_mut() {
+                log.write(line);
+            }
+        })
+    });
     let listener =
         TcpListener::bind(&args.listen).with_context(|| format!("binding {}", args.listen))?;
     eprintln!("trace-relay: listening on {}", args.listen);
@@ -152,8 +201,9 @@ fn setup_tracefs(tracefs: &Path, groups: &str) -> Result<Vec<String>> {
 }
 
 /// Read `pipe` into lines of at most [`MAX_LINE_BYTES`] (the rest of a longer line is
-/// skipped) and queue them; ends when the pipe ends or the queue's receiver is gone.
-fn read_lines(mut pipe: impl Read, tx: &SyncSender<String>) {
+/// skipped), hand each to `keep` and queue it; ends when the pipe ends or the queue's receiver
+/// is gone.
+fn read_lines(mut pipe: impl Read, tx: &SyncSender<String>, mut keep: impl FnMut(&str)) {
     let mut buf = vec![0u8; 64 * 1024];
     let mut line: Vec<u8> = Vec::with_capacity(MAX_LINE_BYTES);
     let mut skipping = false;
@@ -168,6 +218,7 @@ fn read_lines(mut pipe: impl Read, tx: &SyncSender<String>) {
             if b == b'\n' {
                 if !skipping || !line.is_empty() {
                     let text = String::from_utf8_lossy(&line).into_owned();
+                    keep(&text);
                     if tx.send(text).is_err() {
                         return;
                     }
@@ -482,7 +533,7 @@ mod tests {
         let (tx, rx) = sync_channel(16);
         let mut input = vec![b'a'; MAX_LINE_BYTES * 3];
         input.extend_from_slice(b"\nshort\n\n");
-        read_lines(&input[..], &tx);
+        read_lines(&input[..], &tx, |_| {});
         drop(tx);
         let lines: Vec<String> = rx.iter().collect();
         assert_eq!(lines.len(), 3);
