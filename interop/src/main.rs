@@ -260,6 +260,9 @@ fn replay_findings(kernels: &[String], names: &[String]) -> Result<bool> {
         }))?,
     )?;
     println!("{markdown}");
+    for report in findings::write_reports(&chosen, &outcomes, &fixes, &out)? {
+        eprintln!("findings: {} written", report.display());
+    }
     eprintln!("findings: {} written", out.join("status.md").display());
     Ok(outcomes.iter().all(|o| o.harness_failure.is_none()))
 }
