@@ -461,11 +461,10 @@ fn profile_option_narrows_to_the_named_kernels() {
 #[test]
 fn unknown_profile_name_is_a_usage_error_listing_the_known_names() {
     let path = fixture("ok/msg-null.bin");
-    let (code, out, err) =
-        rig_decode_args(&["--profile", "debian-6.1.192", path.to_str().unwrap()]);
+    let (code, out, err) = rig_decode_args(&["--profile", "debian-5.10.0", path.to_str().unwrap()]);
     assert_eq!(code, 2, "{out}");
     assert!(out.is_empty(), "{out}");
-    assert!(err.contains("\"debian-6.1.192\""), "{err}");
+    assert!(err.contains("\"debian-5.10.0\""), "{err}");
     for name in Profile::ALL
         .iter()
         .map(|p| p.name())
@@ -485,12 +484,12 @@ fn profile_option_reads_a_profile_file() {
     let entry = "[rules.read-chunk-past-inline]\nexpected = \"reply\"";
     assert!(base.contains(entry));
     let fresh = base
-        .replace("kernel = \"debian-6.1.176\"", "kernel = \"debian-6.1.192\"")
+        .replace("kernel = \"debian-6.1.176\"", "kernel = \"debian-6.1.999\"")
         .replace(
             entry,
             "[rules.read-chunk-past-inline]\nexpected = \"err-chunk\"",
         );
-    let file = dir.join("debian-6.1.192.toml");
+    let file = dir.join("debian-6.1.999.toml");
     std::fs::write(&file, fresh).unwrap();
     let bin = fixture("ok/msg-read-chunk-past-inline.bin");
     let (code, out, err) = rig_decode_args(&[
@@ -505,9 +504,9 @@ fn profile_option_reads_a_profile_file() {
     let answers = v["svcrdma_profiles"].as_object().unwrap();
     assert_eq!(answers.len(), 2, "{v}");
     assert_eq!(answers["debian-6.1.176"]["answer"], "reply");
-    assert_eq!(answers["debian-6.1.192"]["answer"], "err-chunk");
-    assert_eq!(answers["debian-6.1.192"]["rule"], "read-chunk-past-inline");
-    assert_eq!(answers["debian-6.1.192"]["file"], file.to_str().unwrap());
+    assert_eq!(answers["debian-6.1.999"]["answer"], "err-chunk");
+    assert_eq!(answers["debian-6.1.999"]["rule"], "read-chunk-past-inline");
+    assert_eq!(answers["debian-6.1.999"]["file"], file.to_str().unwrap());
 
     // The same kernel compiled in and from a file: both shown, the file's under its path too.
     let copy = dir.join("copy.toml");

@@ -763,14 +763,22 @@ impl KernelProfile {
 /// The measured kernel profiles compiled into the binary: (name, the fixture file's text).
 /// Each name is its file's stem and its `kernel` field (tests check both, and that the text is
 /// the fixture file's).
-pub const MEASURED_PROFILES: [(&str, &str); 4] = [
+pub const MEASURED_PROFILES: [(&str, &str); 6] = [
     (
         "debian-6.1.176",
         include_str!("../../../fixtures/svcrdma-profiles/debian-6.1.176.toml"),
     ),
     (
+        "debian-6.1.192",
+        include_str!("../../../fixtures/svcrdma-profiles/debian-6.1.192.toml"),
+    ),
+    (
         "debian-6.12.117",
         include_str!("../../../fixtures/svcrdma-profiles/debian-6.12.117.toml"),
+    ),
+    (
+        "debian-6.12.118",
+        include_str!("../../../fixtures/svcrdma-profiles/debian-6.12.118.toml"),
     ),
     (
         "debian-7.2.13",

@@ -19,8 +19,10 @@ WIRE_FUZZ_KEEP_GOING=${WIRE_FUZZ_KEEP_GOING:-0}
 # measure gets the upstream reference.
 kernel_profile() {
   case $(uname -r) in
-    6.1.*) echo debian-6.1.176 ;;
-    6.12.*) echo debian-6.12.117 ;;
+    6.1.0-50-*) echo debian-6.1.176 ;;
+    6.1.*) echo debian-6.1.192 ;;
+    6.12.117*) echo debian-6.12.117 ;;
+    6.12.*) echo debian-6.12.118 ;;
     7.*) echo debian-7.2.13 ;;
     *) echo mainline-2026 ;;
   esac
