@@ -74,8 +74,18 @@ const HOST_PROGRAMS: &[HostProgram] = &[
         true,
         "interop changelog tests build and read .deb files",
     ),
-    program("tar", "tar", true, "interop changelog tests (a .debian.tar.xz)"),
-    program("gzip", "gzip", true, "interop changelog tests (changelog.gz)"),
+    program(
+        "tar",
+        "tar",
+        true,
+        "interop changelog tests (a .debian.tar.xz)",
+    ),
+    program(
+        "gzip",
+        "gzip",
+        true,
+        "interop changelog tests (changelog.gz)",
+    ),
     program(
         "apt-get",
         "apt",

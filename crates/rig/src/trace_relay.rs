@@ -97,7 +97,11 @@ impl EventLog {
 impl Drop for EventLog {
     fn drop(&mut self) {
         if self.dropped > 0 {
-            let _ = writeln!(self.file, "# rig trace-relay: {} lines past the log limit not kept", self.dropped);
+            let _ = writeln!(
+                self.file,
+                "# rig trace-relay: {} lines past the log limit not kept",
+                self.dropped
+            );
         }
     }
 }
