@@ -357,7 +357,8 @@ version_prefix = "7."
     }
 
     #[test]
-    fn the_committed_matrix_parses_with_three_debian_kernels_three_mutants_and_a_kasan_lane() {
+    fn the_committed_matrix_parses_with_three_debian_kernels_an_old_6_1_three_mutants_and_a_kasan_lane(
+    ) {
         let path = crate::cache::workspace_root().join("vm-images/kernels.toml");
         let matrix = Matrix::load(&path).unwrap();
         let names: Vec<&str> = matrix.kernels.iter().map(|k| k.name.as_str()).collect();
@@ -367,19 +368,30 @@ version_prefix = "7."
                 "linux-6.1",
                 "linux-6.12",
                 "linux-7.x",
+                "linux-6.1.176",
                 "linux-6.12-acked-evict",
                 "linux-6.12-no-checksum",
                 "linux-6.12-inprog-doit",
                 "linux-6.12-kasan"
             ]
         );
-        // The KASAN lane is wire fuzzing only: the default suites never build it.
-        let kasan = &matrix.kernels[6];
+        // The KASAN lane and the pinned 6.1.176 are wire fuzzing only (findings replays): the
+        // default suites never build them.
+        let kasan = &matrix.kernels[7];
         assert_eq!(kasan.fragments, ["kasan"]);
-        assert!(kasan.runs_suite("wire-fuzz"));
-        for suite in ["smoke", "selftest", "drc", "kclient"] {
-            assert!(!kasan.runs_suite(suite), "{suite}");
+        let old = &matrix.kernels[3];
+        assert_eq!(old.binary_version.as_deref(), Some("6.1.176-1"));
+        for kernel in [kasan, old] {
+            assert!(kernel.runs_suite("wire-fuzz"));
+            for suite in ["smoke", "selftest", "drc", "kclient"] {
+                assert!(!kernel.runs_suite(suite), "{} {suite}", kernel.name);
+            }
         }
+        // The three lines resolve from the pockets users install from.
+        assert_eq!(matrix.kernels[0].pockets(), pockets_of("bookworm"));
+        assert!(matrix.kernels[0]
+            .pockets()
+            .contains(&"bookworm-security".to_owned()));
         assert!(matrix
             .kernels
             .iter()
