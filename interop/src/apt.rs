@@ -27,14 +27,20 @@ pub fn is_security_pocket(pocket: &str) -> bool {
     pocket.ends_with("-security")
 }
 
-/// The host's Debian mirror: the first non-security `URIs:` in deb822 sources, else the first
-/// `deb` line of a one-line sources file, else [`FALLBACK_MIRROR`].
-pub fn mirror_from_sources(deb822: Option<&str>, one_line: Option<&str>) -> String {
+/// The first archive URI of the host's sources that is (`security`) or is not the security
+/// archive: deb822 `URIs:` first, then one-line `deb` lines, else `fallback`.
+fn archive_from_sources(
+    deb822: Option<&str>,
+    one_line: Option<&str>,
+    security: bool,
+    fallback: &str,
+) -> String {
+    let wanted = |uri: &&str| uri.contains("security") == security;
     let from_deb822 = deb822.and_then(|text| {
         text.lines()
             .filter_map(|line| line.trim().strip_prefix("URIs:"))
             .flat_map(str::split_whitespace)
-            .find(|uri| !uri.contains("security"))
+            .find(wanted)
     });
     let from_one_line = || {
         one_line.and_then(|text| {
@@ -44,41 +50,26 @@ pub fn mirror_from_sources(deb822: Option<&str>, one_line: Option<&str>) -> Stri
                     Some("deb") => words.find(|w| w.contains("://")),
                     _ => None,
                 })
-                .find(|uri| !uri.contains("security"))
+                .find(wanted)
         })
     };
     from_deb822
         .or_else(from_one_line)
-        .unwrap_or(FALLBACK_MIRROR)
+        .unwrap_or(fallback)
         .trim_end_matches('/')
         .to_owned()
+}
+
+/// The host's Debian mirror: the first non-security `URIs:` in deb822 sources, else the first
+/// `deb` line of a one-line sources file, else [`FALLBACK_MIRROR`].
+pub fn mirror_from_sources(deb822: Option<&str>, one_line: Option<&str>) -> String {
+    archive_from_sources(deb822, one_line, false, FALLBACK_MIRROR)
 }
 
 /// The host's security mirror: the first `URIs:` (deb822) or `deb` URI (one-line) naming
 /// `security`, else [`FALLBACK_SECURITY_MIRROR`].
 pub fn security_mirror_from_sources(deb822: Option<&str>, one_line: Option<&str>) -> String {
-    let from_deb822 = deb822.and_then(|text| {
-        text.lines()
-            .filter_map(|line| line.trim().strip_prefix("URIs:"))
-            .flat_map(str::split_whitespace)
-            .find(|uri| uri.contains("security"))
-    });
-    let from_one_line = || {
-        one_line.and_then(|text| {
-            text.lines()
-                .map(str::split_whitespace)
-                .filter_map(|mut words| match words.next() {
-                    Some("deb") => words.find(|w| w.contains("://")),
-                    _ => None,
-                })
-                .find(|uri| uri.contains("security"))
-        })
-    };
-    from_deb822
-        .or_else(from_one_line)
-        .unwrap_or(FALLBACK_SECURITY_MIRROR)
-        .trim_end_matches('/')
-        .to_owned()
+    archive_from_sources(deb822, one_line, true, FALLBACK_SECURITY_MIRROR)
 }
 
 fn host_sources() -> (Option<String>, Option<String>) {
