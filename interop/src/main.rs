@@ -534,8 +534,9 @@ fn retry_dead_guests(
     Ok(())
 }
 
-/// Run once more every case whose capture was incomplete (a harness failure, not a result) and
-/// whose first attempt a retry may settle ([`interop::retry::retryable`]: it passed, or only its
+/// Run once more every case whose capture was incomplete or whose kernel count failed (a
+/// harness failure, not a result: [`interop::retry::count_failures`]) and whose first attempt a
+/// retry may settle ([`interop::retry::retryable`]: it passed, or only its
 /// count failed), and put the retry's files and outcome in place of the first attempt's; the
 /// first attempt's files stay in `harness-failed/` beside the case's share and its verdict is
 /// listed with the case. A case that failed on a behaviour keeps its failure.

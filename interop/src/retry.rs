@@ -160,8 +160,9 @@ pub fn harness_failures(run: &KernelRun, suite: &Suite, run_dir: &Path) -> Vec<H
         // A run that failed as a whole is reported as such; retrying one case would hide it.
         return Vec::new();
     }
+    let mut failures = count_failures(run);
     let Some(rig) = rig_binary(run_dir) else {
-        return Vec::new();
+        return failures;
     };
     let cases: Vec<String> = suite.cases.iter().map(|c| c.name.clone()).collect();
     let scratch = run_dir.join("snapshots");
@@ -181,15 +182,35 @@ pub fn harness_failures(run: &KernelRun, suite: &Suite, run_dir: &Path) -> Vec<H
         Some(&rig),
         &scratch,
     ) else {
-        return Vec::new();
+        return failures;
     };
-    snapshots
-        .into_iter()
-        .filter_map(|s| {
-            s.harness_failure.map(|reason| HarnessFailure {
-                case: s.case,
-                reason,
-            })
+    for snapshot in snapshots {
+        if let Some(reason) = snapshot.harness_failure {
+            if !failures.iter().any(|f| f.case == snapshot.case) {
+                failures.push(HarnessFailure {
+                    case: snapshot.case,
+                    reason,
+                });
+            }
+        }
+    }
+    failures
+}
+
+/// The cases of `run` that failed only because the kernel's count failed (every failing
+/// RESULT line says `judge=error`: the two counts disagreed (`counts_agree=false`), events were
+/// lost, the XID was missing from the trace): nothing was judged, so each is a harness failure
+/// to retry, never a verdict on the kernel. One that fails so again stays red.
+pub fn count_failures(run: &KernelRun) -> Vec<HarnessFailure> {
+    run.cases
+        .iter()
+        .filter(|case| case.verdict == crate::results::Verdict::Fail && retryable(case).is_ok())
+        .map(|case| HarnessFailure {
+            case: case.name.clone(),
+            reason: format!(
+                "the kernel's count failed (judge=error): {}",
+                case.reasons.join("; ")
+            ),
         })
         .collect()
 }
@@ -512,6 +533,32 @@ mod tests {
         assert_eq!(note.fields["first_verdict"], "fail");
         let report = crate::report::Report { runs: vec![first] };
         assert!(!report.passed());
+    }
+
+    #[test]
+    fn counts_that_disagree_make_a_harness_failure_that_is_retried() {
+        use crate::results::Verdict;
+        // What observe-nfsd.sh reports when `rig judge` exits 2 on counts_agree=false.
+        let line = "RESULT case=nfsd.deferred role=srv verdict=fail kernel=6.12.118 judge=error \
+                    reason=count_failed:_rig_judge:_error:_the_kernel's_two_counts_disagree \
+                    executions_counted=unknown counts_agree=false\n";
+        let results = crate::results::parse_result_lines(line);
+        let mut run = run_with("nfsd.deferred", Verdict::Fail);
+        run.cases[0].reasons = vec![format!(
+            "srv: verdict=fail judge=error reason={}",
+            results[0].fields["reason"]
+        )];
+        run.cases[0].results = results;
+        let found = count_failures(&run);
+        assert_eq!(found.len(), 1);
+        assert!(found[0].reason.contains("judge=error"), "{found:?}");
+        let (retry, kept) = retry_candidates(&run, found);
+        assert_eq!(retry.len(), 1, "{kept:?}");
+        // A counted double execution is a verdict, not a harness failure.
+        run.cases[0] = double_execution();
+        assert!(count_failures(&run).is_empty());
+        // Nor is a pass.
+        assert!(count_failures(&run_with("nfsd.once", Verdict::Pass)).is_empty());
     }
 
     #[test]

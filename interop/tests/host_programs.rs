@@ -263,6 +263,9 @@ fn collect_rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
 const GUEST_PROGRAMS: &[(&str, &str)] = &[
     // util-linux (minbase): the drc server guest's execution hold freezes the export.
     ("fsfreeze", "crates/rig/src/hold_export.rs"),
+    // procps (vm-images/guest-packages.txt): the export-cache hold stops and continues
+    // rpc.mountd.
+    ("kill", "crates/rig/src/hold_export.rs"),
 ];
 
 #[test]

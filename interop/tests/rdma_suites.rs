@@ -94,11 +94,25 @@ fn scenario_cases_cover_every_policy_and_the_catalogue() {
     };
     let nfsd = scenarios_of(&drc, "nfsd.");
     assert!(nfsd.len() >= 10, "{nfsd:?}");
+    // `rig serve` has no export cache: what needs nfsd's runs against nfsd only.
+    let kernel_only = |name: &String| {
+        client::scenarios::catalogue().iter().any(|s| {
+            s.name == name
+                && s.requires.contains(&client::scenarios::Control::Hold(
+                    client::scenarios::Hold::ExportCacheUpcall,
+                ))
+        })
+    };
+    let nfsd_in_selftest: Vec<String> = nfsd.iter().filter(|n| !kernel_only(n)).cloned().collect();
+    assert!(
+        nfsd_in_selftest.len() < nfsd.len(),
+        "deferred is nfsd's only"
+    );
     for policy in ["classic", "acked", "acked-mark"] {
         let ours = scenarios_of(&selftest, &format!("{policy}."));
         assert_eq!(
-            ours, nfsd,
-            "{policy} and nfsd run the same scenarios in the same order"
+            ours, nfsd_in_selftest,
+            "{policy} and nfsd run the same scenarios (but nfsd's own) in the same order"
         );
         let serve = selftest
             .cases

@@ -15,7 +15,7 @@ use wire::nfs3::{
 };
 use wire::nfs_client::{self, Procedure};
 
-use crate::scenarios::{Control, Credits, Driver, DriverError, Hold, Until};
+use crate::scenarios::{Control, Credits, Driver, DriverError, Hold, Until, NO_EXPORT_CACHE};
 
 /// Steps any single phase may take before the harness gives up (keeps every run bounded).
 pub const MAX_STEPS: u64 = 20_000;
@@ -300,8 +300,11 @@ impl SimDriver<'_> {
 }
 
 impl Driver for SimDriver<'_> {
-    fn supports(_control: Control) -> Result<(), &'static str> {
-        Ok(())
+    fn supports(control: Control) -> Result<(), &'static str> {
+        match control {
+            Control::Hold(Hold::ExportCacheUpcall) => Err(NO_EXPORT_CACHE),
+            _ => Ok(()),
+        }
     }
 
     fn name(&self, base: &str) -> String {
@@ -390,12 +393,16 @@ impl Driver for SimDriver<'_> {
                 self.harness.sim.lose_cm_message(message);
                 return true;
             }
+            Hold::ExportCacheUpcall => return false,
         };
         self.harness.hold(action);
         true
     }
 
     fn until(&mut self, point: Until) -> Result<bool, DriverError> {
+        if let Until::ServerDeferred(_) = point {
+            return Ok(false);
+        }
         Ok(self.harness.run_until(|h| match point {
             Until::ServerQueued(n) => h.sim.server.queued() >= n,
             Until::RepliesHeld(n) => h.client_unpolled() >= n,
@@ -412,6 +419,8 @@ impl Driver for SimDriver<'_> {
             Until::ReplyLost => h.sim.in_flight(Side::Server) >= 1 && !h.server_has_work(),
             Until::AckLost => true,
             Until::CmLost => h.sim.stats().cm_messages_lost >= 1,
+            // No export cache here, nothing is ever deferred.
+            Until::ServerDeferred(_) => false,
         }))
     }
 

@@ -89,7 +89,17 @@ pub enum Hold {
     /// the peer answers by repeating what was lost). Over RDMA the relay drops it; the simulator
     /// has no CM timers and records the loss and its one retry.
     CmLost(CmMessage),
+    /// The server's export caches are flushed and their upcalls go unanswered: kernel nfsd,
+    /// finding the next call's file handle uncached, waits for rpc.mountd (its `thread_wait`,
+    /// 5 s), then defers the call; released, the upcall is answered and the call revisited.
+    /// Only kernel nfsd has it (`rig hold-export` stops rpc.mountd); our server and the
+    /// simulator have no export cache.
+    ExportCacheUpcall,
 }
+
+/// Why a transport without kernel nfsd's export cache cannot run a scenario that needs
+/// [`Hold::ExportCacheUpcall`].
+pub const NO_EXPORT_CACHE: &str = "needs an export cache whose upcall goes unanswered, which only kernel nfsd beside rig hold-export has (our server and the simulator have no export cache)";
 
 /// The connection-management messages a case can lose (the simulator's own definition).
 pub use sim::CmMessage;
@@ -123,6 +133,8 @@ pub enum Until {
     AckLost,
     /// The connection-management message under [`Hold::CmLost`] has been lost on the wire.
     CmLost,
+    /// The server has deferred `n` calls under [`Hold::ExportCacheUpcall`].
+    ServerDeferred(usize),
 }
 
 /// A capability a scenario cannot do without.
@@ -213,7 +225,7 @@ impl Scenario {
     /// reason for the first missing control).
     pub fn unsupported_by(
         &self,
-        supports: fn(Control) -> Result<(), &'static str>,
+        supports: impl Fn(Control) -> Result<(), &'static str>,
     ) -> Option<&'static str> {
         self.requires
             .iter()
@@ -230,6 +242,15 @@ pub fn catalogue() -> Vec<Scenario> {
             proves: "baseline: one transmission, one execution, one reply, credits balanced",
             requires: &[],
             run: once,
+        },
+        Scenario {
+            name: "deferred",
+            procedure: "REMOVE",
+            proves: "once, with the call deferred by the server (its export cache flushed, the \
+                     upcall unanswered until the deferral) and revisited: one transmission, one \
+                     execution, one reply; the deferred pass is not counted as an execution",
+            requires: &[Control::Hold(Hold::ExportCacheUpcall)],
+            run: deferred,
         },
         Scenario {
             name: "before-execution",
@@ -452,6 +473,19 @@ fn victim(d: &mut dyn Driver) -> Result<(String, u32, OutgoingCall), DriverError
 fn once(d: &mut dyn Driver) -> Result<Outcome, DriverError> {
     let (name, xid, call) = victim(d)?;
     d.send(call, Credits::Honour)?;
+    d.await_replies(xid, 1);
+    let after = d.lookup(&name)?;
+    Ok(Outcome::new(xid, format!("LOOKUP victim after: {after}")))
+}
+
+fn deferred(d: &mut dyn Driver) -> Result<Outcome, DriverError> {
+    let (name, xid, call) = victim(d)?;
+    d.hold(Hold::ExportCacheUpcall);
+    d.send(call, Credits::Honour)?;
+    // Released only once deferred: a release inside the thread wait answers the upcall in time
+    // and nothing is deferred.
+    d.until(Until::ServerDeferred(1))?;
+    d.release_all();
     d.await_replies(xid, 1);
     let after = d.lookup(&name)?;
     Ok(Outcome::new(xid, format!("LOOKUP victim after: {after}")))
@@ -923,6 +957,7 @@ mod tests {
         assert_eq!(
             requiring,
             [
+                "deferred",
                 "after-reply-before-ack",
                 "after-reconnect-rep-lost",
                 "after-reconnect-rtu-lost",

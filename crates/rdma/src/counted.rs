@@ -53,8 +53,17 @@ pub struct XidCounts {
     pub drops: usize,
     /// `nfsd_drc_found result=DOIT`: found in the cache but executed anyway.
     pub found_doit: usize,
-    /// `svc_defer`: passes deferred (and revisited later as a new `svc_process`).
+    /// `svc_defer` after a `svc_process` of the XID: passes deferred inside nfsd_dispatch (an
+    /// export-cache upcall in fh_verify), revisited later as a new `svc_process`.
     pub deferred: usize,
+    /// `svc_defer` with no `svc_process` of the XID since its last pass: deferred while
+    /// authenticating (an auth.unix.ip or auth.unix.gid upcall in `pg_authenticate`, before
+    /// `trace_svc_process`, net/sunrpc/svc.c:1435-1483): no pass to subtract, no cache update.
+    pub deferred_before_dispatch: usize,
+    /// Whether this XID has a pass open: a `svc_process` not yet closed by its reply
+    /// (`svc_send`), its drop (`svc_drop`, a DRC REPLY/DROPIT) or its own deferral. A `svc_defer`
+    /// in an open pass was deferred inside nfsd_dispatch; outside one, while authenticating.
+    pub in_pass: bool,
     /// `nfsd_garbage_args_err`: calls whose arguments did not decode (never executed).
     pub garbage_args: usize,
     /// The procedure named by the last `svc_process` line.
@@ -199,6 +208,12 @@ fn event_fields<'a>(line: &'a str, event: &str) -> Option<&'a str> {
     }
 }
 
+/// Whether an ftrace `line` is an `event` line (the event's own name, not a longer one it
+/// begins: `svc_defer` is not `svc_defer_queue`).
+pub fn is_event(line: &str, event: &str) -> bool {
+    event_fields(line, event).is_some()
+}
+
 /// `CPU:0 [LOST 123 EVENTS]` (or without the CPU prefix).
 fn lost_events(line: &str) -> Option<u64> {
     let at = line.find("[LOST ")?;
@@ -269,6 +284,10 @@ impl FtraceCounts {
                 counts.drc_found(fields);
             } else if let Some(fields) = event_fields(line, "svc_defer") {
                 counts.not_executed(fields, NotExecuted::Deferred);
+            } else if let Some(fields) =
+                event_fields(line, "svc_send").or_else(|| event_fields(line, "svc_drop"))
+            {
+                counts.pass_closed(fields);
             } else if let Some(fields) = event_fields(line, "nfsd_garbage_args_err") {
                 counts.not_executed(fields, NotExecuted::GarbageArgs);
             } else if event_fields(line, CACHE_UPDATE_PROBE).is_some() {
@@ -300,6 +319,7 @@ impl FtraceCounts {
         let procedure = field(fields, "proc").map(|p| p.chars().take(32).collect::<String>());
         if let Some(entry) = self.entry(xid) {
             entry.calls += 1;
+            entry.in_pass = true;
             if procedure.is_some() {
                 entry.procedure = procedure;
             }
@@ -313,15 +333,34 @@ impl FtraceCounts {
             self.lines_ignored += 1;
             return;
         };
-        match why {
-            NotExecuted::Deferred => self.total_deferred += 1,
-            NotExecuted::GarbageArgs => self.total_garbage_args += 1,
-        }
-        if let Some(entry) = self.entry(xid) {
+        // Whether this XID's last event was its svc_process (unknown for an XID not kept:
+        // counted as a dispatch-time deferral in the totals).
+        let in_pass = self.entry(xid).map(|entry| {
+            let in_pass = entry.in_pass;
+            entry.in_pass = false;
             match why {
-                NotExecuted::Deferred => entry.deferred += 1,
+                NotExecuted::Deferred if in_pass => entry.deferred += 1,
+                NotExecuted::Deferred => entry.deferred_before_dispatch += 1,
                 NotExecuted::GarbageArgs => entry.garbage_args += 1,
             }
+            in_pass
+        });
+        match why {
+            NotExecuted::Deferred if in_pass.unwrap_or(true) => self.total_deferred += 1,
+            NotExecuted::Deferred => {}
+            NotExecuted::GarbageArgs => self.total_garbage_args += 1,
+        }
+    }
+
+    /// A `svc_send` or `svc_drop` line: this XID's pass is over (a later `svc_defer` of it
+    /// belongs to a new pass, deferred before its `svc_process`).
+    fn pass_closed(&mut self, fields: &str) {
+        let Some(xid) = parse_xid(fields) else {
+            self.lines_ignored += 1;
+            return;
+        };
+        if let Some(entry) = self.xids.get_mut(&xid) {
+            entry.in_pass = false;
         }
     }
 
@@ -344,6 +383,10 @@ impl FtraceCounts {
                 "REPLY" => entry.replays += 1,
                 "DROPIT" => entry.drops += 1,
                 _ => entry.found_doit += 1,
+            }
+            // A replayed or dropped pass ends here; DOIT goes on to execute.
+            if result != "DOIT" {
+                entry.in_pass = false;
             }
         }
     }
@@ -517,6 +560,39 @@ mod tests {
         assert_eq!(c.total_executions(), Some(2));
         assert_eq!(c.cache_update_hits, 3);
         assert_eq!(c.counts_agree(), Some(true));
+        // A deferral while authenticating comes before any svc_process of its pass: nothing
+        // to subtract (the revisit's svc_process is the one pass), no cache update either.
+        let auth_time = "\
+# rig-sources: sunrpc:svc_process nfsd:nfsd_drc_found kprobes:rig_cache_update sunrpc:svc_defer nfsd:nfsd_garbage_args_err
+            nfsd-812     [001] ..... 1234.000200: svc_defer: xid=0x5a3f0031 server=10.99.0.1:20049 client=10.99.0.2:40000 flags=RQ_USEDEFERRAL
+            nfsd-813     [000] ..... 1239.000200: svc_process: addr=10.99.0.2 xid=0x5a3f0031 service=nfsd vers=3 proc=REMOVE
+            nfsd-813     [000] ..... 1239.000300: rig_cache_update: (nfsd_cache_update+0x0/0x2a0 [nfsd])
+";
+        let c = FtraceCounts::parse(auth_time);
+        let remove = c.xid(0x5a3f_0031).unwrap();
+        assert_eq!((remove.deferred, remove.deferred_before_dispatch), (0, 1));
+        assert_eq!(remove.executions(), Some(1));
+        assert_eq!(c.counts_agree(), Some(true));
+        // The same, for a retransmit after an executed and answered first pass: its svc_send
+        // closed that pass, so the retransmit's auth-time deferral is not taken for a
+        // dispatch-time one (which would subtract the first execution).
+        let retransmit = "\
+# rig-sources: sunrpc:svc_process nfsd:nfsd_drc_found kprobes:rig_cache_update sunrpc:svc_defer nfsd:nfsd_garbage_args_err sunrpc:svc_send sunrpc:svc_drop
+            nfsd-812     [001] ..... 1234.000100: svc_process: addr=10.99.0.2 xid=0x5a3f0041 service=nfsd vers=3 proc=REMOVE
+            nfsd-812     [001] ..... 1234.000200: rig_cache_update: (nfsd_cache_update+0x0/0x2a0 [nfsd])
+            nfsd-812     [001] ..... 1234.000300: svc_send: xid=0x5a3f0041 server=10.99.0.1:20049 client=10.99.0.2:0 status=0 flags=SECURE|DATA
+            nfsd-813     [000] ..... 1235.000200: svc_defer: xid=0x5a3f0041 server=10.99.0.1:20049 client=10.99.0.2:40000 flags=RQ_USEDEFERRAL
+            nfsd-813     [000] ..... 1240.000200: svc_process: addr=10.99.0.2 xid=0x5a3f0041 service=nfsd vers=3 proc=REMOVE
+            nfsd-813     [000] ..... 1240.000300: nfsd_drc_found: boot_time=   6571a2b3c xid=0x5a3f0041 result=REPLY
+            nfsd-813     [000] ..... 1240.000400: svc_send: xid=0x5a3f0041 server=10.99.0.1:20049 client=10.99.0.2:0 status=0 flags=SECURE|DATA
+";
+        let c = FtraceCounts::parse(retransmit);
+        let remove = c.xid(0x5a3f_0041).unwrap();
+        assert_eq!((remove.calls, remove.replays, remove.deferred), (2, 1, 0));
+        assert_eq!(remove.deferred_before_dispatch, 1);
+        assert_eq!(remove.executions(), Some(1));
+        assert_eq!(c.counts_agree(), Some(true));
+        assert_eq!(c.lines_ignored, 0);
         // Without svc_defer in the trace, the deferral reads as a second execution and the
         // cross-check (two hits for that XID) cannot tell: the events are what make it right.
         let blind = DEFERRED.replace("svc_defer: xid", "svc_unknown_event: xid");

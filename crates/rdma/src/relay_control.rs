@@ -290,7 +290,8 @@ fn rules_for(hold: Hold) -> Vec<Rule> {
         Hold::ServerExecution
         | Hold::ServerTransmissions
         | Hold::ServerReceives
-        | Hold::ClientReceives => Vec::new(),
+        | Hold::ClientReceives
+        | Hold::ExportCacheUpcall => Vec::new(),
     }
 }
 
@@ -392,6 +393,7 @@ mod tests {
             Hold::ServerTransmissions,
             Hold::ServerReceives,
             Hold::ClientReceives,
+            Hold::ExportCacheUpcall,
         ] {
             assert!(!RelayControl::can_hold(hold), "{hold:?}");
             assert!(rules_for(hold).is_empty());

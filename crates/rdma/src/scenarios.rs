@@ -58,6 +58,9 @@ pub struct Options {
     /// `rig hold-export` beside kernel nfsd): a scenario's [`Hold::ServerExecution`] is made
     /// there ([`crate::serve_control`]); without an answer each scenario is an error.
     pub execution_hold: Option<SocketAddr>,
+    /// The execution hold's server is `rig hold-export` beside kernel nfsd, which also holds
+    /// nfsd's export cache ([`Hold::ExportCacheUpcall`]: the `deferred` scenario runs).
+    pub export_cache_hold: bool,
 }
 
 /// What was observed for the XID under test.
@@ -222,6 +225,8 @@ pub struct Session {
     serve: Option<ServeControl>,
     /// The server's execution is held through `serve`.
     execution_held: bool,
+    /// The server's export cache is held through `serve` (`rig hold-export`).
+    export_cache_held: bool,
     /// Whether `serve` says which transmissions its DRC dropped (`rig serve` does, `rig
     /// hold-export` cannot); unknown until asked.
     serve_counts_drops: Option<bool>,
@@ -260,13 +265,23 @@ fn empty_verdict(
     )
 }
 
-fn run_one(scenario: &Scenario, options: &Options, root: Option<FileHandle>) -> Verdict {
-    let supports: fn(Control) -> Result<(), &'static str> = if options.relay {
+/// What a run with `options` lets a scenario control: a real link's, the relay's holds with
+/// `--relay`, and nfsd's export cache with `rig hold-export` (`--export-cache-hold`).
+fn supports_with(options: &Options) -> impl Fn(Control) -> Result<(), &'static str> {
+    let base: fn(Control) -> Result<(), &'static str> = if options.relay {
         Session::supports_over_relay
     } else {
         Session::supports
     };
-    if let Some(reason) = scenario.unsupported_by(supports) {
+    let export_cache_hold = options.export_cache_hold && options.execution_hold.is_some();
+    move |control| match control {
+        Control::Hold(Hold::ExportCacheUpcall) if export_cache_hold => Ok(()),
+        other => base(other),
+    }
+}
+
+fn run_one(scenario: &Scenario, options: &Options, root: Option<FileHandle>) -> Verdict {
+    if let Some(reason) = scenario.unsupported_by(supports_with(options)) {
         return empty_verdict(scenario, options, UNSUPPORTED, reason.to_string());
     }
     let mut opts = options.clone();
@@ -328,6 +343,7 @@ impl Session {
             not_forced: None,
             serve,
             execution_held: false,
+            export_cache_held: false,
             serve_counts_drops: None,
         };
         if root.is_none() {
@@ -529,6 +545,33 @@ impl Session {
         })
     }
 
+    /// Run until the server under an export-cache hold has deferred `n` calls (our completions
+    /// processed meanwhile), bounded by the reply timeout; a hold that never saw them (the
+    /// upcall answered in time, the hold's limit first) leaves the ordering unforced.
+    fn until_deferred(&mut self, n: usize) -> Result<bool, DriverError> {
+        let deadline = Instant::now() + self.options.timeout;
+        let unforced = format!(
+            "the server under the export-cache hold had not deferred {n} call(s) within {} s",
+            self.options.timeout.as_secs()
+        );
+        self.poll_until(deadline, unforced, |session| {
+            let Some(serve) = session.serve.as_mut() else {
+                return Asked::GiveUp;
+            };
+            match serve.status(0) {
+                Ok(status) if !status.held => Asked::Gone,
+                Ok(status) => match status.deferred {
+                    Some(deferred) if deferred >= n => Asked::Reached,
+                    Some(_) => Asked::NotYet,
+                    None => Asked::Failed(
+                        "the server's status does not count deferred calls".to_string(),
+                    ),
+                },
+                Err(e) => Asked::Failed(e.to_string()),
+            }
+        })
+    }
+
     /// Run until the relay's rule `rule` has acted on a frame (our completions processed
     /// meanwhile), ending early enough that the wire hold has not run out; a rule that never
     /// acted leaves the ordering unforced.
@@ -658,6 +701,9 @@ impl Driver for Session {
     fn supports(control: Control) -> Result<(), &'static str> {
         match control {
             Control::Hold(Hold::ClientReceives) => Ok(()),
+            Control::Hold(Hold::ExportCacheUpcall) => Err(
+                "needs kernel nfsd's export cache held (rpc.mountd stopped), which only rig hold-export beside nfsd does (--execution-hold with --export-cache-hold)",
+            ),
             Control::Hold(hold) if RelayControl::can_hold(hold) => Err(
                 "needs frames held or lost on the wire, which only the rig's relay (--relay) or the simulator controls",
             ),
@@ -789,6 +835,18 @@ impl Driver for Session {
                 }
             };
         }
+        if let (Hold::ExportCacheUpcall, Some(serve)) = (hold, self.serve.as_mut()) {
+            return match serve.hold_export_cache() {
+                Ok(_) => {
+                    self.export_cache_held = true;
+                    true
+                }
+                Err(e) => {
+                    self.not_forced = Some(e.to_string());
+                    false
+                }
+            };
+        }
         let Some(relay) = self.relay.as_mut().filter(|_| RelayControl::can_hold(hold)) else {
             return false;
         };
@@ -811,6 +869,7 @@ impl Driver for Session {
             Until::RepliesHeld(n) => n,
             // The retransmit then follows the ACK whatever the scheduling.
             Until::ReplyHeldAndAcked => return self.until_reply_held_and_acked(),
+            Until::ServerDeferred(n) if self.export_cache_held => return self.until_deferred(n),
             // Under an execution hold the server says how many DRC decisions it has made.
             Until::Decided { xid, n } | Until::DecidedAndIdle { xid, n } if self.execution_held => {
                 return self.until_decided(xid, n)
@@ -854,18 +913,20 @@ impl Driver for Session {
     }
 
     fn release_all(&mut self) {
-        if let (true, Some(serve)) = (self.execution_held, self.serve.as_mut()) {
+        let held = self.execution_held || self.export_cache_held;
+        if let (true, Some(serve)) = (held, self.serve.as_mut()) {
             match serve.release() {
                 Ok(false) => {}
                 Ok(true) => {
                     self.not_forced = Some(format!(
-                        "the execution hold ran into rig serve's limit ({} s) before the case released it",
+                        "the server's hold ran into its limit ({} s) before the case released it",
                         crate::serve_control::HOLD_LIMIT.as_secs()
                     ))
                 }
                 Err(e) => self.not_forced = Some(e.to_string()),
             }
             self.execution_held = false;
+            self.export_cache_held = false;
         }
         if let Some(relay) = self.relay.as_mut() {
             match relay.release_all() {
@@ -1119,6 +1180,7 @@ mod tests {
             prefix: "p".to_string(),
             relay: false,
             execution_hold: None,
+            export_cache_hold: false,
         };
         let mut v = empty_verdict(scenario, &options, "ok", String::new());
         v.xid = 0x5a3f_0012;
@@ -1193,6 +1255,7 @@ mod tests {
         assert_eq!(
             names,
             [
+                "deferred",
                 "after-reply-before-ack",
                 "after-reconnect-rep-lost",
                 "after-reconnect-rtu-lost",
@@ -1215,6 +1278,36 @@ mod tests {
             .filter(|s| s.unsupported_by(Session::supports_over_relay).is_some())
             .map(|s| s.name)
             .collect();
-        assert_eq!(unsupported, ["passive-first", "passive-first-exhausted"]);
+        assert_eq!(
+            unsupported,
+            ["deferred", "passive-first", "passive-first-exhausted"]
+        );
+    }
+
+    #[test]
+    fn deferred_runs_only_beside_rig_hold_export() {
+        let deferred = catalogue()
+            .into_iter()
+            .find(|s| s.name == "deferred")
+            .unwrap();
+        let mut options = Options {
+            server: "10.99.0.1:20049".parse().unwrap(),
+            root: RootSource::MountRdma,
+            export: b"/export".to_vec(),
+            label: "nfsd".into(),
+            timeout: Duration::from_secs(10),
+            prefix: "t".into(),
+            relay: true,
+            execution_hold: None,
+            export_cache_hold: true,
+        };
+        // The flag alone is not the control: without the hold's address nothing answers.
+        assert!(deferred.unsupported_by(supports_with(&options)).is_some());
+        options.execution_hold = Some("10.99.0.1:4793".parse().unwrap());
+        assert_eq!(deferred.unsupported_by(supports_with(&options)), None);
+        // rig serve's control port (no --export-cache-hold) has no export cache.
+        options.export_cache_hold = false;
+        let why = deferred.unsupported_by(supports_with(&options)).unwrap();
+        assert!(why.contains("rig hold-export"), "{why}");
     }
 }

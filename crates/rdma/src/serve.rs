@@ -404,6 +404,8 @@ fn answer_control(socket: &UdpSocket, hold: &mut ExecutionHold, slots: &[Slot]) 
                         .filter(|d| d.decision == Decision::Drop.name())
                         .count(),
                 ),
+                // No export cache, nothing deferred (an export-cache hold is refused).
+                deferred: None,
             }
         });
         let _ = socket.send_to(&answer, from);

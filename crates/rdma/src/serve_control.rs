@@ -33,6 +33,11 @@ pub const MAX_DATAGRAM: usize = 512;
 pub enum ServeRequest {
     /// Look calls up but execute none until [`ServeRequest::Release`] (or the limit).
     HoldExecution,
+    /// Flush the server's export caches and leave their upcalls unanswered until
+    /// [`ServeRequest::Release`] (or the limit): kernel nfsd, finding the next call's file handle
+    /// uncached, waits for rpc.mountd, then defers the call and revisits it once the upcall is
+    /// answered (`rig hold-export` only: our server has no export cache and refuses it).
+    HoldExportCache,
     /// Execute what waits, in arrival order.
     Release,
     /// Only the status, with the DRC decisions made for `xid`.
@@ -55,6 +60,11 @@ pub struct ServeStatus {
     pub dropped: Option<usize>,
     /// Holds that ran into [`HOLD_LIMIT`] since the server started.
     pub released_by_limit: u64,
+    /// Calls the server deferred since its export-cache hold began (`sunrpc:svc_defer` events),
+    /// where it can tell (`rig hold-export` under [`ServeRequest::HoldExportCache`]); `None`
+    /// elsewhere.
+    #[serde(default)]
+    pub deferred: Option<usize>,
 }
 
 /// What a server observed, for the status of one XID.
@@ -66,6 +76,8 @@ pub struct Observed {
     pub decisions: usize,
     /// Of those, drops (never answered), where the server can tell.
     pub dropped: Option<usize>,
+    /// Calls deferred since the export-cache hold began, where the server can tell.
+    pub deferred: Option<usize>,
 }
 
 /// Why the control request of a case failed.
@@ -122,7 +134,7 @@ impl ExecutionHold {
     /// when the request named none).
     pub fn apply(&mut self, request: ServeRequest, now: Instant) -> u32 {
         match request {
-            ServeRequest::HoldExecution => {
+            ServeRequest::HoldExecution | ServeRequest::HoldExportCache => {
                 // A hold asked again while held keeps its start: the limit bounds the whole hold.
                 self.since.get_or_insert(now);
                 0
@@ -143,12 +155,14 @@ impl ExecutionHold {
             decisions: observed.decisions,
             dropped: observed.dropped,
             released_by_limit: self.released_by_limit,
+            deferred: observed.deferred,
         }
     }
 
     /// Apply one request datagram at `now` and return the answer datagram. `observe(xid)` gives
     /// what the server observed for `xid`, over every connection. A datagram that is not a
-    /// request is answered with an error naming it, never acted on.
+    /// request is answered with an error naming it, never acted on, and so is an export-cache
+    /// hold: `rig serve` has no export cache to hold.
     pub fn answer(
         &mut self,
         datagram: &[u8],
@@ -159,10 +173,17 @@ impl ExecutionHold {
             Ok(request) => request,
             Err(refusal) => return refusal,
         };
+        if request == ServeRequest::HoldExportCache {
+            return refusal(NO_EXPORT_CACHE);
+        }
         let xid = self.apply(request, now);
         encode_status(&self.status(now, observe(xid)))
     }
 }
+
+/// Why `rig serve` refuses [`ServeRequest::HoldExportCache`].
+pub const NO_EXPORT_CACHE: &str =
+    "this server has no export cache to hold (only kernel nfsd beside rig hold-export has)";
 
 /// A request datagram, or the error answer for one that is not a request.
 pub fn decode_request(datagram: &[u8]) -> Result<ServeRequest, Vec<u8>> {
@@ -191,6 +212,15 @@ pub fn nfsd_drc_lookups(reply_cache_stats: &str) -> Option<u64> {
         })
     };
     field("cache hits")?.checked_add(field("cache misses")?)
+}
+
+/// `sunrpc:svc_defer` events in an ftrace text (`/sys/kernel/tracing/trace`): the calls nfsd
+/// deferred (`rig hold-export`'s count under an export-cache hold).
+pub fn svc_defer_events(trace: &str) -> usize {
+    trace
+        .lines()
+        .filter(|line| crate::counted::is_event(line, "svc_defer"))
+        .count()
 }
 
 /// A case's side: the control port of the `rig serve` it runs against.
@@ -224,6 +254,12 @@ impl ServeControl {
     /// Hold the server's execution from now until [`ServeControl::release`] (or the limit).
     pub fn hold(&mut self) -> Result<ServeStatus, ServeControlError> {
         self.request(ServeRequest::HoldExecution)
+    }
+
+    /// Flush the server's export caches and hold their upcalls from now until
+    /// [`ServeControl::release`] (or the limit): the next call is deferred.
+    pub fn hold_export_cache(&mut self) -> Result<ServeStatus, ServeControlError> {
+        self.request(ServeRequest::HoldExportCache)
     }
 
     /// Let the server dispatch what it queued; returns whether a hold of this case ran into
@@ -285,6 +321,7 @@ mod tests {
                 queued: 2,
                 decisions: usize::from(xid == 7),
                 dropped: Some(1),
+                deferred: None,
             },
         ));
         assert_eq!(
@@ -329,6 +366,35 @@ mod tests {
         // What a `rig hold-export` of before the field answers.
         let old = br#"{"held":false,"queued":0,"decisions":2,"released_by_limit":0}"#;
         assert_eq!(status(old).dropped, None);
+        assert_eq!(status(old).deferred, None);
+    }
+
+    #[test]
+    fn rig_serve_refuses_an_export_cache_hold_and_stays_unheld() {
+        let mut hold = ExecutionHold::default();
+        let t0 = Instant::now();
+        let answer = hold.answer(br#"{"request":"hold-export-cache"}"#, t0, |_| {
+            Observed::default()
+        });
+        assert!(serde_json::from_slice::<ServeStatus>(&answer).is_err());
+        assert!(String::from_utf8_lossy(&answer).contains("no export cache"));
+        assert!(!hold.holds(t0));
+        // `rig hold-export` applies it as a hold, bounded by the same limit.
+        assert_eq!(hold.apply(ServeRequest::HoldExportCache, t0), 0);
+        assert!(hold.holds(t0 + HOLD_LIMIT / 2));
+        assert!(!hold.holds(t0 + HOLD_LIMIT));
+    }
+
+    #[test]
+    fn deferrals_are_the_svc_defer_events_of_a_trace() {
+        let trace = "\
+# tracer: nop
+            nfsd-812     [001] ..... 1234.000100: svc_process: addr=10.99.0.2 xid=0x5a3f0021 service=nfsd vers=3 proc=REMOVE
+            nfsd-812     [001] ..... 1239.000200: svc_defer: xid=0x5a3f0021 server=10.99.0.1:20049 client=10.99.0.2:0 flags=RQ_USEDEFERRAL
+            nfsd-812     [001] ..... 1239.000300: svc_defer_queue: xid=0x5a3f0021
+";
+        assert_eq!(svc_defer_events(trace), 1);
+        assert_eq!(svc_defer_events(""), 0);
     }
 
     #[test]

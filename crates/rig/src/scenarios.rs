@@ -76,6 +76,11 @@ pub struct Args {
     /// been looked up, whatever the scheduling. Without an answer each scenario is an error.
     #[arg(long)]
     execution_hold: Option<std::net::SocketAddr>,
+    /// RDMA: the --execution-hold server is `rig hold-export` beside kernel nfsd, which also
+    /// holds nfsd's export cache (stops rpc.mountd and flushes the caches): the `deferred`
+    /// scenario runs (it is unsupported elsewhere).
+    #[arg(long, requires = "execution_hold")]
+    export_cache_hold: bool,
     /// RDMA: the NFSv4.1 session scenarios (v41-*: a REMOVE COMPOUND retransmitted into the
     /// session slot replay cache, RFC 8881 §2.10.6) instead of the NFSv3 catalogue; no MOUNT.
     #[arg(long, conflicts_with_all = ["root_fh", "mount_tcp", "mount_rdma", "policy"])]
@@ -137,6 +142,7 @@ fn run_rdma(args: &Args) -> Result<u8> {
         prefix: run_prefix(),
         relay: args.relay,
         execution_hold: args.execution_hold,
+        export_cache_hold: args.export_cache_hold,
     };
     let verdicts =
         rdma::scenarios::run(&options, args.scenario.as_deref()).map_err(|e| anyhow::anyhow!(e))?;

@@ -247,6 +247,10 @@ fn version_changes(entries: &[SnapshotEntry<'_>], root: &Path) -> Result<Vec<Str
     let mut per_kernel: std::collections::BTreeMap<&str, (String, Vec<String>, usize, usize)> =
         std::collections::BTreeMap::new();
     for (snapshot, result, ..) in entries {
+        // A case without a baseline has no recorded version to differ from.
+        if *result == "new" {
+            continue;
+        }
         let (header, _) = snapshot
             .text
             .split_once('\n')

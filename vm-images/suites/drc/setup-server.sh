@@ -1,6 +1,7 @@
 # Server: soft-RoCE, kernel nfsd with an RDMA listener on 20049, rpc.mountd on TCP 20048 (our
 # client's MOUNT), an ext4 export the cases can freeze (`rig hold-export`: the execution hold of
-# before-execution, burst and large-write-read-chunk), a fresh duplicate reply cache, and the
+# before-execution, burst and large-write-read-chunk; with rpc.mountd stopped and the export
+# caches flushed, the export-cache hold of deferred), a fresh duplicate reply cache, and the
 # ftrace events that count nfsd's executions per XID.
 . /rig/lib/rig-suite.sh
 set -x
@@ -17,7 +18,10 @@ cat /proc/fs/nfsd/reply_cache_stats
 # in-progress duplicate dropped) and a kprobe on nfsd_cache_update (one hit per executed
 # procedure: the cross-check); sunrpc:svc_defer (a pass deferred by an export-cache upcall, whose
 # revisit is a second svc_process) and nfsd:nfsd_garbage_args_err (a call that did not decode,
-# never executed) are subtracted. Enabled once, after nfsd is loaded; a source this kernel lacks
+# never executed) are subtracted; sunrpc:svc_send and sunrpc:svc_drop end a pass, so a svc_defer
+# is told apart: inside a pass (deferred in nfsd_dispatch, subtracted) or before its svc_process
+# (deferred while authenticating, nothing to subtract). `rig hold-export` counts the svc_defer
+# lines too (the deferred case). Enabled once, after nfsd is loaded; a source this kernel lacks
 # is left out and named in this case's RESULT (trace_sources_missing=), and /tmp/rig-trace-sources
 # lists those enabled (rig judge counts nothing without the first three).
 T=/sys/kernel/tracing
@@ -26,7 +30,7 @@ sources=
 if [ -e $T/trace ]; then
   echo 0 > $T/tracing_on
   echo 4096 > $T/buffer_size_kb
-  for ev in sunrpc/svc_process nfsd/nfsd_drc_found sunrpc/svc_defer nfsd/nfsd_garbage_args_err; do
+  for ev in sunrpc/svc_process nfsd/nfsd_drc_found sunrpc/svc_defer nfsd/nfsd_garbage_args_err sunrpc/svc_send sunrpc/svc_drop; do
     [ -e "$T/events/$ev/enable" ] && echo 1 > "$T/events/$ev/enable" && sources="$sources ${ev%%/*}:${ev#*/}"
   done
   if [ -e $T/kprobe_events ] && echo 'p:rig_cache_update nfsd_cache_update' >> $T/kprobe_events &&
@@ -39,7 +43,7 @@ fi
 sources=${sources# }
 echo "$sources" > /tmp/rig-trace-sources
 missing=
-for want in sunrpc:svc_process nfsd:nfsd_drc_found kprobes:rig_cache_update sunrpc:svc_defer nfsd:nfsd_garbage_args_err; do
+for want in sunrpc:svc_process nfsd:nfsd_drc_found kprobes:rig_cache_update sunrpc:svc_defer nfsd:nfsd_garbage_args_err sunrpc:svc_send sunrpc:svc_drop; do
   case " $sources " in *" $want "*) ;; *) missing="$missing,$want" ;; esac
 done
 missing=${missing#,}
