@@ -4,8 +4,8 @@
 # those files have 40-hex-digit names and are gitignored; seeds have descriptive names).
 # This copies each target's seeds there from their sources:
 #   nfs3, rpc_message, private_data   fuzz/seeds/<target>/ (crates/wire/examples/gen_fuzz_seeds.rs)
-#   nfs4                              fuzz/seeds/nfs4/ (scripts/gen-nfs4-seeds.py over the NFSv4.1
-#                                     fixture captures' messages)
+#   nfs4                              fuzz/seeds/nfs4/ (crates/trace/examples/gen_nfs4_seeds.rs over
+#                                     the NFSv4.1 fixture captures)
 #   rpcrdma_header, svcrdma_classify  fixtures/ok, fixtures/err, fixtures/pcap-messages/<kernel>/
 #   trace_capture                     the first 16 KiB of frames of each fixtures/pcap capture
 #                                     (committed as trace_capture/head-*.pcap, -max_len is 16384)

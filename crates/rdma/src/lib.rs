@@ -14,9 +14,7 @@
 
 pub mod client;
 pub mod conn;
-pub mod counted;
 pub mod datagram;
-pub mod judge;
 pub mod memory;
 pub mod mount_tcp;
 pub mod pool;

@@ -4,8 +4,8 @@
 //! answered NOENT was executed twice) and every verdict says so. Scenarios that need control only
 //! the simulator has are reported `unsupported-on-rdma`, with the reason [`Driver::supports`] gives.
 //!
-//! Each verdict is judged by the one rule ([`crate::judge::judge`]) from the inferred counts;
-//! `rig judge` re-judges it later from counts taken on the server ([`crate::counted`]).
+//! Each verdict is judged by the one rule ([`verdict::judge::judge`]) from the inferred counts;
+//! `rig judge` re-judges it later from counts taken on the server ([`verdict::counted`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::hash::{DefaultHasher, Hash, Hasher};
@@ -25,9 +25,9 @@ use wire::nfs3::{
 use wire::nfs_client::{self, Procedure};
 
 use crate::client::{ClientError, RdmaClient};
-use crate::judge::{self, Basis, Observation, LOST_REPLY};
 use crate::relay_control::{self, RelayControl};
 use crate::serve_control::ServeControl;
+use verdict::judge::{self, Basis, Observation, LOST_REPLY};
 
 /// Where the export's root handle comes from.
 #[derive(Debug, Clone)]

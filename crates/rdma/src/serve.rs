@@ -637,7 +637,7 @@ mod tests {
             written["executions"][0]["statuses"],
             serde_json::json!(["NFS3_OK", "NFS3ERR_NOENT"])
         );
-        let counts = crate::counted::ServeCounts::parse(&json).unwrap();
+        let counts = verdict::counted::ServeCounts::parse(&json).unwrap();
         assert_eq!(counts.executions(0x5a3f_0012, "REMOVE"), Ok(2));
     }
 

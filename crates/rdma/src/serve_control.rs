@@ -219,7 +219,7 @@ pub fn nfsd_drc_lookups(reply_cache_stats: &str) -> Option<u64> {
 pub fn svc_defer_events(trace: &str) -> usize {
     trace
         .lines()
-        .filter(|line| crate::counted::is_event(line, "svc_defer"))
+        .filter(|line| verdict::counted::is_event(line, "svc_defer"))
         .count()
 }
 

@@ -2,7 +2,7 @@
 //! RECLAIM_COMPLETE, then a REMOVE COMPOUND retransmitted on one slot so that the *session slot
 //! replay cache* (RFC 8881 §2.10.6) answers the duplicate, not the DRC (nfsd keeps no DRC entry
 //! for COMPOUND). Executions are inferred from NFSv4 statuses, as for the NFSv3 scenarios, and
-//! every verdict is judged by the one rule ([`crate::judge::judge`]).
+//! every verdict is judged by the one rule ([`verdict::judge::judge`]).
 //!
 //! A request is identified by its session, slot and sequence id (RFC 8881 §2.10.6.1), so a
 //! verdict's `argument_sets` counts those; `call_messages` counts the distinct call bytes (two
@@ -29,10 +29,10 @@ use wire::rpc::{AcceptStat, AuthSys, CallHeader, OpaqueAuth, ReplyBody, RpcMessa
 use wire::xdr::{Reader, Writer, Xdr};
 
 use crate::client::{ClientError, RdmaClient};
-pub use crate::judge::{is_refusal, REFUSALS};
-use crate::judge::{Basis, LOST_REPLY};
 use crate::scenarios::{replies_of, reply_bytes, run_until_replies, Verdict};
 use client::scenarios::select;
+pub use verdict::judge::{is_refusal, REFUSALS};
+use verdict::judge::{Basis, LOST_REPLY};
 
 /// The slot every scenario uses (one slot: the session's fore channel asks for few).
 pub const SLOT: u32 = 0;

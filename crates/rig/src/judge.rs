@@ -1,6 +1,6 @@
 //! `rig judge`: re-judge a `rig scenarios --format json` verdict file with executions counted on
 //! the server (kernel ftrace text or `rig serve --stats` JSON), by the one rule in
-//! [`rdma::judge`]. Prints one summary line per verdict and `key=value` lines for the case's
+//! [`verdict::judge`]. Prints one summary line per verdict and `key=value` lines for the case's
 //! kernel.txt; `--write` rewrites the verdict file in place. Exit 0 pass, 1 fail, 2 bad input or
 //! a count that failed (a harness failure: nothing was judged, so it is never a pass), 3 nothing
 //! to judge (the scenario sent no call under test: the case is a skip, or its client failed).
@@ -9,9 +9,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, ensure, Context, Result};
-use rdma::counted::{FtraceCounts, ServeCounts};
-use rdma::judge::Basis;
 use rdma::scenarios::{Verdict, SKIP, UNSUPPORTED};
+use verdict::counted::{FtraceCounts, ServeCounts};
+use verdict::judge::Basis;
 
 /// Largest input file read (verdict, trace or stats).
 const MAX_INPUT: u64 = 16 << 20;

@@ -1,7 +1,8 @@
 //! Architecture Invariants of ARCHITECTURE.md that are crate boundaries, checked on the manifests
 //! and sources: the simulator moves bytes and cannot reach the codec; the server reaches the
 //! transport only through the engine; crates/rdma runs the one NFSv3 scenario catalogue of
-//! crates/client and holds none of its own.
+//! crates/client and holds none of its own; the verdict crate (judging, counting, ftrace
+//! parsing) reaches no FFI.
 
 use std::path::{Path, PathBuf};
 
@@ -109,6 +110,53 @@ fn the_transport_trait_schedules_no_upper_layer_work() {
         assert!(
             !text.contains("UpperLayer for"),
             "{} implements UpperLayer on an engine type",
+            path.display()
+        );
+    }
+}
+
+/// Every workspace crate `krate` depends on, directly or through another workspace crate
+/// (`[dependencies]` only: what a build of `krate` links).
+fn workspace_closure(krate: &str) -> Vec<String> {
+    let mut seen: Vec<String> = Vec::new();
+    let mut todo = vec![krate.to_string()];
+    while let Some(next) = todo.pop() {
+        for dep in dependencies(&next) {
+            if let Some(dir) = dep.strip_prefix("rpcrdma-") {
+                if !seen.iter().any(|s| s == dir) {
+                    seen.push(dir.to_string());
+                    todo.push(dir.to_string());
+                }
+            }
+        }
+    }
+    seen.sort();
+    seen
+}
+
+#[test]
+fn the_verdict_crate_links_no_ffi() {
+    // Judging and counting are pure logic over what a driver collected: `rig judge`, interop
+    // and their tests must build without rdma-core. Its whole workspace closure is the codec.
+    assert_eq!(workspace_closure("verdict"), ["wire"]);
+    for (path, text) in sources("verdict") {
+        for io in [
+            "std::fs",
+            "std::net",
+            "std::process",
+            "Instant",
+            "SystemTime",
+        ] {
+            assert!(!text.contains(io), "{} uses {io}", path.display());
+        }
+    }
+    // And it is where they live: the verbs driver does not hold them again.
+    assert!(workspace_closure("rdma").iter().any(|d| d == "verdict"));
+    for (path, _) in sources("rdma") {
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        assert!(
+            name != "judge.rs" && name != "counted.rs",
+            "{} is the verdict crate's",
             path.display()
         );
     }
