@@ -412,8 +412,7 @@ impl Responder {
     /// codec; the model only walks the bytes as the kernel does) and so is the RPC header.
     fn judge_receive(&mut self, mut payload: Vec<u8>) {
         // The XID as far as the bytes give one, for answering a header that does not decode.
-        let raw_xid = (payload.len() >= 4)
-            .then(|| u32::from_be_bytes([payload[0], payload[1], payload[2], payload[3]]));
+        let raw_xid = wire::skeleton::FixedWords::peek(&payload).xid;
         if !self.passes_model(&payload, raw_xid) {
             return;
         }

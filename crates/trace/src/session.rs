@@ -14,7 +14,9 @@ use std::net::IpAddr;
 use std::ops::ControlFlow;
 use std::time::Duration;
 
+use wire::rpc::MsgType;
 use wire::rpcrdma::{Body, Header, Proc, Segment};
+use wire::skeleton::FixedWords;
 
 use crate::capture::{
     for_each_frame, for_each_frame_read, CaptureError, Frame, LinkType, Scanned, Window,
@@ -539,15 +541,10 @@ fn guess_send_role(payload: &[u8]) -> Option<Role> {
         return None;
     }
     match header.body {
-        Body::Msg(_) | Body::Msgp { .. } => {
-            let rpc = payload.get(used..)?;
-            // rpc_msg: xid, msg_type (0 CALL, 1 REPLY) — RFC 5531 §9.
-            match rpc.get(4..8)? {
-                [0, 0, 0, 0] => Some(Role::Client),
-                [0, 0, 0, 1] => Some(Role::Server),
-                _ => None,
-            }
-        }
+        Body::Msg(_) | Body::Msgp { .. } => match MsgType::peek(payload.get(used..)?)? {
+            MsgType::Call => Some(Role::Client),
+            MsgType::Reply => Some(Role::Server),
+        },
         Body::Nomsg(c) => {
             if !c.reads.is_empty() {
                 Some(Role::Client)
@@ -829,15 +826,12 @@ impl Builder<'_> {
         let (header, used) = match Header::decode_prefix(payload) {
             Ok(ok) => ok,
             Err(e) => {
-                let word = |i: usize| {
-                    payload
-                        .get(i * 4..i * 4 + 4)
-                        .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
-                };
-                m.xid = word(0);
-                m.vers = word(1);
-                m.credits = word(2);
-                m.proc_ = word(3).and_then(Proc::from_u32).map(Proc::name);
+                // Show what the header's own words say, as far as they go.
+                let words = FixedWords::peek(payload);
+                m.xid = words.xid;
+                m.vers = words.vers;
+                m.credits = words.credits;
+                m.proc_ = words.proc_.and_then(Proc::from_u32).map(Proc::name);
                 m.error = Some(format!("rpcrdma: {e}"));
                 return m;
             }

@@ -20,6 +20,7 @@ pub mod private_data;
 pub mod raw;
 pub mod rpc;
 pub mod rpcrdma;
+pub mod skeleton;
 pub mod svcrdma;
 pub mod xdr;
 

@@ -452,6 +452,28 @@ impl Xdr for ReplyHeader {
     }
 }
 
+/// Which way an RPC message goes, by its msg_type word (RFC 5531 §9).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MsgType {
+    Call,
+    Reply,
+}
+
+impl MsgType {
+    /// The msg_type of the RPC message `bytes` start with (xid, then msg_type), read without
+    /// decoding the rest: who sent a Send when nothing else says. `None` for fewer than two
+    /// words or a value other than CALL and REPLY.
+    pub fn peek(bytes: &[u8]) -> Option<MsgType> {
+        let mut r = Reader::new(bytes);
+        r.u32("rpc_msg.xid").ok()?;
+        match r.u32("rpc_msg.mtype").ok()? {
+            MSG_CALL => Some(MsgType::Call),
+            MSG_REPLY => Some(MsgType::Reply),
+            _ => None,
+        }
+    }
+}
+
 /// An RPC message header: a call or a reply (RFC 5531 §9 `rpc_msg`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
 pub enum RpcMessage {

@@ -14,8 +14,9 @@ use std::io::Write;
 
 use wire::nfs3::Nfs3Call;
 use wire::nfs_client::nfs3_call;
-use wire::raw::RawBuilder;
+use wire::raw::{proc_value, RawBuilder};
 use wire::rpcrdma::{ERR_CHUNK, ERR_VERS};
+use wire::skeleton::FixedWords;
 use wire::svcrdma::{self, KernelModel};
 
 use crate::case::{Case, Observed};
@@ -264,14 +265,11 @@ impl<T: Target> Executor<T> {
 /// Receive), so an ERR_VERS answer to version 2 carries vers = 2 and the strict codec would
 /// refuse it. `None` for fewer than the four fixed words or an unknown error code.
 fn parse_answer(bytes: &[u8]) -> Option<(u32, Observed)> {
-    let word = |i: usize| {
-        let b = bytes.get(i * 4..i * 4 + 4)?;
-        Some(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
-    };
-    let xid = word(0)?;
-    let kind = match word(3)? {
+    let words = FixedWords::peek(bytes);
+    let xid = words.xid?;
+    let kind = match words.proc_? {
         // RFC 8166 §4.5: RDMA_ERROR's body starts with the error code.
-        4 => match word(4)? {
+        proc_value::ERROR => match words.error_code? {
             ERR_VERS => Observed::ErrVers,
             ERR_CHUNK => Observed::ErrChunk,
             _ => return None,
@@ -503,7 +501,9 @@ mod tests {
         }
         fn deregister_all(&mut self) {}
         fn post_send(&mut self, bytes: &[u8]) -> Result<(), TargetError> {
-            let xid = u32::from_be_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
+            let xid = FixedWords::peek(bytes)
+                .xid
+                .expect("the executor sends whole headers");
             let probe = xid >= PROBE_XID_BASE;
             match (self.script, probe) {
                 (Script::ErrorThenClose, _) => {

@@ -14,6 +14,8 @@
 
 use arbitrary::Unstructured;
 use wire::raw::{proc_value, RawBuilder};
+use wire::rpcrdma::Limits;
+use wire::skeleton::{RawChunk, RawSegment};
 use wire::svcrdma::{self, Profile};
 
 use crate::case::{
@@ -74,105 +76,47 @@ pub struct Skeleton {
     pub lists: bool,
 }
 
-struct WordReader<'a> {
-    bytes: &'a [u8],
-    at: usize,
-}
-
-impl WordReader<'_> {
-    fn word(&mut self) -> Option<u32> {
-        let b = self.bytes.get(self.at..self.at + 4)?;
-        self.at += 4;
-        Some(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
-    }
-
-    fn segment(&mut self, relocations: &[Relocation]) -> Option<Seg> {
-        let at = self.at;
-        let handle = self.word()?;
-        let length = self.word()?;
-        let high = self.word()?;
-        let low = self.word()?;
-        let region = relocations
-            .iter()
-            .find(|r| r.at == at && r.field == RelocField::Handle)
-            .map(|r| r.region);
-        Some(Seg {
-            handle,
-            length,
-            offset: (u64::from(high) << 32) | u64::from(low),
-            region,
-        })
-    }
-}
-
 impl Skeleton {
     /// Read `case`'s bytes back; `None` when they are not a whole header (then mutate words).
     pub fn parse(case: &Case) -> Option<Skeleton> {
         Skeleton::parse_bytes(&case.bytes, &case.relocations)
     }
 
-    /// [`Skeleton::parse`] of bytes whose segments are relocated by `relocations`.
+    /// [`Skeleton::parse`] of bytes whose segments are relocated by `relocations`: wire's
+    /// lenient reading ([`wire::skeleton::Skeleton`]), each segment given the region whose
+    /// handle relocation starts where it does.
     pub fn parse_bytes(bytes: &[u8], relocations: &[Relocation]) -> Option<Skeleton> {
-        let mut r = WordReader { bytes, at: 0 };
-        let mut skeleton = Skeleton {
-            xid: r.word()?,
-            vers: r.word()?,
-            credits: r.word()?,
-            proc_: r.word()?,
-            msgp: None,
-            reads: Vec::new(),
-            writes: Vec::new(),
-            reply: None,
-            inline: Vec::new(),
-            lists: true,
+        let limits = Limits {
+            max_read_segments: MAX_READS,
+            max_write_chunks: MAX_WRITE_CHUNKS,
+            max_segments_per_chunk: MAX_CHUNK_SEGS as u32,
         };
-        match skeleton.proc_ {
-            proc_value::MSG | proc_value::NOMSG => {}
-            proc_value::MSGP => skeleton.msgp = Some((r.word()?, r.word()?)),
-            _ => {
-                let with_lists = Skeleton::read_lists(skeleton.clone(), &mut r, relocations);
-                return with_lists.or_else(|| {
-                    skeleton.inline = bytes.get(16..)?.to_vec();
-                    skeleton.lists = false;
-                    Some(skeleton)
-                });
-            }
-        }
-        Skeleton::read_lists(skeleton, &mut r, relocations)
-    }
-
-    fn read_lists(
-        mut skeleton: Skeleton,
-        r: &mut WordReader<'_>,
-        relocations: &[Relocation],
-    ) -> Option<Skeleton> {
-        // Read list: (1, position, segment)* 0.
-        loop {
-            match r.word()? {
-                0 => break,
-                1 if skeleton.reads.len() < MAX_READS => {
-                    let position = r.word()?;
-                    skeleton.reads.push((position, r.segment(relocations)?));
-                }
-                _ => return None,
-            }
-        }
-        loop {
-            match r.word()? {
-                0 => break,
-                1 if skeleton.writes.len() < MAX_WRITE_CHUNKS => {
-                    skeleton.writes.push(read_chunk(r, relocations)?);
-                }
-                _ => return None,
-            }
-        }
-        match r.word()? {
-            0 => {}
-            1 => skeleton.reply = Some(read_chunk(r, relocations)?),
-            _ => return None,
-        }
-        skeleton.inline = r.bytes.get(r.at..)?.to_vec();
-        Some(skeleton)
+        let read = wire::skeleton::Skeleton::parse(bytes, &limits)?;
+        let seg = |raw: &RawSegment| Seg {
+            handle: raw.handle,
+            length: raw.length,
+            offset: raw.offset,
+            region: relocations
+                .iter()
+                .find(|r| r.at == raw.at && r.field == RelocField::Handle)
+                .map(|r| r.region),
+        };
+        let chunk = |raw: &RawChunk| Chunk {
+            segcount: raw.segcount,
+            segs: raw.segments.iter().map(seg).collect(),
+        };
+        Some(Skeleton {
+            xid: read.xid,
+            vers: read.vers,
+            credits: read.credits,
+            proc_: read.proc_,
+            msgp: read.msgp,
+            reads: read.reads.iter().map(|(p, s)| (*p, seg(s))).collect(),
+            writes: read.writes.iter().map(chunk).collect(),
+            reply: read.reply.as_ref().map(chunk),
+            inline: read.inline(bytes).to_vec(),
+            lists: read.lists,
+        })
     }
 
     /// Emit the bytes and the relocations of the segments that name a region.
@@ -230,24 +174,6 @@ impl Skeleton {
         }
         all
     }
-}
-
-fn read_chunk(r: &mut WordReader<'_>, relocations: &[Relocation]) -> Option<Chunk> {
-    let segcount = r.word()?;
-    let mut segs = Vec::new();
-    // A count larger than the segments present (the segcount-huge families) keeps its word;
-    // only the segments that are there are read.
-    while (segs.len() as u32) < segcount && segs.len() < MAX_CHUNK_SEGS {
-        if r.bytes.len() < r.at + 16 {
-            break;
-        }
-        segs.push(r.segment(relocations)?);
-    }
-    if (segs.len() as u32) < segcount && segs.len() < MAX_CHUNK_SEGS {
-        // Fewer segments than declared: the rest of the bytes were the segments' place.
-        return None;
-    }
-    Some(Chunk { segcount, segs })
 }
 
 /// Lengths and counts that sit on the edges the rule model and svcrdma check.

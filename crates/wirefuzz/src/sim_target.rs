@@ -17,7 +17,9 @@ use wire::nfs3::{
     CreateArgs, CreateHow3, DdpData, DirOpArgs3, FileHandle, Filename, Nfs3Call, Nfs3Reply, NfsRes,
     Sattr3, StableHow, WriteArgs,
 };
-use wire::raw::RawBuilder;
+use wire::raw::{proc_value, RawBuilder};
+use wire::rpcrdma::{ERR_CHUNK, ERR_VERS};
+use wire::skeleton::FixedWords;
 use wire::svcrdma::{self, KernelModel, DEFAULT_MAX_REQ_SIZE};
 
 use crate::case::{Observed, Region, RegionAccess, RegionKey};
@@ -324,15 +326,11 @@ pub fn model_events(bytes: &[u8], profile: &KernelModel, into: &mut Signature) {
 
 /// The event for a message our side received: its kind, as the responder's Send.
 fn answer_event(bytes: &[u8]) -> String {
-    let word = |i: usize| {
-        bytes
-            .get(i * 4..i * 4 + 4)
-            .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
-    };
-    let kind = match (word(3), word(4)) {
-        (Some(4), Some(1)) => "err_vers",
-        (Some(4), Some(2)) => "err_chunk",
-        (Some(4), _) => "error",
+    let words = FixedWords::peek(bytes);
+    let kind = match (words.proc_, words.error_code) {
+        (Some(proc_value::ERROR), Some(ERR_VERS)) => "err_vers",
+        (Some(proc_value::ERROR), Some(ERR_CHUNK)) => "err_chunk",
+        (Some(proc_value::ERROR), _) => "error",
         (Some(_), _) => "reply",
         (None, _) => "short",
     };

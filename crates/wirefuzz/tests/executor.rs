@@ -6,6 +6,7 @@ use std::io::Write;
 use std::rc::Rc;
 use std::time::Duration;
 
+use wire::skeleton::FixedWords;
 use wire::svcrdma::Profile;
 use wirefuzz::case::{Case, Observed, Region, RegionKey};
 use wirefuzz::differential::{
@@ -231,8 +232,8 @@ impl Target for LogCheckingTarget {
         self.inner.deregister_all()
     }
     fn post_send(&mut self, bytes: &[u8]) -> Result<(), TargetError> {
-        if bytes.len() >= 4 && bytes[0] == (XID_BASE >> 24) as u8 {
-            let xid = u32::from_be_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
+        let xid = FixedWords::peek(bytes).xid;
+        if let Some(xid) = xid.filter(|xid| xid >> 24 == XID_BASE >> 24) {
             let log = String::from_utf8(self.log.0.borrow().clone()).unwrap();
             let last = log.lines().last().expect("logged before the first Send");
             assert_eq!(Case::from_json(last).unwrap().xid, xid);
