@@ -142,17 +142,6 @@ pub fn run_dir(out_root: &Path, kernel: &str, suite: &str) -> PathBuf {
     out_root.join("runs").join(kernel).join(suite)
 }
 
-/// The rig binary that renders the captures: the one the guests ran (copied into the share),
-/// else the workspace's release build.
-pub fn rig_binary(run_dir: &Path) -> Option<PathBuf> {
-    let shared = run_dir.join("share/bin/rig");
-    if shared.is_file() {
-        return Some(shared);
-    }
-    let built = crate::cache::resolve_workspace_path(Path::new("target/release/rig"));
-    built.is_file().then_some(built)
-}
-
 /// The cases of `suite` whose capture in `run_dir` is incomplete or unreadable, by the same
 /// rule the snapshot comparison applies ([`crate::snapshots::collect`]).
 pub fn harness_failures(run: &KernelRun, suite: &Suite, run_dir: &Path) -> Vec<HarnessFailure> {
@@ -161,27 +150,15 @@ pub fn harness_failures(run: &KernelRun, suite: &Suite, run_dir: &Path) -> Vec<H
         return Vec::new();
     }
     let mut failures = count_failures(run);
-    let Some(rig) = rig_binary(run_dir) else {
-        return failures;
-    };
     let cases: Vec<String> = suite.cases.iter().map(|c| c.name.clone()).collect();
-    let scratch = run_dir.join("snapshots");
-    if fs::create_dir_all(&scratch).is_err() {
-        return Vec::new();
-    }
     let version = crate::snapshots::KernelVersion {
         name: run.kernel.clone(),
         version: run.version.clone(),
         origin: run.origin.clone(),
     };
-    let Ok(snapshots) = crate::snapshots::collect(
-        &version,
-        &run.suite,
-        &cases,
-        &run_dir.join("share/out"),
-        Some(&rig),
-        &scratch,
-    ) else {
+    let Ok(snapshots) =
+        crate::snapshots::collect(&version, &run.suite, &cases, &run_dir.join("share/out"))
+    else {
         return failures;
     };
     for snapshot in snapshots {

@@ -43,10 +43,6 @@ enum Command {
         /// gets it as its only one. Harness failures are never accepted.
         #[arg(long, value_name = "CASE-GLOB", num_args = 1..)]
         accept: Vec<String>,
-        /// The rig binary that renders captures (`rig trace show --format text`); `target/` is
-        /// cargo's target directory (`$CARGO_TARGET_DIR`).
-        #[arg(long, default_value = "target/release/rig")]
-        rig: PathBuf,
         /// Output directories of runs (each with report.json and runs/); repeatable, so suites
         /// run in separate invocations are compared together. Default: target/interop/last.
         #[arg(long = "out")]
@@ -71,13 +67,13 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
-        Command::Snapshots { accept, rig, outs } => {
+        Command::Snapshots { accept, outs } => {
             let outs = if outs.is_empty() {
                 vec![last_run_root()]
             } else {
                 outs
             };
-            snapshots(&accept, &rig, &outs)
+            snapshots(&accept, &outs)
         }
         Command::Bench => bench().map(|ok| if ok { 0 } else { 1 }),
         Command::Html { run, output } => {
@@ -140,13 +136,8 @@ fn snapshot_root() -> PathBuf {
 
 /// Every snapshot the runs in the report under `out` produced (for suites still on disk), one
 /// per case and attempt (`interop run --repeat` keeps attempt N's files in `attempt-N/`).
-fn run_snapshots(out: &Path, rig: &Path) -> Result<Vec<Snapshot>> {
+fn run_snapshots(out: &Path) -> Result<Vec<Snapshot>> {
     let report = last_report(out)?;
-    let rig = interop::cache::resolve_workspace_path(rig);
-    let rig = rig.is_file().then_some(rig);
-    if rig.is_none() {
-        eprintln!("interop-post: no rig binary: traces left out of the snapshots");
-    }
     let mut all = Vec::new();
     for run in report
         .get("runs")
@@ -190,14 +181,7 @@ fn run_snapshots(out: &Path, rig: &Path) -> Result<Vec<Snapshot>> {
             version: text_of("version"),
             origin: text_of("origin"),
         };
-        let mut snapshots = collect(
-            &version,
-            suite_name,
-            &cases,
-            &run_dir.join("share/out"),
-            rig.as_deref(),
-            &run_dir.join("snapshots"),
-        )?;
+        let mut snapshots = collect(&version, suite_name, &cases, &run_dir.join("share/out"))?;
         for snapshot in &mut snapshots {
             snapshot.attempt = attempt;
             // The rendered file next to the run, for review before acceptance, and what was
@@ -297,10 +281,10 @@ fn counts_something(counts: &str) -> bool {
         .any(|(_, v)| v != "0")
 }
 
-fn snapshots(accept_globs: &[String], rig: &Path, outs: &[PathBuf]) -> Result<u8> {
+fn snapshots(accept_globs: &[String], outs: &[PathBuf]) -> Result<u8> {
     let mut snapshots = Vec::new();
     for out in outs {
-        snapshots.extend(run_snapshots(out, rig)?);
+        snapshots.extend(run_snapshots(out)?);
     }
     let expected = ExpectedDifferences::parse(&read_bounded(
         &workspace_root().join("fixtures/interop/expected-differences.toml"),
