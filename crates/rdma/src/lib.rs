@@ -16,7 +16,6 @@ pub mod client;
 pub mod conn;
 pub mod datagram;
 pub mod memory;
-pub mod mount_tcp;
 pub mod pool;
 pub mod relay_control;
 pub mod scenarios;

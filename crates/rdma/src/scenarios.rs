@@ -32,9 +32,8 @@ use verdict::judge::{self, Basis, Observation, LOST_REPLY};
 /// Where the export's root handle comes from.
 #[derive(Debug, Clone)]
 pub enum RootSource {
+    /// Known already (given, or mounted over TCP by the caller).
     Handle(FileHandle),
-    /// MNT over TCP (rpc.mountd on a fixed port, or `rig serve --mount-tcp`).
-    MountTcp(SocketAddr),
     /// MNT over the RDMA connection itself (our server serves MOUNT v3 on the NFS listener).
     MountRdma,
 }
@@ -237,10 +236,6 @@ pub fn run(options: &Options, only: Option<&str>) -> Result<Vec<Verdict>, String
     let scenarios = select(catalogue(), |s| s.name, only, "scenario")?;
     let root = match &options.root {
         RootSource::Handle(h) => Some(h.clone()),
-        RootSource::MountTcp(addr) => Some(
-            crate::mount_tcp::mount(*addr, &options.export, options.timeout)
-                .map_err(|e| format!("MOUNT over TCP at {addr}: {e}"))?,
-        ),
         RootSource::MountRdma => None,
     };
     let mut verdicts = Vec::new();

@@ -293,7 +293,7 @@ pub fn run(args: Args) -> Result<u8> {
     let timeout = Duration::from_secs(args.timeout_secs.clamp(1, 300));
     let root = match (args.op, args.mount_tcp) {
         (Op::Null, _) => FileHandle::default(),
-        (_, Some(mountd)) => rdma::mount_tcp::mount(mountd, args.export.as_bytes(), timeout)
+        (_, Some(mountd)) => crate::mount_tcp::mount(mountd, args.export.as_bytes(), timeout)
             .map_err(|e| anyhow::anyhow!("MOUNT over TCP {mountd}: {e}"))?,
         (_, None) => bail!("read/write need --mount-tcp for the root handle"),
     };

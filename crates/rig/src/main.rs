@@ -8,6 +8,7 @@ mod fuzz_wire;
 mod hold_export;
 mod input;
 mod judge;
+mod mount_tcp;
 mod output;
 mod scenarios;
 mod serve;

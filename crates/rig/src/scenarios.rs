@@ -130,7 +130,15 @@ fn run_rdma(args: &Args) -> Result<u8> {
         (Some(hex), _) => rdma::scenarios::RootSource::Handle(wire::nfs3::FileHandle(
             parse_hex(hex).ok_or_else(|| anyhow::anyhow!("--root-fh {hex}: not hex"))?,
         )),
-        (None, Some(addr)) => rdma::scenarios::RootSource::MountTcp(addr),
+        // MNT over TCP (rpc.mountd on a fixed port, or `rig serve --mount-tcp`), once, here.
+        (None, Some(addr)) => rdma::scenarios::RootSource::Handle(
+            crate::mount_tcp::mount(
+                addr,
+                args.export.as_bytes(),
+                std::time::Duration::from_secs(args.timeout_secs.max(1)),
+            )
+            .map_err(|e| anyhow::anyhow!("MOUNT over TCP at {addr}: {e}"))?,
+        ),
         (None, None) => rdma::scenarios::RootSource::MountRdma,
     };
     let options = rdma::scenarios::Options {

@@ -129,7 +129,7 @@ pub fn run(args: Args) -> Result<u8> {
         Some(addr) => {
             let listener =
                 TcpListener::bind(addr).with_context(|| format!("--mount-tcp {addr}"))?;
-            let ports = rdma::mount_tcp::Ports {
+            let ports = server::mount_service::Ports {
                 nfs: args.listen.port(),
                 mount: addr.port(),
             };
@@ -138,7 +138,14 @@ pub fn run(args: Args) -> Result<u8> {
             Some(
                 std::thread::Builder::new()
                     .name("mount-tcp".into())
-                    .spawn(move || rdma::mount_tcp::serve(listener, ports, stop))
+                    .spawn(move || {
+                        crate::mount_tcp::serve(
+                            listener,
+                            ports,
+                            &stop,
+                            crate::mount_tcp::Limits::default(),
+                        )
+                    })
                     .context("--mount-tcp: starting its thread")?,
             )
         }

@@ -17,6 +17,7 @@
 
 pub mod drc;
 pub mod fs;
+pub mod mount_service;
 pub mod records;
 pub mod trace;
 

@@ -18,6 +18,7 @@ pub mod nfs_client;
 pub mod nfsacl;
 pub mod private_data;
 pub mod raw;
+pub mod record;
 pub mod rpc;
 pub mod rpcrdma;
 pub mod skeleton;
