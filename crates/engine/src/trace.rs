@@ -8,11 +8,7 @@
 
 use std::fmt;
 
-use wire::mount3::Mount3Proc;
-use wire::nfs3::Nfs3Proc;
-use wire::rpc::{
-    program_name, AcceptStat, CallHeader, ReplyBody, RpcMessage, MOUNT_PROGRAM, NFS_PROGRAM,
-};
+use wire::rpc::{program_name, AcceptStat, CallHeader, ReplyBody, RpcMessage};
 use wire::rpcrdma::{Body, ChunkLists, ErrorBody, Header, Segment};
 
 use crate::responder::{RejectReason, ReplyFailure};
@@ -150,11 +146,7 @@ impl fmt::Display for RpcSummary {
                 proc_,
                 len,
             } => {
-                let procedure = match (prog, vers) {
-                    (NFS_PROGRAM, 3) => Nfs3Proc::from_u32(proc_).map(Nfs3Proc::name),
-                    (MOUNT_PROGRAM, 3) => Mount3Proc::from_u32(proc_).map(Mount3Proc::name),
-                    _ => None,
-                };
+                let procedure = wire::message::procedure_name(prog, vers, proc_);
                 write!(f, "| call {} v{vers} ", program_name(prog).unwrap_or("?"))?;
                 match procedure {
                     Some(name) => f.write_str(name)?,

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use serde_json::{json, Map, Value};
 use trace::render::{escape_json_text, escape_text};
-use wire::message::{decode_message_with, CallProc, DecodedMessage, MessageError};
+use wire::message::{decode_message_with, procedure_name, CallProc, DecodedMessage, MessageError};
 use wire::mount3::Mount3Proc;
 use wire::nfs3::Nfs3Proc;
 use wire::nfsacl::NfsaclProc;
@@ -332,15 +332,6 @@ fn rpcrdma_json(h: &Header) -> Value {
     v
 }
 
-fn proc_name(prog: u32, vers: u32, proc_: u32) -> Option<&'static str> {
-    match (prog, vers) {
-        (NFS_PROGRAM, 3) => Nfs3Proc::from_u32(proc_).map(Nfs3Proc::name),
-        (MOUNT_PROGRAM, 3) => Mount3Proc::from_u32(proc_).map(Mount3Proc::name),
-        (NFSACL_PROGRAM, 3) => NfsaclProc::from_u32(proc_).map(NfsaclProc::name),
-        _ => None,
-    }
-}
-
 fn rpc_json(rpc: &RpcMessage, hint: Option<CallProc>) -> Value {
     match rpc {
         RpcMessage::Call(c) => {
@@ -359,7 +350,7 @@ fn rpc_json(rpc: &RpcMessage, hint: Option<CallProc>) -> Value {
                 "program": program_name(c.prog),
                 "vers": c.vers,
                 "proc": c.proc_,
-                "proc_name": proc_name(c.prog, c.vers, c.proc_),
+                "proc_name": procedure_name(c.prog, c.vers, c.proc_),
                 "cred": cred,
                 "verf": {"flavor": c.verf.flavor().name()},
             })
@@ -390,7 +381,7 @@ fn rpc_json(rpc: &RpcMessage, hint: Option<CallProc>) -> Value {
                 "program": hint.and_then(|h| program_name(h.prog)),
                 "vers": hint.map(|h| h.vers),
                 "proc": hint.map(|h| h.proc_),
-                "proc_name": hint.and_then(|h| proc_name(h.prog, h.vers, h.proc_)),
+                "proc_name": hint.and_then(|h| procedure_name(h.prog, h.vers, h.proc_)),
             });
             if let (Value::Object(dst), Value::Object(src)) = (&mut v, stat) {
                 dst.extend(src);

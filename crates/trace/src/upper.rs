@@ -292,20 +292,7 @@ fn family(key: CallKey) -> Option<&'static str> {
 }
 
 fn proc_name(key: CallKey) -> String {
-    let name = match (key.prog, key.vers) {
-        (wire::rpc::NFS_PROGRAM, 3) => Nfs3Proc::from_u32(key.proc_).map(|p| p.name()),
-        (wire::rpc::NFSACL_PROGRAM, 3) => NfsaclProc::from_u32(key.proc_).map(|p| p.name()),
-        (wire::rpc::MOUNT_PROGRAM, 3) => {
-            wire::mount3::Mount3Proc::from_u32(key.proc_).map(|p| p.name())
-        }
-        (wire::rpc::NFS_PROGRAM, 4) => match key.proc_ {
-            0 => Some("NULL"),
-            1 => Some("COMPOUND"),
-            _ => None,
-        },
-        _ => None,
-    };
-    match name {
+    match wire::message::procedure_name(key.prog, key.vers, key.proc_) {
         Some(n) => n.to_string(),
         None => format!("PROC{}", key.proc_),
     }

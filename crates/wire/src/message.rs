@@ -55,6 +55,24 @@ pub fn check_xid(transport_xid: u32, rpc_xid: u32) -> Result<(), DecodeError> {
     Ok(())
 }
 
+/// The name of procedure `proc_` of program `prog`, version `vers`, for every program this crate
+/// decodes: NFSv3 (RFC 1813 §3), NFSv4 (RFC 8881 §16: NULL and COMPOUND), MOUNT v3 (RFC 1813
+/// Appendix I) and NFSACL v3. The one table every renderer (trace, `rig decode`, the engine's
+/// trace) names procedures by; `None` for anything else.
+pub fn procedure_name(prog: u32, vers: u32, proc_: u32) -> Option<&'static str> {
+    match (prog, vers) {
+        (NFS_PROGRAM, 3) => Nfs3Proc::from_u32(proc_).map(Nfs3Proc::name),
+        (NFS_PROGRAM, NFS_V4) => match proc_ {
+            0 => Some("NULL"),
+            NFSPROC4_COMPOUND => Some("COMPOUND"),
+            _ => None,
+        },
+        (MOUNT_PROGRAM, MOUNT_V3) => Mount3Proc::from_u32(proc_).map(Mount3Proc::name),
+        (NFSACL_PROGRAM, NFSACL_V3) => NfsaclProc::from_u32(proc_).map(NfsaclProc::name),
+        _ => None,
+    }
+}
+
 /// Which layer of the message a decode error belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
