@@ -12,7 +12,7 @@ use crate::process::run_logged;
 /// (tool, Debian package providing it).
 pub const HOST_TOOLS: &[(&str, &str)] = &[
     ("qemu-system-x86_64", "qemu-system-x86"),
-    // The saved guests' disks (qcow2 over the shared rootfs, interop/src/snapshot.rs).
+    // The saved guests' disks (qcow2 over the shared rootfs, interop/src/saved_guests.rs).
     ("qemu-img", "qemu-utils"),
     ("debootstrap", "debootstrap"),
     ("cpio", "cpio"),

@@ -31,7 +31,7 @@ pub mod results;
 pub mod retry;
 pub mod runner;
 pub mod runs;
-pub mod snapshot;
+pub mod saved_guests;
 pub mod snapshots;
 pub mod suite;
 pub mod wire;

@@ -279,7 +279,7 @@ fn shell_quoted(text: &str) -> String {
 
 /// The qemu command of one guest. A saved guest must be restored by the same command but for
 /// its console, share and wire, so everything else here is part of the saved pair's key
-/// ([`crate::snapshot::SAVED_GUEST_FORMAT`]).
+/// ([`crate::saved_guests::SAVED_GUEST_FORMAT`]).
 pub(crate) fn qemu_command(
     launch: &Launch<'_>,
     role: Role,
@@ -510,7 +510,7 @@ fn boot_and_wait(
     let saved = if settings.cold_boot || accel != "tcg" {
         None
     } else {
-        crate::snapshot::saved_pair(&launch, progress)
+        crate::saved_guests::saved_pair(&launch, progress)
     };
     // Start the pair, follow it to the end, and stop it; the guests stay for their consoles.
     let attempt = |boots: [Boot<'_>; 2], how: &str, boot_timeout: Duration, run: &mut KernelRun| {
@@ -1183,7 +1183,7 @@ mod tests {
         let (image, settings) = (test_image(), test_settings());
         let rootfs = Path::new("/cache/rootfs/bookworm-k/rootfs.ext4");
         let key = |image: &KernelImage, settings: &RunSettings, rootfs: &Path, qemu: &str| {
-            crate::snapshot::pair_key(
+            crate::saved_guests::pair_key(
                 &Launch {
                     image,
                     rootfs,

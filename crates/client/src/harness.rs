@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use engine::verbs::UpperLayer;
+use engine::endpoint::UpperLayer;
 use engine::{ConnectionConfig, OutgoingCall, ReceivedReply, Requester, RequesterOutput};
 use server::drc::policy_by_name;
 use server::Server;

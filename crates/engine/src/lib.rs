@@ -1,5 +1,5 @@
 //! Sans-IO RPC-over-RDMA version 1 (RFC 8166) connection state machines: a requester and a
-//! responder, driven by completion [`verbs::Event`]s and emitting [`verbs::WorkRequest`]s.
+//! responder, driven by completion [`endpoint::Event`]s and emitting [`endpoint::WorkRequest`]s.
 //! What each observes is recorded as typed events ([`trace`]), rendered to text only when a
 //! trace is taken.
 //!
@@ -10,11 +10,11 @@
 //! encodes, so no driver touches a header. Every scenario therefore also runs deterministically.
 #![forbid(unsafe_code)]
 
+pub mod endpoint;
 pub mod memory;
 pub mod requester;
 pub mod responder;
 pub mod trace;
-pub mod verbs;
 
 pub use requester::{
     CallError, OutgoingCall, ReceivedReply, ReplyPath, Requester, RequesterOutput,

@@ -11,7 +11,7 @@
 //! address 0: offsets into the registered `Vec`); the verbs driver's registers real memory regions
 //! (`rdma::memory`).
 
-use crate::verbs::{Access, MemoryTable};
+use crate::endpoint::{Access, MemoryTable};
 
 /// A chunk buffer the requester offers the peer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -121,7 +121,7 @@ impl Registrar for MemoryTable {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::verbs::AccessError;
+    use crate::endpoint::AccessError;
 
     #[test]
     fn the_table_registers_each_chunk_with_the_least_access_it_needs() {

@@ -14,11 +14,11 @@ use wire::rpcrdma::{
 };
 use wire::{DecodeError, Xdr};
 
-use crate::memory::{ChunkBuffer, RegisterError, Registrar, Registration};
-use crate::trace::{RequesterEvent, RpcSummary};
-use crate::verbs::{
+use crate::endpoint::{
     CompletionError, Endpoint, Event, MemoryTable, RemoteMemory, WorkRequest, WrId,
 };
+use crate::memory::{ChunkBuffer, RegisterError, Registrar, Registration};
+use crate::trace::{RequesterEvent, RpcSummary};
 use crate::{negotiated, ConnectionConfig};
 
 /// Identifies one transmission of a call (a retransmit is a new transmission with the same XID).

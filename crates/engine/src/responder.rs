@@ -24,10 +24,10 @@ use wire::xdr::{pad4, Writer};
 use wire::DecodeError;
 use wire::Xdr;
 
-use crate::trace::{ResponderEvent, RpcSummary};
-use crate::verbs::{
+use crate::endpoint::{
     CompletionError, Endpoint, Event, MemoryTable, RemoteMemory, WorkRequest, WrId,
 };
+use crate::trace::{ResponderEvent, RpcSummary};
 use crate::{negotiated, ConnectionConfig};
 
 /// Identifies one received call until it is answered or dropped.

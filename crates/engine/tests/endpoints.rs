@@ -1,7 +1,7 @@
 //! Requester and responder state machines driven by hand (no simulator): header checks, chunk
 //! handling, credits, positions, RFC 8797 negotiation.
 
-use engine::verbs::{Access, Endpoint, Event, RemoteMemory, WorkRequest};
+use engine::endpoint::{Access, Endpoint, Event, RemoteMemory, WorkRequest};
 use engine::{
     CallError, ConnectionConfig, OutgoingCall, OutgoingReply, RejectReason, ReplyPath, Requester,
     RequesterOutput, Responder, ResponderOutput,
@@ -392,7 +392,7 @@ fn pull_with_reads(
     inline: &[u8],
     profile: wire::svcrdma::Profile,
 ) -> (Vec<ResponderOutput>, Vec<Header>) {
-    use engine::verbs::MemoryTable;
+    use engine::endpoint::MemoryTable;
     use wire::rpcrdma::{ChunkLists, ReadSegment, Segment};
     let mut peer = MemoryTable::new(0x100);
     let mut chunks = ChunkLists::default();
@@ -493,7 +493,7 @@ fn out_of_place_read_chunks_are_refused_before_anything_is_pulled() {
     use wire::ddp::{PositionError, ReadChunkError};
     // Linux 6.1 passes a position past the inline body; the responder's plan refuses it with
     // the position rule's typed error, and posts no RDMA Read for it.
-    let mut peer = engine::verbs::MemoryTable::new(0x100);
+    let mut peer = engine::endpoint::MemoryTable::new(0x100);
     let handle = peer.register(b"1111".to_vec(), Access::RemoteRead);
     let mut payload = RawBuilder::new()
         .fixed(0x78, 1, 8, 0)

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use engine::verbs::{CompletionError, Event, WorkRequest, WrId};
+use engine::endpoint::{CompletionError, Event, WorkRequest, WrId};
 use verbs::{
     CmEvent, CmEventKind, CmId, CompletionChannel, ConnParams, Cq, EventChannel, Mr, Pd, QpCaps,
     RemoteRegion, SendOp, VerbsError, WorkCompletion,

@@ -12,16 +12,16 @@
 //! Architecture Invariant: no `unsafe` here; all FFI stays in the verbs crate.
 #![forbid(unsafe_code)]
 
-pub mod client;
 pub mod conn;
 pub mod datagram;
 pub mod memory;
 pub mod pool;
 pub mod relay_control;
+pub mod requester;
 pub mod scenarios;
 pub mod serve;
 pub mod serve_control;
 pub mod v41;
 
-pub use client::{ClientError, RdmaClient};
+pub use requester::{ClientError, RdmaClient};
 pub use serve::{serve, Controls, ServeOptions, ServeStats};

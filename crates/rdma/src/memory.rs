@@ -10,8 +10,8 @@
 
 use std::collections::BTreeMap;
 
+use engine::endpoint::Access;
 use engine::memory::{ChunkBuffer, RegisterError, Registrar, Registration};
-use engine::verbs::Access;
 use verbs::{Mr, Pd, RemoteAccess, VerbsError};
 
 /// Registers chunk regions (a protection domain).
@@ -181,7 +181,7 @@ mod tests {
     use std::cell::{Cell, RefCell};
     use std::rc::Rc;
 
-    use engine::verbs::{Event, WorkRequest};
+    use engine::endpoint::{Event, WorkRequest};
     use engine::{ConnectionConfig, OutgoingCall, ReplyPath, Requester, RequesterOutput};
     use wire::rpcrdma::{Body, ChunkLists, Header, Segment, RPCRDMA_VERSION};
     use wire::Xdr;

@@ -24,8 +24,8 @@ use wire::nfs3::{
 };
 use wire::nfs_client::{self, Procedure};
 
-use crate::client::{ClientError, RdmaClient};
 use crate::relay_control::{self, RelayControl};
+use crate::requester::{ClientError, RdmaClient};
 use crate::serve_control::ServeControl;
 use verdict::judge::{self, Basis, Observation, LOST_REPLY};
 

@@ -19,7 +19,7 @@ use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use engine::verbs::{Endpoint, Event, UpperLayer};
+use engine::endpoint::{Endpoint, Event, UpperLayer};
 use engine::ConnectionConfig;
 use serde::Serialize;
 use server::drc::{policy_by_name, Decision};

@@ -28,7 +28,7 @@ use wire::rpc::NFS_PROGRAM;
 use wire::rpc::{AcceptStat, AuthSys, CallHeader, OpaqueAuth, ReplyBody, RpcMessage};
 use wire::xdr::{Reader, Writer, Xdr};
 
-use crate::client::{ClientError, RdmaClient};
+use crate::requester::{ClientError, RdmaClient};
 use crate::scenarios::{replies_of, reply_bytes, run_until_replies, Verdict};
 use client::scenarios::select;
 pub use verdict::judge::{is_refusal, REFUSALS};

@@ -25,7 +25,7 @@ use std::collections::{BTreeMap, VecDeque};
 
 use records::{RecordLimits, RecordSizes, Records};
 
-use engine::verbs::{Endpoint, Event, MemoryTable, RemoteMemory, UpperLayer, WorkRequest};
+use engine::endpoint::{Endpoint, Event, MemoryTable, RemoteMemory, UpperLayer, WorkRequest};
 use engine::{ConnectionConfig, IncomingCall, OutgoingReply, Responder, ResponderOutput, RpcCall};
 use serde::Serialize;
 use wire::mount3::{Mount3Call, Mount3Proc, MOUNT_V3};

@@ -22,7 +22,7 @@
 
 use std::collections::{BTreeSet, VecDeque};
 
-use engine::verbs::{
+use engine::endpoint::{
     CompletionError, Endpoint, Event, RemoteMemory, UpperLayer, WorkRequest, WrId,
 };
 

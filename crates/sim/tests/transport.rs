@@ -2,7 +2,7 @@
 
 use std::collections::VecDeque;
 
-use engine::verbs::{
+use engine::endpoint::{
     Access, CompletionError, Endpoint, Event, MemoryTable, RemoteMemory, UpperLayer, WorkRequest,
 };
 use sim::{Action, Side, Sim, SimConfig};

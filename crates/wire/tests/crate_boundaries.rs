@@ -93,13 +93,13 @@ fn rdma_holds_no_nfsv3_scenario_catalogue_of_its_own() {
 
 #[test]
 fn the_transport_trait_schedules_no_upper_layer_work() {
-    // engine::verbs::Endpoint is what a driver moves bytes for; nfsd's work is UpperLayer's,
+    // engine::endpoint::Endpoint is what a driver moves bytes for; nfsd's work is UpperLayer's,
     // implemented by the server (and the fuzzer's server wrapper), never by the engine.
-    let (_, verbs) = sources("engine")
+    let (_, source) = sources("engine")
         .into_iter()
-        .find(|(path, _)| path.ends_with("verbs.rs"))
-        .expect("engine/src/verbs.rs");
-    let endpoint = verbs
+        .find(|(path, _)| path.ends_with("endpoint.rs"))
+        .expect("engine/src/endpoint.rs");
+    let endpoint = source
         .split("pub trait Endpoint {")
         .nth(1)
         .and_then(|rest| rest.split("\n}").next())

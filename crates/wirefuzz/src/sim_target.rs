@@ -7,7 +7,7 @@
 
 use std::collections::VecDeque;
 
-use engine::verbs::{
+use engine::endpoint::{
     Access, Endpoint, Event, MemoryTable, RemoteMemory, UpperLayer, WorkRequest, WrId,
 };
 use engine::{ConnectionConfig, OutgoingReply, Responder, ResponderOutput};

@@ -11,7 +11,7 @@
 
 use std::alloc::System;
 
-use engine::verbs::{Endpoint, Event, MemoryTable, RemoteMemory, UpperLayer, WorkRequest};
+use engine::endpoint::{Endpoint, Event, MemoryTable, RemoteMemory, UpperLayer, WorkRequest};
 use engine::{ConnectionConfig, OutgoingCall, Requester, RequesterOutput};
 use server::Server;
 use sim::{Side, Sim, SimConfig};

@@ -5,8 +5,8 @@
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
+use engine::endpoint::Event;
 use engine::requester::TransmissionId;
-use engine::verbs::Event;
 use engine::{CallError, ConnectionConfig, OutgoingCall, Requester, RequesterOutput};
 use verbs::cq::wait_any_readable;
 use verbs::{CmEventKind, EventChannel, VerbsError};
