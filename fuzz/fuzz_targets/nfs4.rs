@@ -4,7 +4,7 @@
 use libfuzzer_sys::fuzz_target;
 use wire::ddp::{self, Reduction};
 use wire::nfs4::{Compound4Args, Compound4Res};
-use wire::rpcrdma::{ReadSegment, Segment};
+use wire::rpcrdma::{group, ReadSegment, Segment};
 use wire::xdr::pad4;
 use wire::{Reader, Writer};
 
@@ -13,7 +13,7 @@ const MAX_CHUNKS: usize = 8;
 
 /// The reduction the selector's low bits name, built again for each decode (the same input
 /// chunks, fresh state): 0 inline, 1 every item moved, 2 Read chunks (grouped by position as
-/// `ddp::group` does), 3 Write chunks. Chunks: a count byte, then per chunk a position and a
+/// `rpcrdma::group` does), 3 Write chunks. Chunks: a count byte, then per chunk a position and a
 /// length (mode 2) or a length (mode 3).
 fn reduction(mode: u8, chunks: &[(u32, u32)]) -> Reduction {
     match mode & 3 {
@@ -31,7 +31,7 @@ fn reduction(mode: u8, chunks: &[(u32, u32)]) -> Reduction {
                     },
                 })
                 .collect();
-            Reduction::for_call(ddp::group(&reads))
+            Reduction::for_call(group(&reads))
         }
         _ => Reduction::for_reply(
             chunks

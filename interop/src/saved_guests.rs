@@ -25,9 +25,9 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 
 use crate::cache::{cache_root, KeyBuilder};
+use crate::guest::{dgram_netdev, qemu_command, Boot, Launch};
 use crate::process::{wait_until, GroupChild};
 use crate::progress::{Phase, Progress};
-use crate::runner::{dgram_netdev, qemu_command, Boot, Launch};
 use crate::suite::Role;
 
 /// Bump when what a saved guest holds or how it is restored changes (the qemu command shape,

@@ -12,6 +12,7 @@
 
 pub mod endpoint;
 pub mod memory;
+pub mod refusal;
 pub mod requester;
 pub mod responder;
 pub mod trace;

@@ -12,7 +12,7 @@ use wire::rpc::{program_name, AcceptStat, CallHeader, ReplyBody, RpcMessage};
 use wire::rpcrdma::{Body, ChunkLists, ErrorBody, Header, Segment};
 
 use crate::endpoint::CompletionError;
-use crate::responder::{RejectReason, ReplyFailure};
+use crate::refusal::{RejectReason, ReplyFailure};
 
 /// A transport header as one trace field: `RDMA_MSG xid=0x… cr=N chunks…`.
 pub struct HeaderLine<'a>(pub &'a Header);

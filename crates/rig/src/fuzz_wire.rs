@@ -210,10 +210,16 @@ pub fn run(args: Args) -> Result<u8> {
     }
     let log =
         File::create(&args.log).with_context(|| format!("creating {}", args.log.display()))?;
-    let mut runner_a = open_runner(&spec_a, seed, deadline, Some(Box::new(BufWriter::new(log))))?;
+    let mut runner_a = open_runner(
+        &spec_a,
+        seed,
+        deadline,
+        Some(Box::new(BufWriter::new(log))),
+        &crate::rdma_target::open,
+    )?;
     let mut runner_b = spec_b
         .as_ref()
-        .map(|spec| open_runner(spec, seed, deadline, None))
+        .map(|spec| open_runner(spec, seed, deadline, None, &crate::rdma_target::open))
         .transpose()?;
     let known = read_known(&args.known)?;
     let options = RunOptions {

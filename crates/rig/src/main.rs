@@ -10,6 +10,7 @@ mod input;
 mod judge;
 mod mount_tcp;
 mod output;
+mod rdma_target;
 mod scenarios;
 mod serve;
 mod svcrdma_rules;

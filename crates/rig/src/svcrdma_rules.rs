@@ -241,7 +241,13 @@ fn open_fresh(
         })
         .transpose()?
         .map(|file| Box::new(BufWriter::new(file)) as Box<dyn Write>);
-    Ok(open_runner(spec, SIM_SEED, deadline, log)?)
+    Ok(open_runner(
+        spec,
+        SIM_SEED,
+        deadline,
+        log,
+        &crate::rdma_target::open,
+    )?)
 }
 
 /// The answer to `case` on a connection of its own, with the target's notes. An ERR_CHUNK is

@@ -12,12 +12,12 @@ use std::ptr::NonNull;
 use std::rc::Rc;
 use std::time::Duration;
 
+use crate::caps::QpCaps;
 use crate::cq::{Cq, CqInner};
 use crate::device::Context;
 use crate::error::{Result, VerbsError};
 use crate::fd::wait_readable;
 use crate::mem::{Mr, Mw, Pd, PdInner};
-use crate::qp::QpCaps;
 use crate::sys;
 
 /// Private data an active side may carry in a connect request: the IB CM REQ holds 92 bytes and

@@ -26,6 +26,7 @@
 )]
 pub mod sys;
 
+pub mod caps;
 pub mod cm;
 pub mod cq;
 pub mod device;

@@ -24,7 +24,7 @@ use std::fmt;
 use serde::{Serialize, Serializer};
 
 use crate::error::DecodeError;
-use crate::rpcrdma::{read_list_length, ChunkLists, Proc, ReadChunk, ReadSegment};
+use crate::rpcrdma::{group, read_list_length, ChunkLists, Proc, ReadChunk, ReadSegment};
 use crate::xdr::{pad4, Reader, Writer};
 
 /// RFC 8166 §3.4.4: positions are XDR positions, so 4-byte aligned.
@@ -224,23 +224,6 @@ pub fn check_aligned(position: u32) -> Result<(), PositionError> {
         return Err(PositionError::Unaligned { position });
     }
     Ok(())
-}
-
-/// RFC 8166 §3.4.5: Read segments that share a position form one Read chunk, in wire order;
-/// chunks come back ordered by position (position 0 is the Position-Zero Read chunk).
-pub fn group(reads: &[ReadSegment]) -> Vec<ReadChunk> {
-    let mut chunks: Vec<ReadChunk> = Vec::new();
-    for read in reads {
-        match chunks.iter_mut().find(|c| c.position == read.position) {
-            Some(chunk) => chunk.segments.push(read.target),
-            None => chunks.push(ReadChunk {
-                position: read.position,
-                segments: vec![read.target],
-            }),
-        }
-    }
-    chunks.sort_by_key(|c| c.position);
-    chunks
 }
 
 /// RFC 8166 §3.5.3: position 0 marks the Position-Zero Read chunk, the whole call of an

@@ -153,6 +153,23 @@ impl ReadChunk {
     }
 }
 
+/// RFC 8166 §3.4.5: Read segments that share a position form one Read chunk, in wire order;
+/// chunks come back ordered by position (position 0 is the Position-Zero Read chunk).
+pub fn group(reads: &[ReadSegment]) -> Vec<ReadChunk> {
+    let mut chunks: Vec<ReadChunk> = Vec::new();
+    for read in reads {
+        match chunks.iter_mut().find(|c| c.position == read.position) {
+            Some(chunk) => chunk.segments.push(read.target),
+            None => chunks.push(ReadChunk {
+                position: read.position,
+                segments: vec![read.target],
+            }),
+        }
+    }
+    chunks.sort_by_key(|c| c.position);
+    chunks
+}
+
 /// The three chunk lists of RDMA_MSG, RDMA_NOMSG and RDMA_MSGP (RFC 8166 §4.2).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct ChunkLists {
@@ -197,7 +214,7 @@ impl ChunkLists {
     /// wire order inside a chunk (RFC 8166 §3.4.5: segments with the same position belong to one
     /// chunk). Position 0 is the Position-Zero Read chunk.
     pub fn read_chunks(&self) -> Vec<ReadChunk> {
-        crate::ddp::group(&self.reads)
+        group(&self.reads)
     }
 
     /// Number of segments over all three lists.

@@ -607,7 +607,7 @@ fn check(bytes: &[u8], model: &KernelModel) -> Result<(), Rule> {
 }
 
 /// `xdr_check_read_list` -> `xdr_count_read_segments`, then `pcl_alloc_call`/`pcl_alloc_read`
-/// grouping ([`ddp::group`]). Returns the chunks sorted by position (position 0 = the Call chunk);
+/// grouping ([`crate::rpcrdma::group`]). Returns the chunks sorted by position (position 0 = the Call chunk);
 /// the kernel's length of each is [`kernel_length`].
 fn check_read_list(s: &mut KernelStream<'_>, model: &KernelModel) -> Result<Vec<ReadChunk>, Rule> {
     let mut reads: Vec<ReadSegment> = Vec::new();
@@ -635,7 +635,7 @@ fn check_read_list(s: &mut KernelStream<'_>, model: &KernelModel) -> Result<Vec<
         });
         present = s.word().ok_or(Rule::ReadListTruncated)?;
     }
-    Ok(ddp::group(&reads))
+    Ok(crate::rpcrdma::group(&reads))
 }
 
 /// `xdr_check_write_list` -> `xdr_count_write_chunks`. Returns whether a zero-segment chunk was

@@ -1,8 +1,8 @@
 //! Architecture Invariant (ARCHITECTURE.md, cross-cutting "Determinism"): the sans-IO core —
 //! wire, engine, sim, server, client, wirefuzz and trace — reads no clock and opens no file
-//! outside its tests; drivers (rig, rdma, interop) own time and I/O. Two named exceptions:
-//! wirefuzz's `rdma_target` is that crate's verbs driver (feature `rdma`), and trace's
-//! `render::diff_until` checks a deadline its caller hands in.
+//! outside its tests; drivers (rig, rdma, interop) own time and I/O (the wire fuzzer's verbs
+//! target is rig's `rdma_target`). One named exception: trace's `render::diff_until` checks a
+//! deadline its caller hands in.
 
 use std::path::{Path, PathBuf};
 
@@ -22,18 +22,11 @@ const IO_CALLS: [&str; 7] = [
 ];
 
 /// (file under crates/, the one call it may make, why).
-const ALLOWED: [(&str, &str, &str); 2] = [
-    (
-        "wirefuzz/src/rdma_target.rs",
-        "Instant::now",
-        "the verbs driver's deadline",
-    ),
-    (
-        "trace/src/render.rs",
-        "Instant::now",
-        "diff_until's caller-given deadline",
-    ),
-];
+const ALLOWED: [(&str, &str, &str); 1] = [(
+    "trace/src/render.rs",
+    "Instant::now",
+    "diff_until's caller-given deadline",
+)];
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {

@@ -347,13 +347,15 @@ impl<T: Target> CaseRunner for Executor<T> {
     }
 }
 
-/// Open a runner for a parsed target spec (`seed` drives a simulator's scheduler); live
-/// targets log every case to `log` before sending it.
+/// Open a runner for a parsed target spec (`seed` drives a simulator's scheduler; `open_rdma`
+/// opens a live rdma target, the caller's driver); live targets log every case to `log` before
+/// sending it.
 pub fn open_runner(
     spec: &crate::target::TargetSpec,
     seed: u64,
     deadline: Deadline,
     log: Option<Box<dyn Write>>,
+    open_rdma: crate::target::OpenRdma<'_>,
 ) -> Result<Box<dyn CaseRunner>, TargetError> {
     use crate::target::TargetSpec;
     fn live<T: Target + 'static>(
@@ -374,10 +376,7 @@ pub fn open_runner(
             log,
         ),
         TargetSpec::Model(model) => Box::new(ModelRunner { model: *model }),
-        TargetSpec::Rdma(addr) => live(
-            Executor::new(crate::target::open_rdma(addr)?, deadline),
-            log,
-        ),
+        TargetSpec::Rdma(addr) => live(Executor::new(open_rdma(addr)?, deadline), log),
     })
 }
 

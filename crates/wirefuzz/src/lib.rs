@@ -8,8 +8,8 @@
 //!   aimed at one svcrdma rule; a case is a pure function of `(seed, index)`.
 //! - [`target`]: the [`target::Target`] trait a transport implements (connect with private
 //!   data, register, post a Send, wait for the next event, disconnect) and target specs.
-//! - `rdma_target` (feature `rdma`): the same trait over rdma_cm (crates/verbs), a raw requester
-//!   posting each case's exact bytes to kernel nfsd or `rig serve` inside the interop guests.
+//!   A live target over rdma_cm is a driver's (rig's `rdma_target`): a caller of
+//!   [`executor::open_runner`] hands in how to open one, so this crate links no FFI.
 //! - [`sim_target`]: the simulated transport against our reference server or a bare responder.
 //! - [`executor`]: sends cases, classifies outcomes, probes liveness, reconnects, logs every
 //!   case before it is sent; [`executor::ModelRunner`] predicts instead of sending.
@@ -28,7 +28,8 @@
 //!   read as the wire-fuzz watch (the guest script's `grep -E` pattern is checked against it).
 //!
 //! Architecture Invariant: case generation and classification read no clock and do no I/O;
-//! only [`executor::Executor`]'s log and a real target's driver touch the outside world.
+//! only [`executor::Executor`]'s log and a real target's driver (outside this crate) touch the
+//! outside world.
 #![forbid(unsafe_code)]
 
 pub mod case;
@@ -39,8 +40,6 @@ pub mod guided;
 pub mod kernel_watch;
 pub mod minimise;
 pub mod mutate;
-#[cfg(feature = "rdma")]
-pub mod rdma_target;
 pub mod rng;
 pub mod rules;
 pub mod signature;

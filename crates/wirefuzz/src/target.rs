@@ -193,21 +193,15 @@ impl TargetSpec {
     }
 }
 
-/// The rdma target (`ADDR:PORT`): with the `rdma` feature, a raw requester over rdma_cm
-/// ([`crate::rdma_target`]), refused with the reason on a machine without an RDMA device;
-/// without the feature, refused with what it needs.
-#[cfg(feature = "rdma")]
-pub fn open_rdma(addr: &str) -> Result<Box<dyn Target>, TargetError> {
-    Ok(Box::new(crate::rdma_target::RdmaTarget::open(addr)?))
-}
+/// How a caller opens a live rdma target (`ADDR:PORT`): the verbs driver is the caller's (rig's
+/// `rdma_target`); a build without one passes [`no_rdma_driver`].
+pub type OpenRdma<'a> = &'a dyn Fn(&str) -> Result<Box<dyn Target>, TargetError>;
 
-/// The rdma target (`ADDR:PORT`): this build lacks the `rdma` feature (rdma-core bindings).
-#[cfg(not(feature = "rdma"))]
-pub fn open_rdma(addr: &str) -> Result<Box<dyn Target>, TargetError> {
+/// The rdma target where no verbs driver is linked: refused with what it needs.
+pub fn no_rdma_driver(addr: &str) -> Result<Box<dyn Target>, TargetError> {
     Err(TargetError::Unavailable(format!(
-        "rdma target {addr} needs the verbs driver (build with the `rdma` feature, as rig does); \
-         run it inside the interop guests (`just fuzz-wire`), or use --target sim:linux-2026 on \
-         the host"
+        "rdma target {addr} needs the verbs driver (rig has it); run it inside the interop \
+         guests (`just fuzz-wire`), or use --target sim:linux-2026 on the host"
     )))
 }
 
@@ -278,13 +272,10 @@ mod tests {
 
     #[test]
     fn rdma_target_says_what_it_needs() {
-        // Without the feature the build cannot reach rdma-core; with it, this host (no RDMA
-        // device, no /dev/infiniband) must refuse at open, naming where the target does run.
-        let err = open_rdma("10.0.0.2:20049").err().unwrap();
+        // Without a verbs driver the target cannot be reached; the refusal names where it runs.
+        let err = no_rdma_driver("10.0.0.2:20049").err().unwrap();
         assert!(matches!(err, TargetError::Unavailable(_)), "{err}");
         assert!(err.to_string().contains("interop guests"), "{err}");
-        if cfg!(not(feature = "rdma")) {
-            assert!(err.to_string().contains("needs the verbs driver"), "{err}");
-        }
+        assert!(err.to_string().contains("needs the verbs driver"), "{err}");
     }
 }

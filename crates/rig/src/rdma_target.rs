@@ -1,4 +1,4 @@
-//! The rdma [`Target`]: a raw RPC-over-RDMA requester over rdma_cm (crates/verbs) that posts the
+//! The wire fuzzer's rdma [`Target`]: a raw RPC-over-RDMA requester over rdma_cm (crates/verbs) that posts the
 //! exact bytes of each case to a live responder (kernel nfsd or `rig serve`) inside the interop
 //! guests, and reports what comes back: a Receive, a disconnect, or nothing by the deadline.
 //!
@@ -16,8 +16,14 @@ use verbs::{
     SendOp, VerbsError, WorkCompletion,
 };
 
-use crate::case::{Region, RegionKey};
-use crate::target::{Deadline, Target, TargetError, TargetEvent};
+use wirefuzz::case::{Region, RegionKey};
+use wirefuzz::target::{Deadline, Target, TargetError, TargetEvent};
+
+/// Open the rdma target at `addr` (`ADDR:PORT`), as [`wirefuzz::target::OpenRdma`] asks: refused
+/// with the reason on a machine without an RDMA device.
+pub fn open(addr: &str) -> Result<Box<dyn Target>, TargetError> {
+    Ok(Box::new(RdmaTarget::open(addr)?))
+}
 
 /// Receives kept posted. The executor has at most one case and one NULL probe outstanding, so
 /// a responder answering within its grant never needs more than a few; 16 leaves room for
@@ -28,7 +34,7 @@ const RECEIVES: usize = 16;
 /// private data caps the sizes at 1 KiB × 256), so a reply never overflows our Receive.
 const RECEIVE_LEN: usize = 64 * 1024;
 /// Largest Send (a case's bytes are bounded by `case::MAX_CASE_BYTES`, the same 64 KiB).
-const SEND_LEN: usize = crate::case::MAX_CASE_BYTES;
+const SEND_LEN: usize = wirefuzz::case::MAX_CASE_BYTES;
 /// RDMA Reads the responder may have in flight against our regions (Read chunks): svcrdma reads
 /// a Read list with up to this many outstanding; the CM passes it as our responder resources.
 const READ_DEPTH: u8 = 16;
