@@ -12,7 +12,7 @@ use trace::cm::CmMessage;
 use trace::ib::{AckSyndrome, Opcode};
 use wire::rpcrdma::{Body, Header, Limits};
 
-use crate::control;
+use crate::udp;
 
 /// Which way a frame travels through the relay.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -199,7 +199,7 @@ pub struct CmInfo {
 pub enum FrameKind {
     Roce(RoceInfo),
     Cm(CmInfo),
-    /// A request to the relay itself (UDP to [`control::CONTROL_PORT`] from the client side).
+    /// A request to the relay itself (UDP to [`udp::CONTROL_PORT`] from the client side).
     Control,
     /// ARP, IPv6 neighbour discovery, RoCE packets this relay does not decode (UD other than CM,
     /// unknown opcodes, malformed headers), anything else: always forwarded untouched, no rule
@@ -253,7 +253,7 @@ const CM_ATTRIBUTE_MRA: u16 = 0x0011;
 
 /// Classify one Ethernet frame travelling `direction`.
 pub fn classify(direction: Direction, frame: &[u8]) -> FrameInfo {
-    let kind = if direction == Direction::FromClient && control::control_datagram(frame).is_some() {
+    let kind = if direction == Direction::FromClient && udp::control_datagram(frame).is_some() {
         FrameKind::Control
     } else {
         roce_kind(direction, frame).unwrap_or(FrameKind::Other)

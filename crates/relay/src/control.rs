@@ -13,15 +13,16 @@
 //! 4792 is the port after RoCEv2's 4791, unassigned by IANA and not used by the rig otherwise.
 
 use std::fmt;
-use std::net::Ipv4Addr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::relay::Stats;
 use crate::rules::RuleSet;
+use crate::udp::{
+    be16, internet_checksum, ipv4_udp, ETHERNET_HEADER_LEN, ETHERTYPE_IPV4, IPV4_HEADER_LEN,
+    IPV4_MORE_FRAGMENTS, IP_PROTOCOL_UDP, REPLY_TTL, UDP_HEADER_LEN,
+};
+pub use crate::udp::{control_datagram, ControlDatagram, UdpEndpoints, CONTROL_PORT};
 
-/// UDP destination port of control requests.
-pub const CONTROL_PORT: u16 = 4792;
 /// Largest request payload accepted.
 pub const MAX_CONTROL_REQUEST: usize = 64 * 1024;
 /// Largest reply payload: a longer reply is replaced by an error (the largest status, 64 rules
@@ -30,15 +31,43 @@ pub const MAX_CONTROL_REPLY: usize = 60 * 1024;
 /// IP packet size the reply is fragmented to (the guests' Ethernet MTU).
 pub const REPLY_MTU: usize = 1500;
 
-const ETHERTYPE_IPV4: u16 = 0x0800;
-const ETHERTYPE_VLAN: u16 = 0x8100;
-const ETHERNET_HEADER_LEN: usize = 14;
-const IPV4_HEADER_LEN: usize = 20;
-const UDP_HEADER_LEN: usize = 8;
-const IP_PROTOCOL_UDP: u8 = 17;
-const IPV4_MORE_FRAGMENTS: u16 = 0x2000;
-const IPV4_OFFSET_MASK: u16 = 0x1fff;
-const REPLY_TTL: u8 = 64;
+/// Counters of one rule.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RuleStats {
+    pub name: String,
+    /// Frames the rule acted on.
+    pub hits: u64,
+    pub dropped: u64,
+    /// Held, delayed or reordered.
+    pub held: u64,
+    pub duplicated: u64,
+    /// Forwarded at once because the hold limits were reached.
+    pub not_held_over_limit: u64,
+}
+
+/// The relay's counters, as `Status` reports them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stats {
+    /// The installed rule set's case (`""` when none).
+    pub case: String,
+    /// Frames held now, and their bytes.
+    pub held: u64,
+    pub held_bytes: u64,
+    /// Frames sent on (duplicates included).
+    pub forwarded: u64,
+    pub dropped: u64,
+    pub duplicated: u64,
+    /// Frames ever held, delayed or reordered.
+    pub held_total: u64,
+    /// Held frames released because they reached `max_hold_micros`.
+    pub released_by_limit: u64,
+    /// Frames a rule would have held, forwarded at once because the hold limits were reached.
+    pub not_held_over_limit: u64,
+    pub control_requests: u64,
+    pub control_errors: u64,
+    pub tracked_xids: u64,
+    pub rules: Vec<RuleStats>,
+}
 
 /// What a control request asks.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -76,42 +105,6 @@ pub enum ControlReply {
     Error {
         message: String,
     },
-}
-
-/// The Ethernet, IPv4 and UDP addressing of one datagram.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct UdpEndpoints {
-    pub src_mac: [u8; 6],
-    pub dst_mac: [u8; 6],
-    pub src_ip: Ipv4Addr,
-    pub dst_ip: Ipv4Addr,
-    pub src_port: u16,
-    pub dst_port: u16,
-}
-
-impl UdpEndpoints {
-    /// The addressing of an answer.
-    pub fn swapped(&self) -> UdpEndpoints {
-        UdpEndpoints {
-            src_mac: self.dst_mac,
-            dst_mac: self.src_mac,
-            src_ip: self.dst_ip,
-            dst_ip: self.src_ip,
-            src_port: self.dst_port,
-            dst_port: self.src_port,
-        }
-    }
-}
-
-/// A datagram to [`CONTROL_PORT`] found in a frame.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ControlDatagram<'a> {
-    pub endpoints: UdpEndpoints,
-    /// The UDP payload (for a fragmented request, what the first fragment holds of it).
-    pub payload: &'a [u8],
-    /// The request is the first fragment of a larger IP packet.
-    pub fragmented: bool,
-    pub ip_id: u16,
 }
 
 /// Why a control payload or reply could not be read.
@@ -167,96 +160,6 @@ impl fmt::Display for ControlError {
 
 impl std::error::Error for ControlError {}
 
-/// One IPv4 UDP packet (or fragment) in an Ethernet frame.
-struct Ipv4Udp<'a> {
-    src_mac: [u8; 6],
-    dst_mac: [u8; 6],
-    src_ip: Ipv4Addr,
-    dst_ip: Ipv4Addr,
-    ip_id: u16,
-    more_fragments: bool,
-    /// In bytes.
-    fragment_offset: usize,
-    header_checksum_ok: bool,
-    /// The IP payload (UDP header included when `fragment_offset` is 0).
-    ip_payload: &'a [u8],
-}
-
-fn be16(bytes: &[u8], at: usize) -> Option<u16> {
-    let b = bytes.get(at..at.checked_add(2)?)?;
-    Some(u16::from_be_bytes([b[0], b[1]]))
-}
-
-fn mac(bytes: &[u8], at: usize) -> Option<[u8; 6]> {
-    bytes.get(at..at + 6)?.try_into().ok()
-}
-
-fn ipv4_udp(frame: &[u8]) -> Option<Ipv4Udp<'_>> {
-    let mut l2 = ETHERNET_HEADER_LEN;
-    let mut ethertype = be16(frame, 12)?;
-    if ethertype == ETHERTYPE_VLAN {
-        ethertype = be16(frame, 16)?;
-        l2 += 4;
-    }
-    if ethertype != ETHERTYPE_IPV4 {
-        return None;
-    }
-    let ip = frame.get(l2..)?;
-    let first = *ip.first()?;
-    let header_len = usize::from(first & 0x0f) * 4;
-    if first >> 4 != 4 || header_len < IPV4_HEADER_LEN || *ip.get(9)? != IP_PROTOCOL_UDP {
-        return None;
-    }
-    let total_len = usize::from(be16(ip, 2)?);
-    let header = ip.get(..header_len)?;
-    let ip_payload = ip.get(header_len..total_len)?;
-    let flags = be16(ip, 6)?;
-    Some(Ipv4Udp {
-        src_mac: mac(frame, 6)?,
-        dst_mac: mac(frame, 0)?,
-        src_ip: Ipv4Addr::new(ip[12], ip[13], ip[14], ip[15]),
-        dst_ip: Ipv4Addr::new(ip[16], ip[17], ip[18], ip[19]),
-        ip_id: be16(ip, 4)?,
-        more_fragments: flags & IPV4_MORE_FRAGMENTS != 0,
-        fragment_offset: usize::from(flags & IPV4_OFFSET_MASK) * 8,
-        header_checksum_ok: internet_checksum(header) == 0,
-        ip_payload,
-    })
-}
-
-/// The datagram to [`CONTROL_PORT`] in `frame`, if it is one (IPv4, UDP, first or only
-/// fragment).
-pub fn control_datagram(frame: &[u8]) -> Option<ControlDatagram<'_>> {
-    let packet = ipv4_udp(frame)?;
-    if packet.fragment_offset != 0 {
-        return None;
-    }
-    let udp = packet.ip_payload.get(..UDP_HEADER_LEN)?;
-    let dst_port = be16(udp, 2)?;
-    if dst_port != CONTROL_PORT {
-        return None;
-    }
-    let payload = if packet.more_fragments {
-        packet.ip_payload.get(UDP_HEADER_LEN..)?
-    } else {
-        let udp_len = usize::from(be16(udp, 4)?);
-        packet.ip_payload.get(UDP_HEADER_LEN..udp_len)?
-    };
-    Some(ControlDatagram {
-        endpoints: UdpEndpoints {
-            src_mac: packet.src_mac,
-            dst_mac: packet.dst_mac,
-            src_ip: packet.src_ip,
-            dst_ip: packet.dst_ip,
-            src_port: be16(udp, 0)?,
-            dst_port,
-        },
-        payload,
-        fragmented: packet.more_fragments,
-        ip_id: packet.ip_id,
-    })
-}
-
 /// Parse a request payload.
 pub fn parse_request(payload: &[u8]) -> Result<ControlRequest, ControlError> {
     if payload.len() > MAX_CONTROL_REQUEST {
@@ -268,19 +171,6 @@ pub fn parse_request(payload: &[u8]) -> Result<ControlRequest, ControlError> {
     serde_json::from_slice(payload).map_err(|e| ControlError::Json {
         message: crate::bounded_text(&e.to_string()),
     })
-}
-
-/// RFC 1071 checksum over `bytes` (0 when a header holding its own checksum is intact).
-fn internet_checksum(bytes: &[u8]) -> u16 {
-    let mut sum: u32 = 0;
-    for pair in bytes.chunks(2) {
-        let word = u16::from_be_bytes([pair[0], pair.get(1).copied().unwrap_or(0)]);
-        sum += u32::from(word);
-    }
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    !(sum as u16)
 }
 
 /// Ethernet frames carrying one UDP datagram with `payload` from `endpoints.src` to
@@ -424,7 +314,7 @@ pub fn decode_reply(frames: &[&[u8]]) -> Result<(UdpEndpoints, ControlReply), Co
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::relay::RuleStats;
+    use std::net::Ipv4Addr;
 
     fn client() -> UdpEndpoints {
         UdpEndpoints {

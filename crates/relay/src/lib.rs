@@ -30,6 +30,7 @@ pub mod pcapng;
 pub mod relay;
 pub mod rules;
 mod track;
+pub mod udp;
 
 pub use classify::{
     classify, AckKind, CmInfo, CmKind, Direction, FrameInfo, FrameKind, OpcodeClass, RoceInfo,

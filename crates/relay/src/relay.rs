@@ -88,43 +88,7 @@ pub enum Output {
     CaseBegins { case: String },
 }
 
-/// Counters of one rule.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RuleStats {
-    pub name: String,
-    /// Frames the rule acted on.
-    pub hits: u64,
-    pub dropped: u64,
-    /// Held, delayed or reordered.
-    pub held: u64,
-    pub duplicated: u64,
-    /// Forwarded at once because the hold limits were reached.
-    pub not_held_over_limit: u64,
-}
-
-/// The relay's counters, as `Status` reports them.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Stats {
-    /// The installed rule set's case (`""` when none).
-    pub case: String,
-    /// Frames held now, and their bytes.
-    pub held: u64,
-    pub held_bytes: u64,
-    /// Frames sent on (duplicates included).
-    pub forwarded: u64,
-    pub dropped: u64,
-    pub duplicated: u64,
-    /// Frames ever held, delayed or reordered.
-    pub held_total: u64,
-    /// Held frames released because they reached `max_hold_micros`.
-    pub released_by_limit: u64,
-    /// Frames a rule would have held, forwarded at once because the hold limits were reached.
-    pub not_held_over_limit: u64,
-    pub control_requests: u64,
-    pub control_errors: u64,
-    pub tracked_xids: u64,
-    pub rules: Vec<RuleStats>,
-}
+pub use crate::control::{RuleStats, Stats};
 
 /// What a held frame waits for.
 #[derive(Debug)]

@@ -161,3 +161,128 @@ fn the_verdict_crate_links_no_ffi() {
         );
     }
 }
+
+/// The top-level modules of a crate's `src/` (a file `x.rs` or a directory `x/`; `lib.rs`,
+/// `main.rs` and `bin/` are the root, not modules) with the text of their non-test code.
+fn modules(src: &Path) -> Vec<(String, String)> {
+    fn collect(dir: &Path, text: &mut String) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                collect(&path, text);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                text.push_str(&non_test_code(&std::fs::read_to_string(&path).unwrap()));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(src).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_stem().unwrap().to_string_lossy().to_string();
+        if ["lib", "main", "bin"].contains(&name.as_str()) {
+            continue;
+        }
+        let mut text = String::new();
+        if path.is_dir() {
+            collect(&path, &mut text);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            text = non_test_code(&std::fs::read_to_string(&path).unwrap());
+        } else {
+            continue;
+        }
+        out.push((name, text));
+    }
+    out.sort();
+    out
+}
+
+/// The code of a file before its `#[cfg(test)]` module, without comment lines.
+fn non_test_code(text: &str) -> String {
+    let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+    code.lines()
+        .filter(|l| !l.trim_start().starts_with("//"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// A cycle among the modules of `src`, if there is one: `a → b → … → a`.
+fn module_cycle(src: &Path) -> Option<Vec<String>> {
+    let modules = modules(src);
+    let names: Vec<&str> = modules.iter().map(|(n, _)| n.as_str()).collect();
+    let edges: Vec<Vec<usize>> = modules
+        .iter()
+        .enumerate()
+        .map(|(i, (_, text))| {
+            (0..names.len())
+                .filter(|&j| j != i)
+                .filter(|&j| {
+                    // `crate::ab` must not count as a use of `crate::a`.
+                    text.match_indices(&format!("crate::{}", names[j]))
+                        .any(|(at, m)| {
+                            !text[at + m.len()..]
+                                .chars()
+                                .next()
+                                .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_')
+                        })
+                })
+                .collect()
+        })
+        .collect();
+    // Depth-first search with colours: grey on the stack, black done.
+    fn visit(v: usize, edges: &[Vec<usize>], colour: &mut [u8], stack: &mut Vec<usize>) -> bool {
+        colour[v] = 1;
+        stack.push(v);
+        for &w in &edges[v] {
+            if colour[w] == 1 {
+                stack.push(w);
+                return true;
+            }
+            if colour[w] == 0 && visit(w, edges, colour, stack) {
+                return true;
+            }
+        }
+        stack.pop();
+        colour[v] = 2;
+        false
+    }
+    let mut colour = vec![0u8; names.len()];
+    for start in 0..names.len() {
+        let mut stack = Vec::new();
+        if colour[start] == 0 && visit(start, &edges, &mut colour, &mut stack) {
+            let last = *stack.last().unwrap();
+            let first = stack.iter().position(|&v| v == last).unwrap();
+            return Some(
+                stack[first..]
+                    .iter()
+                    .map(|&v| names[v].to_string())
+                    .collect(),
+            );
+        }
+    }
+    None
+}
+
+#[test]
+fn no_crate_has_an_import_cycle_between_its_modules() {
+    // A newcomer reads a crate's modules in dependency order; a cycle (a → b → a) means neither
+    // can be understood alone. Every workspace crate and the harness.
+    let mut roots: Vec<PathBuf> = std::fs::read_dir(crates_dir())
+        .unwrap()
+        .map(|e| e.unwrap().path().join("src"))
+        .filter(|p| p.is_dir())
+        .collect();
+    roots.push(crates_dir().join("../interop/src"));
+    assert!(roots.len() > 10, "{roots:?}");
+    for src in roots {
+        assert_eq!(module_cycle(&src), None, "{}", src.display());
+    }
+    // The check finds a cycle when there is one.
+    let dir = std::env::temp_dir().join(format!("cycle-check-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("a.rs"), "use crate::b::B;\n").unwrap();
+    std::fs::write(dir.join("b.rs"), "use crate::ab::X;\nuse crate::a::A;\n").unwrap();
+    std::fs::write(dir.join("ab.rs"), "// crate::a in a comment\n").unwrap();
+    let cycle = module_cycle(&dir);
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(cycle, Some(vec!["a".into(), "b".into(), "a".into()]));
+}
