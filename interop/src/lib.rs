@@ -18,6 +18,7 @@ pub mod capture;
 pub mod changelog;
 pub mod expect;
 pub mod findings;
+pub mod fuzz_wire;
 pub mod guest;
 pub mod host;
 pub mod html;

@@ -77,6 +77,9 @@ enum Command {
         #[arg(long = "finding")]
         findings: Vec<String>,
     },
+    /// `just fuzz-wire`: the wire-fuzz suite on each kernel in turn, reports under
+    /// target/interop/wire-fuzz/<kernel>/, kernel-watch hits under target/interop/findings/.
+    FuzzWire(interop::fuzz_wire::FuzzWireArgs),
     /// Build images and run suites on each kernel.
     Run {
         #[command(flatten)]
@@ -192,6 +195,7 @@ fn main() -> ExitCode {
             })
         }
         Command::Findings { kernels, findings } => replay_findings(&kernels, &findings),
+        Command::FuzzWire(args) => interop::fuzz_wire::run(&args),
         Command::Run { kernels, run: args } if args.list => list(&kernels, &args),
         Command::Run { kernels, run: args } => run(&kernels, &args),
     };

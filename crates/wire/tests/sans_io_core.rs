@@ -1,13 +1,13 @@
 //! Architecture Invariant (ARCHITECTURE.md, cross-cutting "Determinism"): the sans-IO core —
-//! wire, engine, sim, server, client, wirefuzz and trace — reads no clock and opens no file
+//! wire, engine, sim, server, client, wirefuzz, trace, relay and verdict — reads no clock and opens no file
 //! outside its tests; drivers (rig, rdma, interop) own time and I/O (the wire fuzzer's verbs
 //! target is rig's `rdma_target`). One named exception: trace's `render::diff_until` checks a
 //! deadline its caller hands in.
 
 use std::path::{Path, PathBuf};
 
-const CORE_CRATES: [&str; 7] = [
-    "wire", "engine", "sim", "server", "client", "wirefuzz", "trace",
+const CORE_CRATES: [&str; 9] = [
+    "wire", "engine", "sim", "server", "client", "wirefuzz", "trace", "relay", "verdict",
 ];
 
 /// A clock read or a file opened, by the calls that do it.
