@@ -6,7 +6,7 @@
 . /rig/lib/rig-suite.sh
 . /rig/lib/wire-fuzz-lib.sh
 report=$RIG_OUT/wire-fuzz.report.json
-# Replay mode (host-run.sh --replay FILE): the one case against both servers on a fresh boot,
+# Replay mode (interop fuzz-wire --replay FILE): the one case against both servers on a fresh boot,
 # the first step of minimising a kernel-log finding (most are one case).
 stream="--seed $WIRE_FUZZ_SEED --cases 1000000000 --time $WIRE_FUZZ_SECONDS"
 [ -n "${WIRE_FUZZ_REPLAY:-}" ] && stream="--replay $WIRE_FUZZ_REPLAY"
