@@ -286,3 +286,60 @@ fn no_crate_has_an_import_cycle_between_its_modules() {
     std::fs::remove_dir_all(&dir).unwrap();
     assert_eq!(cycle, Some(vec!["a".into(), "b".into(), "a".into()]));
 }
+
+/// Longest `impl` block allowed outside tests (the bindgen file aside): a block longer than a
+/// few screens holds more than one responsibility.
+const MAX_IMPL_LINES: usize = 300;
+
+/// `(file, first line, length)` of every top-level `impl` block in `text` before its tests.
+fn long_impls(path: &Path, text: &str) -> Vec<(String, usize, usize)> {
+    let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+    let lines: Vec<&str> = code.lines().collect();
+    let mut out = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        if !(line.starts_with("impl") && line.trim_end().ends_with('{')) {
+            continue;
+        }
+        if let Some(end) = lines[i + 1..].iter().position(|l| *l == "}") {
+            let len = end + 2;
+            if len > MAX_IMPL_LINES {
+                out.push((path.display().to_string(), i + 1, len));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn no_impl_block_outside_tests_is_over_300_lines() {
+    let mut roots: Vec<PathBuf> = std::fs::read_dir(crates_dir())
+        .unwrap()
+        .map(|e| e.unwrap().path().join("src"))
+        .filter(|p| p.is_dir())
+        .collect();
+    roots.push(crates_dir().join("../interop/src"));
+    fn walk(dir: &Path, out: &mut Vec<(String, usize, usize)>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                walk(&path, out);
+            } else if path.extension().is_some_and(|e| e == "rs")
+                && !path.ends_with("verbs/src/sys.rs")
+            {
+                out.extend(long_impls(&path, &std::fs::read_to_string(&path).unwrap()));
+            }
+        }
+    }
+    let mut long = Vec::new();
+    for root in roots {
+        walk(&root, &mut long);
+    }
+    assert!(
+        long.is_empty(),
+        "impl blocks over {MAX_IMPL_LINES} lines: {long:?}"
+    );
+    // The check sees a long block.
+    let body = "    fn f() {}\n".repeat(MAX_IMPL_LINES);
+    let text = format!("impl X {{\n{body}}}\n");
+    assert_eq!(long_impls(Path::new("x.rs"), &text).len(), 1);
+}
