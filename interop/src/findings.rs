@@ -236,23 +236,7 @@ pub fn replay(finding: &FindingSpec, kernel: &str, out: &Path) -> Result<ReplayO
     fs::create_dir_all(&dir)?;
     let env_file = dir.join("wire-fuzz.env");
     fs::write(&env_file, REPLAY_ENV)?;
-    let mut command = Command::new(std::env::current_exe().context("locating interop")?);
-    command
-        .current_dir(&root)
-        .env("RIG_INTEROP_OUT", &dir)
-        .args([
-            "run",
-            "--suite",
-            "wire-fuzz",
-            "--kernel",
-            kernel,
-            "--jobs",
-            "1",
-        ])
-        .arg("--share-file")
-        .arg(format!("{}:etc/wire-fuzz.env", env_file.display()))
-        .arg("--share-file")
-        .arg(format!("{}:etc/replay.json", case.display()));
+    let command = crate::fuzz_wire::suite_run(kernel, &dir, &env_file, Some(&case))?;
     let output =
         crate::process::output_with_timeout("interop run (replay)", command, REPLAY_TIMEOUT)?;
     let mut log = output.stdout;

@@ -119,7 +119,6 @@ struct KernelOutcome {
 /// Run `just fuzz-wire`; `Ok(false)` when a kernel-watch hit or an unknown divergence (or a
 /// failed run) makes it red.
 pub fn run(args: &FuzzWireArgs) -> Result<bool> {
-    let root = crate::cache::workspace_root();
     let base = crate::cache::resolve_workspace_path(Path::new("target/interop/wire-fuzz"));
     let findings = crate::cache::resolve_workspace_path(Path::new("target/interop/findings"));
     fs::create_dir_all(&base)?;
@@ -135,26 +134,7 @@ pub fn run(args: &FuzzWireArgs) -> Result<bool> {
             "== wire-fuzz on {kernel}: {}s, seed {}",
             args.seconds, args.seed
         );
-        let mut command = Command::new(std::env::current_exe().context("locating interop")?);
-        command
-            .current_dir(&root)
-            .env("RIG_INTEROP_OUT", &out)
-            .args([
-                "run",
-                "--suite",
-                "wire-fuzz",
-                "--kernel",
-                kernel,
-                "--jobs",
-                "1",
-            ])
-            .arg("--share-file")
-            .arg(format!("{}:etc/wire-fuzz.env", env_file.display()));
-        if let Some(case) = &args.replay {
-            command
-                .arg("--share-file")
-                .arg(format!("{}:etc/replay.json", case.display()));
-        }
+        let mut command = suite_run(kernel, &out, &env_file, args.replay.as_deref())?;
         command.args(&args.run_args);
         // The run prints its own progress; it stops its guests however it ends.
         let status = command.status().context("starting interop run")?;
@@ -182,6 +162,37 @@ pub fn run(args: &FuzzWireArgs) -> Result<bool> {
         println!("{}", summary_line(kernel, &args.kernel_dir(&base, kernel)));
     }
     Ok(green)
+}
+
+/// `interop run` of the wire-fuzz suite on `kernel` alone into `out` (its own
+/// `RIG_INTEROP_OUT`), with the guest settings `env_file` and, for a replay, the one `case`.
+pub fn suite_run(
+    kernel: &str,
+    out: &Path,
+    env_file: &Path,
+    case: Option<&Path>,
+) -> Result<Command> {
+    let mut command = Command::new(std::env::current_exe().context("locating interop")?);
+    command
+        .current_dir(crate::cache::workspace_root())
+        .env("RIG_INTEROP_OUT", out)
+        .args([
+            "run",
+            "--suite",
+            "wire-fuzz",
+            "--kernel",
+            kernel,
+            "--jobs",
+            "1",
+        ])
+        .arg("--share-file")
+        .arg(format!("{}:etc/wire-fuzz.env", env_file.display()));
+    if let Some(case) = case {
+        command
+            .arg("--share-file")
+            .arg(format!("{}:etc/replay.json", case.display()));
+    }
+    Ok(command)
 }
 
 /// The run directory of `kernel`'s wire-fuzz suite (`last` links to this run).

@@ -162,6 +162,17 @@ fn the_verdict_crate_links_no_ffi() {
     }
 }
 
+/// The `src/` directory of every workspace crate and of the harness.
+fn source_roots() -> Vec<PathBuf> {
+    let mut roots: Vec<PathBuf> = std::fs::read_dir(crates_dir())
+        .unwrap()
+        .map(|e| e.unwrap().path().join("src"))
+        .filter(|p| p.is_dir())
+        .collect();
+    roots.push(crates_dir().join("../interop/src"));
+    roots
+}
+
 /// The top-level modules of a crate's `src/` (a file `x.rs` or a directory `x/`; `lib.rs`,
 /// `main.rs` and `bin/` are the root, not modules) with the text of their non-test code.
 fn modules(src: &Path) -> Vec<(String, String)> {
@@ -266,12 +277,7 @@ fn module_cycle(src: &Path) -> Option<Vec<String>> {
 fn no_crate_has_an_import_cycle_between_its_modules() {
     // A newcomer reads a crate's modules in dependency order; a cycle (a → b → a) means neither
     // can be understood alone. Every workspace crate and the harness.
-    let mut roots: Vec<PathBuf> = std::fs::read_dir(crates_dir())
-        .unwrap()
-        .map(|e| e.unwrap().path().join("src"))
-        .filter(|p| p.is_dir())
-        .collect();
-    roots.push(crates_dir().join("../interop/src"));
+    let roots = source_roots();
     assert!(roots.len() > 10, "{roots:?}");
     for src in roots {
         assert_eq!(module_cycle(&src), None, "{}", src.display());
@@ -312,12 +318,6 @@ fn long_impls(path: &Path, text: &str) -> Vec<(String, usize, usize)> {
 
 #[test]
 fn no_impl_block_outside_tests_is_over_300_lines() {
-    let mut roots: Vec<PathBuf> = std::fs::read_dir(crates_dir())
-        .unwrap()
-        .map(|e| e.unwrap().path().join("src"))
-        .filter(|p| p.is_dir())
-        .collect();
-    roots.push(crates_dir().join("../interop/src"));
     fn walk(dir: &Path, out: &mut Vec<(String, usize, usize)>) {
         for entry in std::fs::read_dir(dir).unwrap() {
             let path = entry.unwrap().path();
@@ -331,7 +331,7 @@ fn no_impl_block_outside_tests_is_over_300_lines() {
         }
     }
     let mut long = Vec::new();
-    for root in roots {
+    for root in source_roots() {
         walk(&root, &mut long);
     }
     assert!(
