@@ -80,6 +80,8 @@ pub enum CustomKind {
         tree: PathBuf,
         /// Patch files in apply order.
         patches: Vec<PathBuf>,
+        /// The mailbox series among them, as reports name them (`mbox::Series::describe`).
+        series: Vec<String>,
         /// Optional fragments (by name or path) beyond `rig`.
         fragments: Vec<String>,
     },

@@ -26,6 +26,7 @@ pub mod images;
 pub mod kbuild;
 pub mod kmod;
 pub mod matrix;
+pub mod mbox;
 pub mod process;
 pub mod progress;
 pub mod report;

@@ -44,7 +44,9 @@ struct KernelArgs {
     #[arg(long)]
     kernel_src: Option<PathBuf>,
     /// Patch series for --kernel-src, applied in order to a copy of the tree: a directory of
-    /// *.patch (or a name under fixtures/kernel-patches), or one .patch file (repeatable).
+    /// *.patch (or a name under fixtures/kernel-patches), one .patch file, or a mailbox as
+    /// `b4 am` writes it (its cover letter skipped, the series named in the reports by subject,
+    /// Message-ID and patchset hash) (repeatable).
     #[arg(long = "kernel-patches", requires = "kernel_src")]
     kernel_patches: Vec<String>,
     /// Optional config fragments for --kernel-src beyond `rig` (kasan, debug, or a path).
@@ -130,15 +132,23 @@ struct RunArgs {
 
 fn custom(args: &KernelArgs) -> Result<Option<CustomKernel>> {
     let kind = if let Some(tree) = &args.kernel_src {
-        let patches = args
-            .kernel_patches
-            .iter()
-            .map(|series| series_patches(series))
-            .collect::<Result<Vec<_>>>()?
-            .concat();
+        let mut patches = Vec::new();
+        let mut series = Vec::new();
+        for given in &args.kernel_patches {
+            let path = std::path::Path::new(given);
+            if path.is_file() && interop::mbox::is_mbox(path) {
+                let (read, files) =
+                    interop::mbox::load(path, &interop::cache::cache_root().join("mbox"))?;
+                series.push(read.describe());
+                patches.extend(files);
+            } else {
+                patches.extend(series_patches(given)?);
+            }
+        }
         CustomKind::Source {
             tree: tree.clone(),
             patches,
+            series,
             fragments: args.kernel_fragments.clone(),
         }
     } else if let (Some(image), Some(modules_dir)) = (&args.kernel_image, &args.modules_dir) {

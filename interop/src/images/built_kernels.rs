@@ -104,6 +104,7 @@ impl<'a> Builder<'a> {
                 tree,
                 patches,
                 fragments,
+                ..
             } => {
                 let tree = tree
                     .canonicalize()

@@ -58,7 +58,12 @@ impl<'a> Builder<'a> {
             let mut image = self.custom_kernel(custom, base_cpio, base_key)?;
             image.origin = match &custom.kind {
                 CustomKind::Prebuilt { image, .. } => format!("--kernel-image {}", image.display()),
-                CustomKind::Source { tree, .. } => format!("--kernel-src {}", tree.display()),
+                CustomKind::Source { tree, series, .. } => {
+                    std::iter::once(format!("--kernel-src {}", tree.display()))
+                        .chain(series.iter().cloned())
+                        .collect::<Vec<_>>()
+                        .join(" + ")
+                }
             };
             images.push(image);
         }
