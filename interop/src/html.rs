@@ -152,7 +152,8 @@ table{border-collapse:collapse;margin:.5em 0 1.5em}td,th{border:1px solid #ccc;p
 th{background:#f0f0f0}.v-pass{background:#d6f5d6}.v-fail,.v-timeout{background:#f8c8c8}.v-known{background:#fbeec1}\
 .v-caught{background:#cfe2ff}.v-not-run,.v-skip{background:#e4e4e4}.bad{color:#a00;font-weight:bold}.ok{color:#060;font-weight:bold}\
 pre{white-space:pre-wrap;margin:0;font-size:12px}.files a{margin-right:.6em}details{margin:.2em 0}\
-td.reasons{max-width:40em}li,pre{overflow-wrap:anywhere}.legend span{padding:1px 6px;margin-right:.4em}";
+td.reasons{max-width:40em}li,pre{overflow-wrap:anywhere}.legend span{padding:1px 6px;margin-right:.4em}\
+#overview td{white-space:nowrap}#overview small{color:#555}";
 
 /// Render the page of the run whose `report.json` is `report` and `snapshots.json` (if any) is
 /// `snapshots`; `run_root` is the run directory (files are looked up there, links are relative
@@ -197,6 +198,7 @@ pub fn render(
          <span class=\"v-caught\">expected catch (mutant)</span><span class=\"v-not-run\">not run</span>\
          <span class=\"v-skip\">skip (sent nothing)</span></p>\n",
     );
+    overview(&mut out, report);
     findings(&mut out, report, snapshots);
     matrix(&mut out, report);
     details(&mut out, report, snapshots, run_root, baseline_root);
@@ -204,8 +206,119 @@ pub fn render(
     out
 }
 
+/// How bad a verdict is, for the colour of a summed cell: the worst case colours it.
+fn severity(verdict: Verdict) -> u8 {
+    match verdict {
+        Verdict::Fail => 6,
+        Verdict::Timeout => 5,
+        Verdict::NotRun => 4,
+        Verdict::Known => 3,
+        Verdict::Caught => 2,
+        Verdict::Skip => 1,
+        _ => 0,
+    }
+}
+
+/// The page's first table: kernel × suite, each cell the counts of its verdicts, coloured by the
+/// worst (a retried kernel × suite shows its last attempt), so the run's state is seen without
+/// scrolling.
+fn overview(out: &mut String, report: &Report) {
+    let mut kernels: Vec<&KernelRun> = Vec::new();
+    let mut suites: Vec<&str> = Vec::new();
+    for run in &report.runs {
+        if !kernels.iter().any(|k| k.kernel == run.kernel) {
+            kernels.push(run);
+        }
+        if !suites.contains(&run.suite.as_str()) {
+            suites.push(&run.suite);
+        }
+    }
+    out.push_str("<table id=\"overview\"><tr><th>kernel</th>");
+    for suite in &suites {
+        let _ = write!(out, "<th>{}</th>", escape(suite));
+    }
+    out.push_str("</tr>\n");
+    for first in kernels {
+        let _ = write!(
+            out,
+            "<tr><th>{}<br><small>{}</small></th>",
+            escape(&first.kernel),
+            escape(&first.version_and_release())
+        );
+        for suite in &suites {
+            let last = report
+                .runs
+                .iter()
+                .filter(|r| r.kernel == first.kernel && r.suite == *suite)
+                .max_by_key(|r| r.attempt);
+            let Some(run) = last else {
+                out.push_str("<td>—</td>");
+                continue;
+            };
+            let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+            let mut worst = Verdict::Pass;
+            for case in &run.cases {
+                *counts.entry(case.verdict.as_str()).or_default() += 1;
+                if severity(case.verdict) > severity(worst) {
+                    worst = case.verdict;
+                }
+            }
+            let class = if run.error.is_some() {
+                "v-fail"
+            } else {
+                verdict_class(worst)
+            };
+            let text: Vec<String> = counts.iter().map(|(k, v)| format!("{v} {k}")).collect();
+            let error = if run.error.is_some() {
+                " · run error"
+            } else {
+                ""
+            };
+            let _ = write!(
+                out,
+                "<td class=\"sum {class}\" data-kernel=\"{}\" data-suite=\"{}\">{}{error}</td>",
+                escape(&run.kernel),
+                escape(suite),
+                escape(&text.join(" · "))
+            );
+        }
+        out.push_str("</tr>\n");
+    }
+    out.push_str("</table>\n");
+}
+
+/// A case's reasons: the first in full, the rest (counters, raw RESULT fields) folded away.
+fn folded_reasons(reasons: &[String]) -> String {
+    match reasons {
+        [] => String::new(),
+        [only] => escape(only),
+        [first, rest @ ..] => format!(
+            "{}<details><summary>{} more</summary><pre>{}</pre></details>",
+            escape(first),
+            rest.len(),
+            escape(&rest.join("\n"))
+        ),
+    }
+}
+
+fn finding_item(out: &mut String, run: &KernelRun, case: &crate::results::CaseOutcome) {
+    let _ = writeln!(
+        out,
+        "<li class=\"{}\"><a href=\"#{}\">{} {} {}</a>: {}: {}</li>",
+        verdict_class(case.verdict),
+        anchor(run, &case.name),
+        escape(&run.kernel),
+        escape(&run.suite),
+        escape(&case.name),
+        case.verdict.as_str(),
+        folded_reasons(&case.reasons)
+    );
+}
+
+/// Failures first, each with its reason (the rest folded); then, folded, what the expectations
+/// turned green (caught mutants, known failures) and the skips.
 fn findings(out: &mut String, report: &Report, snapshots: &Snapshots) {
-    out.push_str("<h2>Findings</h2>\n<ul id=\"findings\">\n");
+    out.push_str("<h2>Failures</h2>\n<ul id=\"findings\">\n");
     let mut any = false;
     for run in &report.runs {
         if let Some(error) = &run.error {
@@ -224,36 +337,42 @@ fn findings(out: &mut String, report: &Report, snapshots: &Snapshots) {
             );
         }
     }
-    // Failures first, then what the expectations turned green (caught mutants, known failures).
-    for wanted in [
-        Verdict::Fail,
-        Verdict::Timeout,
-        Verdict::NotRun,
-        Verdict::Caught,
-        Verdict::Known,
-        Verdict::Skip,
-    ] {
+    for wanted in [Verdict::Fail, Verdict::Timeout, Verdict::NotRun] {
         for run in &report.runs {
             for case in run.cases.iter().filter(|c| c.verdict == wanted) {
                 any = true;
-                let _ = writeln!(
-                    out,
-                    "<li class=\"{}\"><a href=\"#{}\">{} {} {}</a>: {}: {}</li>",
-                    verdict_class(case.verdict),
-                    anchor(run, &case.name),
-                    escape(&run.kernel),
-                    escape(&run.suite),
-                    escape(&case.name),
-                    case.verdict.as_str(),
-                    escape(&case.reasons.join("; "))
-                );
+                finding_item(out, run, case);
             }
         }
     }
     if !any {
-        out.push_str("<li>every case passed</li>\n");
+        out.push_str("<li>none: every case passed or was expected</li>\n");
     }
     out.push_str("</ul>\n");
+    let expected: Vec<(&KernelRun, &crate::results::CaseOutcome)> =
+        [Verdict::Caught, Verdict::Known, Verdict::Skip]
+            .iter()
+            .flat_map(|wanted| {
+                report.runs.iter().flat_map(move |run| {
+                    run.cases
+                        .iter()
+                        .filter(move |c| c.verdict == *wanted)
+                        .map(move |c| (run, c))
+                })
+            })
+            .collect();
+    if !expected.is_empty() {
+        let _ = writeln!(
+            out,
+            "<details id=\"expected\"><summary>{} expected outcomes: caught mutants, known \
+             failures, skips</summary>\n<ul id=\"expected-list\">",
+            expected.len()
+        );
+        for (run, case) in expected {
+            finding_item(out, run, case);
+        }
+        out.push_str("</ul></details>\n");
+    }
     if !snapshots.summary.is_empty() {
         let line: Vec<String> = snapshots
             .summary

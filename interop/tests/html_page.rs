@@ -117,15 +117,46 @@ fn every_cell_and_row_of_a_real_run_is_on_the_page() {
             assert!(row.contains(&format!("{:.1} s", case.duration_ms as f64 / 1000.0)));
         }
     }
-    // Summary and findings: caught mutants and known failures listed on top.
+    // Summary, then the kernel × suite overview before anything long, then failures (none
+    // here), and the caught mutants and known failures folded away.
     assert!(
         page.contains("272 cases: 17 caught, 18 known, 237 pass."),
         "summary"
     );
+    let before_overview = page.split("<table id=\"overview\">").next().unwrap();
+    assert!(
+        !before_overview.contains("<h2>") && !before_overview.contains("<li"),
+        "the overview is the page's first table, before any list"
+    );
+    let overview = page
+        .split("<table id=\"overview\">")
+        .nth(1)
+        .unwrap()
+        .split("</table>")
+        .next()
+        .unwrap();
+    let sums = overview.matches("<td class=\"sum ").count();
+    assert_eq!(sums, 14, "one summed cell per kernel × suite run");
+    assert!(
+        overview.contains("data-kernel=\"linux-6.12-acked-evict\" data-suite=\"drc\""),
+        "{overview}"
+    );
+    assert!(
+        overview.contains("v-caught"),
+        "a mutant's cell shows its catches"
+    );
     let findings = page.split("<ul id=\"findings\">").nth(1).unwrap();
     let findings = findings.split("</ul>").next().unwrap();
-    assert_eq!(findings.matches("<li class=\"v-caught\">").count(), 17);
-    assert_eq!(findings.matches("<li class=\"v-known\">").count(), 18);
+    assert!(
+        findings.contains("none: every case passed or was expected"),
+        "{findings}"
+    );
+    let expected = page.split("<ul id=\"expected-list\">").nth(1).unwrap();
+    let expected = expected.split("</ul>").next().unwrap();
+    assert_eq!(expected.matches("<li class=\"v-caught\">").count(), 17);
+    assert_eq!(expected.matches("<li class=\"v-known\">").count(), 18);
+    // A case's raw counters are folded under its first reason.
+    assert!(expected.contains("<details><summary>"), "{expected}");
     assert!(page.contains("Interop snapshots: changed 42, compared 196"));
 }
 
