@@ -614,6 +614,58 @@ fn snapshot_diff(
 }
 
 /// Read a run directory (`report.json`, and `snapshots.json` when there) and render its page.
+/// Browser window a run page's screenshot shows: what a reader sees before scrolling.
+pub const SCREENSHOT_SIZE: (u32, u32) = (1280, 800);
+/// Longest a headless Chromium may take for one screenshot.
+const SCREENSHOT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// A screenshot of the page `page` as a browser first shows it ([`SCREENSHOT_SIZE`]), by
+/// headless Chromium (Debian package `chromium`), into `png`. `Ok(false)` when this host has no
+/// `chromium` (the page is written either way; the screenshot is for reading a run at a glance).
+pub fn screenshot(page: &Path, png: &Path) -> anyhow::Result<bool> {
+    use anyhow::{ensure, Context};
+    let Some(chromium) = crate::host::find_tool("chromium") else {
+        return Ok(false);
+    };
+    let page = std::fs::canonicalize(page).with_context(|| format!("{}", page.display()))?;
+    // A fresh profile beside the picture, removed after: no state shared with a user's browser.
+    let profile = png.with_extension("chromium-profile");
+    let _ = std::fs::remove_dir_all(&profile);
+    let mut command = std::process::Command::new(chromium);
+    command
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-dev-shm-usage",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--hide-scrollbars",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .arg(format!(
+            "--window-size={},{}",
+            SCREENSHOT_SIZE.0, SCREENSHOT_SIZE.1
+        ))
+        .arg(format!("--screenshot={}", png.display()))
+        .arg(format!("file://{}", href(&page)));
+    let output = crate::process::output_with_timeout("chromium", command, SCREENSHOT_TIMEOUT);
+    let _ = std::fs::remove_dir_all(&profile);
+    let output = output?;
+    ensure!(
+        output.status.success() && png.is_file(),
+        "chromium {}: {}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+            .lines()
+            .last()
+            .unwrap_or_default()
+    );
+    Ok(true)
+}
+
 pub fn render_run_dir(run_root: &Path, baseline_root: Option<&Path>) -> anyhow::Result<String> {
     use anyhow::Context as _;
     let text = crate::snapshots::read_bounded(&run_root.join("report.json"))?;

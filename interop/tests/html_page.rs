@@ -2,9 +2,9 @@
 //! (3 kernels and 2 DRC mutants, every suite), cut to `tests/data/html-run/` (report.json without
 //! the RESULT fields, snapshots.json, the file list of two kernels' run directories and one
 //! changed snapshot). Every verdict cell and case row must be on the page, with its links, and
-//! hostile guest text must come out escaped. When Chromium is installed (Debian `chromium`), the
-//! page is also loaded headless and the cells counted in the DOM it built; without it that part
-//! is skipped with a note, as the tshark cross-check is.
+//! hostile guest text must come out escaped. Headless Chromium (Debian `chromium`, installed by
+//! `just test-deps`) loads the page, the cells are counted in the DOM it built, and the harness's
+//! screenshot of the first screen is taken.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -262,6 +262,21 @@ fn chromium_renders_every_cell() {
     found.sort();
     assert_eq!(found, expected, "cells in the DOM Chromium built");
     assert_eq!(dom.matches("<tr id=\"case-").count(), 272);
+    // The harness's screenshot of the page's first screen: a PNG of the window's size.
+    let png = dir.path().join("index.png");
+    assert!(interop::html::screenshot(&file, &png).unwrap());
+    let bytes = std::fs::read(&png).unwrap();
+    assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
+    let dimension = |at: usize| u32::from_be_bytes(bytes[at..at + 4].try_into().unwrap());
+    assert_eq!(
+        (dimension(16), dimension(20)),
+        interop::html::SCREENSHOT_SIZE,
+        "IHDR width and height"
+    );
+    assert!(
+        !png.with_extension("chromium-profile").exists(),
+        "profile removed"
+    );
 }
 
 fn chromium(args: &[&str], file: &Path) -> String {

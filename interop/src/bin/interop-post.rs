@@ -121,6 +121,18 @@ fn write_page(run: &Path, output: &Path) -> Result<PathBuf> {
         );
     }
     std::fs::write(output, page).with_context(|| format!("writing {}", output.display()))?;
+    // Its first screen as a picture beside it (index.png), when this host has Chromium.
+    let png = output.with_extension("png");
+    match interop::html::screenshot(output, &png) {
+        Ok(true) => println!("run page screenshot: {}", png.display()),
+        Ok(false) => {
+            println!("run page: no screenshot (no chromium on this host; Debian package chromium)")
+        }
+        Err(err) => eprintln!(
+            "interop-post: no screenshot of {}: {err:#}",
+            output.display()
+        ),
+    }
     Ok(output.to_path_buf())
 }
 
