@@ -35,6 +35,7 @@ pub mod retry;
 pub mod runner;
 pub mod runs;
 pub mod saved_guests;
+pub mod shard;
 pub mod snapshots;
 pub mod suite;
 pub mod wire;

@@ -128,6 +128,10 @@ struct RunArgs {
     /// Extra file for the share, HOST_PATH:SHARE_PATH (repeatable).
     #[arg(long = "share-file")]
     share_files: Vec<String>,
+    /// Run only the I-th of N deterministic shares of the kernel × suite pairs (a CI runner's
+    /// part of the matrix; `interop-post merge` puts the shards' run directories together).
+    #[arg(long, value_name = "I/N")]
+    shard: Option<interop::shard::Shard>,
 }
 
 fn custom(args: &KernelArgs) -> Result<Option<CustomKernel>> {
@@ -662,8 +666,8 @@ fn run(kernels: &KernelArgs, args: &RunArgs) -> Result<bool> {
     // Only the kernels that run one of the chosen suites are built: `--suite smoke` must not
     // build the drc-only mutant kernels from source.
     let mut kernels = kernels.clone();
+    let matrix = interop::matrix::Matrix::load(&vm_images_dir().join("kernels.toml"))?;
     if kernels.kernels.is_empty() && custom(&kernels)?.is_none() {
-        let matrix = interop::matrix::Matrix::load(&vm_images_dir().join("kernels.toml"))?;
         kernels.kernels = matrix
             .kernels
             .iter()
@@ -675,6 +679,59 @@ fn run(kernels: &KernelArgs, args: &RunArgs) -> Result<bool> {
             "no kernel of vm-images/kernels.toml runs the chosen suites"
         );
     }
+    // A shard runs its share of the kernel × suite pairs and builds only the kernels they need.
+    let share: Option<Vec<(String, String)>> = match args.shard {
+        None => None,
+        Some(shard) => {
+            ensure!(
+                custom(&kernels)?.is_none(),
+                "--shard splits the matrix's kernels; a custom kernel runs unsharded"
+            );
+            let runs = |name: &str, suite: &str| {
+                matrix
+                    .kernels
+                    .iter()
+                    .find(|k| k.name == name)
+                    .is_none_or(|k| k.runs_suite(suite))
+            };
+            let plan: Vec<(String, String)> = kernels
+                .kernels
+                .iter()
+                .flat_map(|k| {
+                    suites
+                        .iter()
+                        .filter(|s| runs(k, &s.name))
+                        .map(|s| (k.clone(), s.name.clone()))
+                        .collect::<Vec<_>>()
+                })
+                .collect();
+            let share = shard.select(&plan);
+            ensure!(
+                !share.is_empty(),
+                "shard {shard} of {} kernel × suite pairs is empty",
+                plan.len()
+            );
+            kernels
+                .kernels
+                .retain(|k| share.iter().any(|(name, _)| name == k));
+            progress.done(
+                Phase::Report,
+                "shard",
+                &format!(
+                    "{shard}: {} of {} kernel × suite pairs: {}",
+                    share.len(),
+                    plan.len(),
+                    share
+                        .iter()
+                        .map(|(k, s)| format!("{k}/{s}"))
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                ),
+                None,
+            );
+            Some(share)
+        }
+    };
     let images = build(&progress, &kernels)?;
     let mut settings = RunSettings {
         accel: args.accel,
@@ -689,6 +746,11 @@ fn run(kernels: &KernelArgs, args: &RunArgs) -> Result<bool> {
         .flat_map(|k| suites.iter().map(move |s| (k, s)))
         .filter(|(k, suite)| {
             let image = &images.kernels[*k];
+            if let Some(share) = &share {
+                if !share.contains(&(image.name.clone(), suite.name.clone())) {
+                    return false;
+                }
+            }
             let runs = image.runs_suite(&suite.name);
             if !runs {
                 progress.done(

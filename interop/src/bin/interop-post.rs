@@ -62,6 +62,18 @@ enum Command {
         #[arg(long)]
         output: Option<PathBuf>,
     },
+    /// Put the run directories of a sharded run (`interop run --shard I/N`) together into one:
+    /// report.json, junit.xml, the page, and `runs/` linking each shard's kernel × suite
+    /// directories; exit 1 when a merged run failed. Check their snapshots together with
+    /// `interop-post snapshots --out A --out B ...`.
+    Merge {
+        /// The merged run directory to write.
+        #[arg(long)]
+        into: PathBuf,
+        /// The shards' run directories.
+        #[arg(required = true)]
+        runs: Vec<PathBuf>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -76,6 +88,7 @@ fn main() -> ExitCode {
             snapshots(&accept, &outs)
         }
         Command::Bench => bench().map(|ok| if ok { 0 } else { 1 }),
+        Command::Merge { into, runs } => merge(&into, &runs),
         Command::Html { run, output } => {
             let run = run.unwrap_or_else(last_run_root);
             let output = output.unwrap_or_else(|| run.join("index.html"));
@@ -93,6 +106,21 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// `interop-post merge`: the shards' run directories as one run directory.
+fn merge(into: &Path, runs: &[PathBuf]) -> Result<u8> {
+    let report = interop::shard::write_merged(runs, into)?;
+    print!("{}", report.table());
+    println!(
+        "merged {} run directories: {} kernel × suite runs into {}",
+        runs.len(),
+        report.runs.len(),
+        into.display()
+    );
+    let page = write_page(into, &into.join("index.html"))?;
+    println!("run page: {}", page.display());
+    Ok(if report.passed() { 0 } else { 1 })
 }
 
 /// Render the run page of `run` into `output`; returns the path written.
