@@ -498,17 +498,47 @@ mod tests {
         assert!(gone);
     }
 
+    /// Env var under which [`alone`] runs a test's body in the re-executed test binary.
+    const ALONE_ENV: &str = "INTEROP_PROCESS_TEST_ALONE";
+
+    /// Run `body` in a process of its own: this test binary again, running only the test
+    /// `name`. A test that acts on every registered group (`kill_all_groups`, `shut_down`) would
+    /// otherwise reach the children of tests running beside it in this process (a kernel-build
+    /// test's `find` was killed so, now and then).
+    fn alone(name: &str, body: impl FnOnce()) {
+        if std::env::var_os(ALONE_ENV).is_some() {
+            body();
+            return;
+        }
+        let out = Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", name, "--test-threads=1"])
+            .env(ALONE_ENV, "1")
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && stdout.contains("1 passed"),
+            "{name} in its own process: {}\n{stdout}{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
     #[test]
     fn kill_all_groups_reaches_registered_children() {
-        let _serial = serial();
-        let (mut child, grandchild) = spawn_sleeper_group();
-        assert!(live_group_count() >= 1);
-        assert!(kill_all_groups() >= 1);
-        let gone = wait_until(Duration::from_secs(5), Duration::from_millis(20), || {
-            Ok(!process_alive(grandchild) && child.try_wait()?.is_some())
-        })
-        .unwrap();
-        assert!(gone);
+        alone(
+            "process::tests::kill_all_groups_reaches_registered_children",
+            || {
+                let (mut child, grandchild) = spawn_sleeper_group();
+                assert!(live_group_count() >= 1);
+                assert!(kill_all_groups() >= 1);
+                let gone = wait_until(Duration::from_secs(5), Duration::from_millis(20), || {
+                    Ok(!process_alive(grandchild) && child.try_wait()?.is_some())
+                })
+                .unwrap();
+                assert!(gone);
+            },
+        );
     }
 
     /// Env var that turns [`helper_or_guarded_sleeper`] into the parent process of
@@ -593,19 +623,20 @@ mod tests {
 
     #[test]
     fn no_child_starts_after_shut_down() {
-        let _serial = serial();
-        let (child, grandchild) = spawn_sleeper_group();
-        assert!(shut_down() >= 1);
-        let err = GroupChild::spawn("late", Command::new("true")).unwrap_err();
-        assert!(err.to_string().contains("shutting down"), "{err}");
-        reopen();
-        let gone = wait_until(Duration::from_secs(5), Duration::from_millis(20), || {
-            Ok(!process_alive(grandchild))
-        })
-        .unwrap();
-        assert!(gone);
-        drop(child);
-        GroupChild::spawn("after reopen", Command::new("true")).unwrap();
+        alone("process::tests::no_child_starts_after_shut_down", || {
+            let (child, grandchild) = spawn_sleeper_group();
+            assert!(shut_down() >= 1);
+            let err = GroupChild::spawn("late", Command::new("true")).unwrap_err();
+            assert!(err.to_string().contains("shutting down"), "{err}");
+            reopen();
+            let gone = wait_until(Duration::from_secs(5), Duration::from_millis(20), || {
+                Ok(!process_alive(grandchild))
+            })
+            .unwrap();
+            assert!(gone);
+            drop(child);
+            GroupChild::spawn("after reopen", Command::new("true")).unwrap();
+        });
     }
 
     #[test]
