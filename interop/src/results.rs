@@ -29,12 +29,26 @@ fn key_values(rest: &str) -> BTreeMap<String, String> {
 }
 
 /// All well-formed RESULT lines of `text` (lines must start with `RESULT `; `set -x` traces
-/// of the echo start with `+ ` and are ignored).
+/// of the echo start with `+ ` and are ignored). A line is either the JSON `rig guest` writes
+/// ([`verdict::guest::GuestResult`], read with that type and its schema version) or the
+/// `case=... role=... verdict=... key=value` words of a script that runs no rig
+/// (vm-images/guest/lib.sh `rig_result`). A line that is neither is not a result: the role
+/// then printed none, and fails.
 pub fn parse_result_lines(text: &str) -> Vec<ResultLine> {
     text.lines()
-        .filter_map(|line| line.strip_prefix("RESULT "))
+        .filter_map(|line| line.strip_prefix(verdict::guest::RESULT_PREFIX))
         .take(MAX_RESULT_LINES)
         .filter_map(|rest| {
+            if rest.starts_with('{') {
+                return verdict::guest::GuestResult::parse(rest)
+                    .ok()
+                    .map(|r| ResultLine {
+                        case: r.case,
+                        role: r.role,
+                        verdict: r.verdict,
+                        fields: r.fields,
+                    });
+            }
             let mut fields = key_values(rest);
             Some(ResultLine {
                 case: fields.remove("case")?,
@@ -421,6 +435,28 @@ mod tests {
 RESULT case=nfs3 role=cli verdict=pass vers=3 bytes=1048576 md5_written=aa md5_read=aa
 RESULT case=nfs3 role=cli
 ";
+
+    #[test]
+    fn a_json_result_line_reads_as_rig_guest_wrote_it() {
+        let mut written = verdict::guest::GuestResult::new("nfsd.after-ack", "cli", "fail");
+        written
+            .field("reason", "executed_twice")
+            .field("note", "spaces and = survive");
+        let text = format!(
+            "boot noise\n{}\nRESULT {{\"schema\":99,\"case\":\"x\"}}\nRESULT {{not json\n",
+            written.to_line()
+        );
+        let results = parse_result_lines(&text);
+        assert_eq!(
+            results,
+            [ResultLine {
+                case: "nfsd.after-ack".into(),
+                role: "cli".into(),
+                verdict: "fail".into(),
+                fields: written.fields.clone(),
+            }]
+        );
+    }
 
     #[test]
     fn result_lines_need_case_role_and_verdict() {

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, ensure, Context, Result};
 use engine::{ConnectionConfig, OutgoingCall, RequesterOutput};
 use rdma::RdmaClient;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use wire::nfs3::{
     CreateArgs, CreateHow3, Ddp, DdpData, DirOpArgs3, FileHandle, Filename, FsinfoArgs, Nfs3Call,
     Nfs3Proc, Nfs3Reply, NfsRes, Nfsstat3, ReadArgs, Sattr3, StableHow, WriteArgs,
@@ -27,7 +27,7 @@ const INLINE_DATA_LIMIT: u32 = 512;
 /// Largest WRITE used to fill the file a READ measurement reads.
 const FILL_PIECE: u32 = 4096;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Op {
     Null,
@@ -79,27 +79,28 @@ fn choose_size(op: Op, requested: u32, limits: Option<TransferLimits>) -> Result
 }
 
 /// What one measurement prints (pretty JSON: one key per line, for the guest scripts).
-#[derive(Debug, Serialize)]
-struct Measurement {
+/// What `rig bench-rpc` prints (and `rig guest bench-result` reads back).
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Measurement {
     server: String,
     op: Op,
     /// The size actually used for every measured call (== size_used).
     size: u32,
     size_requested: u32,
-    size_used: u32,
+    pub size_used: u32,
     /// Why size_used is below size_requested ("FSINFO wtmax" / "FSINFO rtmax"), or null.
-    limited_by: Option<&'static str>,
+    pub limited_by: Option<String>,
     /// FSINFO rtmax/wtmax of the server (null for NULL, which does not ask).
-    fsinfo_rtmax: Option<u32>,
-    fsinfo_wtmax: Option<u32>,
-    calls: usize,
+    pub fsinfo_rtmax: Option<u32>,
+    pub fsinfo_wtmax: Option<u32>,
+    pub calls: usize,
     errors: usize,
     seconds: f64,
-    calls_per_sec: f64,
-    latency_p50_us: f64,
-    latency_p99_us: f64,
-    mib_per_sec: f64,
-    data_path: &'static str,
+    pub calls_per_sec: f64,
+    pub latency_p50_us: f64,
+    pub latency_p99_us: f64,
+    pub mib_per_sec: f64,
+    pub data_path: String,
 }
 
 /// The `q`-quantile of sorted samples (nearest rank).
@@ -355,7 +356,7 @@ pub fn run(args: Args) -> Result<u8> {
         size,
         size_requested: requested,
         size_used: size,
-        limited_by: choice.limited_by,
+        limited_by: choice.limited_by.map(str::to_string),
         fsinfo_rtmax: limits.map(|l| l.rtmax),
         fsinfo_wtmax: limits.map(|l| l.wtmax),
         calls,
@@ -369,7 +370,8 @@ pub fn run(args: Args) -> Result<u8> {
             "rdma"
         } else {
             "inline"
-        },
+        }
+        .to_string(),
     };
     crate::outln!("{}", serde_json::to_string_pretty(&measurement)?)?;
     Ok(if errors == 0 && calls > 0 { 0 } else { 1 })

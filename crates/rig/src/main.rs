@@ -5,6 +5,7 @@ use clap::{Parser, Subcommand};
 mod bench_rpc;
 mod decode;
 mod fuzz_wire;
+mod guest;
 mod hold_export;
 mod input;
 mod judge;
@@ -56,6 +57,8 @@ enum Command {
     /// protocol of `rig serve --control`; `rig scenarios --execution-hold`).
     #[command(name = "hold-export")]
     HoldExport(hold_export::Args),
+    /// Guest scripts: a case's RESULT line written from rig's own JSON outputs, read by type.
+    Guest(guest::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -71,6 +74,7 @@ fn main() -> std::process::ExitCode {
         Command::TraceRelay(args) => trace_relay::run(args),
         Command::SvcrdmaRules(args) => svcrdma_rules::run(args),
         Command::HoldExport(args) => hold_export::run(args),
+        Command::Guest(args) => guest::run(args),
     };
     // Output still buffered fails here, as a clear error, not silently at exit.
     let result = result.and_then(|code| output::flush().map(|()| code));

@@ -445,6 +445,15 @@ impl FtraceCounts {
 #[derive(Debug, Deserialize)]
 struct StatsIn {
     executions: Vec<ExecutionIn>,
+    #[serde(default)]
+    connections: Vec<ConnectionIn>,
+    #[serde(default)]
+    drc_decisions: std::collections::BTreeMap<String, u64>,
+}
+
+#[derive(Debug, Deserialize)]
+struct ConnectionIn {
+    open: bool,
 }
 
 #[derive(Debug, Deserialize)]
@@ -458,6 +467,8 @@ struct ExecutionIn {
 #[derive(Debug)]
 pub struct ServeCounts {
     executions: Vec<ExecutionIn>,
+    closed_connections: usize,
+    drc_decisions: std::collections::BTreeMap<String, u64>,
 }
 
 impl ServeCounts {
@@ -467,7 +478,26 @@ impl ServeCounts {
             serde_json::from_str(json).map_err(|e| CountError::BadStats(e.to_string()))?;
         Ok(ServeCounts {
             executions: stats.executions,
+            closed_connections: stats.connections.iter().filter(|c| !c.open).count(),
+            drc_decisions: stats.drc_decisions,
         })
+    }
+
+    /// Every listed (XID, procedure, executions), one per server slot that executed it.
+    pub fn listed(&self) -> impl Iterator<Item = (u32, &str, usize)> + '_ {
+        self.executions
+            .iter()
+            .map(|e| (e.xid, e.procedure.as_str(), e.executions))
+    }
+
+    /// How often the server's DRC decided each way (`hit`, `miss`, `nocache`, ...).
+    pub fn drc_decisions(&self) -> &std::collections::BTreeMap<String, u64> {
+        &self.drc_decisions
+    }
+
+    /// The connections `rig serve` has seen close (each is listed with `"open": false`).
+    pub fn closed_connections(&self) -> usize {
+        self.closed_connections
     }
 
     /// Executions of `xid` as `procedure`, summed over the server's slots.
@@ -709,6 +739,23 @@ mod tests {
         ]}"#;
         let counts = ServeCounts::parse(json).unwrap();
         assert_eq!(counts.executions(7, "REMOVE"), Ok(2));
+        assert_eq!(counts.closed_connections(), 0);
+        assert_eq!(counts.listed().count(), 4);
+        assert!(counts.drc_decisions().is_empty());
+        let with_connections = r#"{"executions": [], "connections": [
+            {"open": false}, {"open": true}, {"open": false}], "drc_decisions": {"hit": 4}}"#;
+        assert_eq!(
+            ServeCounts::parse(with_connections)
+                .unwrap()
+                .closed_connections(),
+            2
+        );
+        assert_eq!(
+            ServeCounts::parse(with_connections)
+                .unwrap()
+                .drc_decisions()["hit"],
+            4
+        );
         assert_eq!(
             counts.executions(9, "REMOVE"),
             Err(CountError::NotInStats(9))

@@ -6,4 +6,5 @@
 //! (crates/wire/tests/crate_boundaries.rs checks this crate's dependencies).
 
 pub mod counted;
+pub mod guest;
 pub mod judge;

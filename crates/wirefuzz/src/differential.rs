@@ -250,7 +250,7 @@ pub struct Seen<'a> {
 }
 
 /// Outcome counts for one target.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TargetStats {
     pub target: String,
     pub cases: u64,
@@ -286,7 +286,7 @@ impl TargetStats {
 }
 
 /// One deduplicated divergence.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Divergence {
     pub rule: String,
     pub family: String,
@@ -305,7 +305,7 @@ pub struct Divergence {
 
 /// A divergence of the stream that the reruns on fresh connections did not reproduce (the two
 /// runners agreed there), deduplicated like [`Divergence`] by (rule, outcome pair).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Unconfirmed {
     pub rule: String,
     pub family: String,
@@ -320,7 +320,7 @@ pub struct Unconfirmed {
 }
 
 /// What a run did.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Report {
     pub seed: u64,
     pub cases_sent: u64,

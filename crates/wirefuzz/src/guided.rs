@@ -15,7 +15,7 @@
 use std::time::Duration;
 
 use arbitrary::Unstructured;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::case::Case;
 use crate::mutate::{mutate, MUTANT_FAMILY};
@@ -32,7 +32,7 @@ const FAMILY_SHARE_NUM: u8 = 1;
 const FAMILY_SHARE_DEN: u8 = 3;
 
 /// What the feedback saw over a run (the report's `signatures` section).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FeedbackReport {
     /// Whether mutants of the corpus were sent (`--guided`).
     pub guided: bool,

@@ -21,7 +21,7 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::fmt;
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The text the relay writes into `trace_marker` before a case's number.
 pub const MARK_PREFIX: &str = "rigmark ";
@@ -416,7 +416,7 @@ impl RelayReply {
 }
 
 /// The number of distinct signatures at one moment of a run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TimelinePoint {
     pub secs: u64,
     pub cases: u64,
@@ -424,7 +424,7 @@ pub struct TimelinePoint {
 }
 
 /// A signature listed in the report.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ListedSignature {
     pub id: String,
     pub events: Vec<String>,

@@ -21,17 +21,13 @@ for target in rig nfsd; do
   rc=$?
   cat /tmp/bench.err "$out"
   if [ $rc != 0 ]; then
-    rig_result fail target=$target op=$op size=$size rc=$rc error=$(head -c 200 /tmp/bench.err | tr -s ' \n\t' '___')
+    rig_guest failed-result --rc "$rc" --stderr /tmp/bench.err target=$target op=$op size=$size
     verdict=fail
     continue
   fi
-  # size_used < size_requested when the server's FSINFO rtmax/wtmax is smaller (limited_by says
-  # which); then the two targets measured different sizes.
-  limited_by=$(json_field limited_by "$out" | tr -s ' ' '_')
-  rig_result pass target=$target op=$op size=$size size_used=$(json_field size_used "$out") \
-    limited_by=${limited_by:-none} fsinfo_rtmax=$(json_field fsinfo_rtmax "$out") \
-    fsinfo_wtmax=$(json_field fsinfo_wtmax "$out") calls=$(json_field calls "$out") \
-    calls_per_sec=$(json_field calls_per_sec "$out") p50_us=$(json_field latency_p50_us "$out") \
-    p99_us=$(json_field latency_p99_us "$out") mib_per_sec=$(json_field mib_per_sec "$out")
+  # The measurement read as rig's own type (crates/rig/src/guest.rs bench_fields). size_used <
+  # size_requested when the server's FSINFO rtmax/wtmax is smaller (limited_by says which);
+  # then the two targets measured different sizes.
+  rig_guest bench-result --measurement "$out" target=$target op=$op size=$size
 done
 [ $verdict = pass ]

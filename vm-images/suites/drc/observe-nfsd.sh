@@ -72,13 +72,11 @@ rig_case_bin
 "$RIG_CASE_BIN" judge --verdict "$verdict_file" --ftrace "$ftrace" --write > /tmp/judge.out 2>&1
 judge_rc=$?
 echo "== rig judge (exit $judge_rc)"
-fail_line=
 while IFS= read -r line || [ -n "$line" ]; do
   printf '%s\n' "$line"
   # rig judge's key=value lines (a key of [a-z_] only) join the deltas.
   key=${line%%=*}
   case $line in *=*) case $key in ''|*[!a-z_]*) ;; *) printf '%s\n' "$line" >> "$kernel_txt" ;; esac ;; esac
-  case $line in "rig judge: fail: "*) [ -n "$fail_line" ] || fail_line=${line#rig judge: fail: } ;; esac
 done < /tmp/judge.out
 echo "== deltas"
 deltas=
@@ -88,23 +86,13 @@ while IFS= read -r line || [ -n "$line" ]; do
 done < "$kernel_txt"
 echo "== new dmesg lines ($new_dmesg)"
 [ "$new_dmesg" = 0 ] || tail -n "$new_dmesg" /tmp/after.dmesg
-# rig judge: 0 pass, 1 fail (the reason is the verdict's "failure"), 2 no count (bad input: no
-# verdict file, an unreadable trace, the XID missing from it), 3 nothing sent (a scenario this
-# transport cannot run: a skip, whose reason the client's RESULT gives; or a client that failed
-# before its XID, whose own RESULT fails the case). A count that failed is a harness failure of
-# the case, never a pass.
-verdict=pass judged=pass reason=
-case $judge_rc in
-  0) ;;
-  1) verdict=fail judged=fail
-     reason=$(json_field failure "$verdict_file")
-     [ -n "$reason" ] || reason=$fail_line
-     reason=$(printf '%s' "$reason" | tr -s ' \t=' '___') ;;
-  3) verdict=skip judged=not-run
-     reason=$(json_field note "$verdict_file" | tr -s ' \t=' '___')
-     [ -n "$reason" ] || reason=no_verdict_from_the_client ;;
-  *) verdict=fail judged=error
-     reason=count_failed:_$(tail -n 1 /tmp/judge.out | tr -s ' \t=' '___' | head -c 300) ;;
-esac
-rig_result $verdict kernel=$release dmesg_new=$new_dmesg judge=$judged ${reason:+"reason=$reason"} \
-  $deltas
+# The RESULT line, from rig judge's exit status and the verdict read as rig's own type
+# (crates/rig/src/guest.rs counted_result): 0 pass, 1 fail (the reason is the verdict's
+# "failure"), 2 no count (bad input: no verdict file, an unreadable trace, the XID missing from
+# it), 3 nothing sent (a scenario this transport cannot run: a skip, whose reason the client's
+# RESULT gives; or a client that failed before its XID, whose own RESULT fails the case). A
+# count that failed is a harness failure of the case, never a pass. The script ends well either
+# way: the RESULT line is the case's verdict.
+rig_guest counted-result --verdict "$verdict_file" --judge-output /tmp/judge.out \
+  --judge-rc "$judge_rc" kernel="$release" dmesg_new="$new_dmesg" $deltas
+exit 0

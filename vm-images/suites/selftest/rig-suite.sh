@@ -4,6 +4,8 @@
 #   rxe_up         soft-RoCE on eth0 (idempotent)
 #   capture_start / capture_stop   a per-case RoCEv2 capture into /rig/out/<case>.pcap
 #   run_scenario   one `rig scenarios --transport rdma` run → /rig/out/<case>.verdict.json + RESULT
+#   rig_guest      `rig guest <command>`: a RESULT line rig writes from its own JSON, read with its
+#                  own types (crates/rig/src/guest.rs); no script here parses JSON
 #   serve_start / serve_stop       `rig serve` in the background, its --stats JSON into /rig/out
 #   closed_connections / judge_serve_stats   re-judge a case's verdict with `rig serve`'s counts
 # The host's rig binary (~20 MB) is read over 9p with cache=none on every exec. The short-lived
@@ -109,57 +111,17 @@ capture_stop() {
   echo "$RIG_CASE end $(date +%s%6N)" >> "$RIG_OUT/capture.windows"
 }
 
-# json_field <key> <file>: the first scalar value of "key" in pretty-printed JSON (the guests
-# have no jq; `rig --format json` prints one key per line).
-json_field() {
-  sed -n -e "s/^ *\"$1\": *\"\(.*\)\",\{0,1\}\$/\1/p" \
-    -e "s/^ *\"$1\": *\([^\",]*\),\{0,1\}\$/\1/p" "$2" | head -1
-}
-
-# json_list <key> <file>: the string items of the list "key", comma-joined.
-json_list() {
-  awk -v key="\"$1\":" '
-    $1 == key && /\[ *\]/ { exit }
-    $1 == key { inlist = 1; next }
-    inlist && /^ *\]/ { exit }
-    inlist { gsub(/[ ",]/, ""); if ($0 != "") out = out (out == "" ? "" : ",") $0 }
-    END { print out }' "$2"
-}
-
-# verdict_scan <file>: one awk pass over a verdict (each sed/awk/grep process costs 50-500 ms
-# under TCG; one per field added seconds per case). Prints four lines: the first "scenario"
-# value, "outcome", "connects", then the verdict's fields for the RESULT line as key=value words
-# (strings have blanks and '=' squeezed to '_'; `statuses` is comma-joined).
-verdict_scan() {
-  awk '
-    BEGIN {
-      n = split("procedure xid transmissions argument_sets executions judgement failure replies replies_identical credits_granted unanswered credits_balanced connects connection note", keys, " ")
-      for (i = 1; i <= n; i++) want[keys[i]] = 1
-      want["scenario"] = 1; want["outcome"] = 1
-    }
-    inlist {
-      if ($0 ~ /^ *\]/) { inlist = 0; val["statuses"] = acc; next }
-      gsub(/[ ",]/, ""); if ($0 != "") acc = acc (acc == "" ? "" : ",") $0
-      next
-    }
-    match($0, /^ *"[a-z_]+": */) {
-      k = substr($0, 1, RLENGTH); sub(/^ *"/, "", k); sub(/".*/, "", k)
-      v = substr($0, RLENGTH + 1)
-      if (k == "statuses" && !("statuses" in val)) {
-        if (v ~ /\[ *\]/) val["statuses"] = ""; else { inlist = 1; acc = "" }
-        next
-      }
-      if (!(k in want) || (k in val)) next
-      sub(/,$/, "", v)
-      if (v ~ /^".*"$/) v = substr(v, 2, length(v) - 2)
-      gsub(/[ \t=]+/, "_", v)
-      val[k] = v
-    }
-    END {
-      printf "%s\n%s\n%s\n", val["scenario"], val["outcome"], val["connects"]
-      for (i = 1; i <= n; i++) printf "%s=%s ", keys[i], val[keys[i]]
-      printf "statuses=%s\n", val["statuses"]
-    }' "$1"
+# rig_guest <command> [args...]: `rig guest <command>` for this case and role. The *-result
+# commands print the case's RESULT line (JSON, verdict::guest::GuestResult) and exit 0 pass,
+# 1 fail, 3 skip; 2 is rig failing before its line, which is then a fail line here (an earlier
+# pass of the role must not stand for a result never written).
+rig_guest() {
+  guest_cmd=$1; shift
+  rig_case_bin
+  "$RIG_CASE_BIN" guest "$guest_cmd" --case "$RIG_CASE" --role "$RIG_name" "$@"
+  guest_rc=$?
+  [ "$guest_rc" = 2 ] && rig_result fail step=rig-guest-$guest_cmd rc=2
+  return $guest_rc
 }
 
 # run_scenario <label> <scenario> <rig scenarios args...>: run one scenario over RDMA with a
@@ -178,32 +140,20 @@ run_scenario() {
   rc=$?
   capture_stop
   cat "/tmp/$RIG_CASE.err" "$out"
-  # VERDICT_CONNECTS is kept for judge_serve_stats.
-  { read -r seen; read -r outcome; read -r VERDICT_CONNECTS; read -r fields; } <<SCAN
-$(verdict_scan "$out")
-SCAN
-  if [ "$seen" != "$scenario" ]; then
-    rig_result fail step=scenarios rc=$rc label=$label scenario=$scenario \
-      error=$(head -c 200 "/tmp/$RIG_CASE.err" | tr -s ' \n\t=' '____')
-    exit 1
-  fi
-  # "unsupported-on-rdma": the scenario sent nothing on this transport. That is not a pass: the
-  # case is a skip with the verdict's note as its reason (the host reports and counts it), and
-  # there is nothing to re-judge (SCENARIO_SKIPPED tells judge_serve_stats).
+  # The verdict read as rig's own type: pass when the scenario ran to a verdict ("ok", exit 0),
+  # skip when this transport cannot run it ("unsupported-on-rdma": it sent nothing, the
+  # verdict's note is the reason, and SCENARIO_SKIPPED tells judge_serve_stats there is nothing
+  # to re-judge), fail otherwise (no verdict for the scenario: `rig scenarios` failed). The
+  # judgement/failure fields are the one rule on the *inferred* executions; the server side
+  # (drc) or judge_serve_stats (selftest) re-judges with counted executions.
   SCENARIO_SKIPPED=
-  if [ "$outcome" = unsupported-on-rdma ] && [ "$rc" = 0 ]; then
-    SCENARIO_SKIPPED=1
-    rig_result skip label=$label scenario=$scenario outcome=$outcome rc=$rc \
-      reason=$(json_field note "$out" | tr -s ' \t=' '___') $fields
-    return 0
-  fi
-  # "ok", or "error": the scenario could not reach a verdict.
-  verdict=pass
-  [ "$outcome" = ok ] && [ "$rc" = 0 ] || verdict=fail
-  # judgement/failure: the one rule on the *inferred* executions, recorded here; the server side
-  # (drc) or judge_serve_stats (selftest) re-judges with counted executions and fails the case.
-  rig_result $verdict label=$label scenario=$scenario outcome=$outcome rc=$rc $fields
-  [ $verdict = pass ]
+  rig_guest scenario-result --verdict "$out" --scenario "$scenario" --label "$label" --rc "$rc" \
+    --stderr "/tmp/$RIG_CASE.err"
+  case $? in
+    0) return 0 ;;
+    3) SCENARIO_SKIPPED=1; return 0 ;;
+    *) return 1 ;;
+  esac
 }
 
 # serve_start <policy> [rig serve args...]: our server on $NFS_RDMA_PORT in its own session (it
@@ -241,11 +191,11 @@ serve_stop() {
   rm -f /tmp/serve.pid
 }
 
-# closed_connections <stats file>: connections `rig serve` has seen close ("open": false in its
-# pretty-printed --stats JSON; 0 when the file is not there yet).
+# closed_connections <stats file>: connections `rig serve` has seen close (0 when the file is not
+# there yet).
 closed_connections() {
-  n=$(grep -c '"open": false' "$1" 2>/dev/null)
-  echo "${n:-0}"
+  rig_case_bin
+  "$RIG_CASE_BIN" guest closed-connections "$1"
 }
 
 # judge_serve_stats <policy> <closed connections before the scenario>: re-judge this case's
@@ -258,30 +208,16 @@ judge_serve_stats() {
   [ -z "${SCENARIO_SKIPPED:-}" ] || return 0
   stats="$RIG_OUT/serve-$1.stats.json"
   out="$RIG_OUT/$RIG_CASE.verdict.json"
-  connects=${VERDICT_CONNECTS:-0}
-  case $connects in ''|*[!0-9]*) connects=0 ;; esac
-  want=$(( $2 + connects )) polls=0
-  while [ "$polls" -lt 50 ] && [ "$(closed_connections "$stats")" -lt "$want" ]; do
-    sleep 0.2; polls=$((polls + 1))
-  done
   rig_case_bin
+  "$RIG_CASE_BIN" guest wait-closed --stats "$stats" --verdict "$out" --before "$2"
   "$RIG_CASE_BIN" judge --verdict "$out" --serve-stats "$stats" --write > "/tmp/$RIG_CASE.judge" 2>&1
   judge_rc=$?
   echo "== rig judge (exit $judge_rc)"; cat "/tmp/$RIG_CASE.judge"
-  counted=
-  while IFS= read -r line || [ -n "$line" ]; do
-    case $line in executions_counted=*) counted=${line#executions_counted=}; break ;; esac
-  done < "/tmp/$RIG_CASE.judge"
   # rig judge: 0 pass, 1 fail, 2 no count (bad input, or the XID missing from the stats), 3
   # nothing sent. A count that failed is a harness failure of the case, never a pass: the
-  # scenario's own RESULT line is only the inferred, provisional judgement.
-  case $judge_rc in
-    0) rig_result pass step=judge count=serve-stats executions_counted=${counted:-unknown} ;;
-    1) rig_result fail step=judge count=serve-stats executions_counted=${counted:-unknown} \
-         reason=$(json_field failure "$out" | tr -s ' \t=' '___') ;;
-    3) rig_result fail step=judge count=serve-stats judge=not-run \
-         reason=the_scenario_sent_no_call_under_test_but_did_not_skip ;;
-    *) rig_result fail step=judge count=serve-stats judge=error harness=count-failed \
-         reason=$(tail -n 1 "/tmp/$RIG_CASE.judge" | tr -s ' \t=' '___' | head -c 300) ;;
-  esac
+  # scenario's own RESULT line is only the inferred, provisional judgement. The RESULT line is
+  # the case's verdict; the script itself ends well either way.
+  rig_guest judged-result --verdict "$out" --judge-output "/tmp/$RIG_CASE.judge" \
+    --judge-rc "$judge_rc"
+  return 0
 }

@@ -6,13 +6,6 @@
 . /rig/lib/rig-suite.sh
 scenario=${RIG_CASE#*.}
 run_scenario nfsd "$scenario" --v41 --grace-secs 40 || exit 1
-out="$RIG_OUT/$RIG_CASE.verdict.json"
-judgement=$(json_field judgement "$out")
-slot_answer=$(json_field slot_answer "$out" | tr -s ' \t=' '___')
-slot_after=$(json_field slot_after "$out" | tr -s ' \t=' '___')
-if [ "$judgement" = fail ]; then
-  rig_result fail step=judge count=inferred slot_answer=$slot_answer slot_after=$slot_after \
-    reason=$(json_field failure "$out" | tr -s ' \t=' '___')
-  exit 1
-fi
-rig_result pass step=judge count=inferred slot_answer=$slot_answer slot_after=$slot_after
+# The judgement and the slot's answers, from the verdict read as rig's own type
+# (crates/rig/src/guest.rs v41_result): exit 1 when the rule fails.
+rig_guest v41-result --verdict "$RIG_OUT/$RIG_CASE.verdict.json"

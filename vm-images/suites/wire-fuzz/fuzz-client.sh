@@ -34,15 +34,13 @@ cat /tmp/fuzz.err
 stopped=no
 [ -e "$WIRE_FUZZ_STOP" ] && [ -n "$stop" ] && stopped=yes
 if [ ! -s "$report" ] || [ "$rc" -gt 1 ]; then
-  rig_result fail step=fuzz-wire rc=$rc error=$(head -c 200 /tmp/fuzz.err | tr -s ' \n\t=' '____')
+  rig_guest failed-result --step fuzz-wire --rc "$rc" --stderr /tmp/fuzz.err
   exit 1
 fi
-verdict=pass
-[ $stopped = yes ] && verdict=fail
-rig_result $verdict seed=$WIRE_FUZZ_SEED replay=${WIRE_FUZZ_REPLAY:+yes} \
-  skipped=$(echo ${WIRE_FUZZ_SKIP_FAMILIES:-} | tr ' ' ,) seconds=$WIRE_FUZZ_SECONDS \
-  cases=$(json_field cases_sent "$report") cases_per_sec=$(json_field cases_per_sec "$report") \
-  new_divergences=$(json_field unknown_divergences "$report") \
-  guided=$WIRE_FUZZ_GUIDED signatures=$(json_field distinct_signatures "$report") \
-  divergence_keys=$(grep -c '"rule":' "$report") stopped_by_kernel_watch=$stopped
-[ $verdict = pass ]
+# The report read as rig's own type (crates/rig/src/guest.rs fuzz_fields): fail when the kernel
+# watch stopped the run.
+watch=
+[ $stopped = yes ] && watch=--stopped-by-kernel-watch
+rig_guest fuzz-result --report "$report" $watch seed=$WIRE_FUZZ_SEED \
+  replay=${WIRE_FUZZ_REPLAY:+yes} skipped=$(echo ${WIRE_FUZZ_SKIP_FAMILIES:-} | tr ' ' ,) \
+  seconds=$WIRE_FUZZ_SECONDS guided=$WIRE_FUZZ_GUIDED

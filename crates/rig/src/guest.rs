@@ -1,0 +1,643 @@
+//! `rig guest`: what the suites' guest scripts used to read out of rig's JSON with sed and awk,
+//! read with rig's own types instead, and the case's RESULT line written from them as a
+//! [`verdict::guest::GuestResult`] (one JSON line the host reads back with the same type).
+//!
+//! Each `*-result` command prints one RESULT line and exits 0 for pass, 1 for fail, 3 for skip
+//! (2 is rig's own error: no RESULT line, so the host fails the role for printing none). Trailing
+//! `key=value` words are added to the fields as the script's own observations, after rig's.
+//! The field values are the words the baselines recorded when the scripts made them
+//! ([`verdict::guest::word`], [`verdict::guest::squeezed`]).
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use rdma::scenarios::{Verdict, UNSUPPORTED};
+use rdma::v41::V41Verdict;
+use serde::de::DeserializeOwned;
+use verdict::counted::ServeCounts;
+use verdict::guest::{json_text, squeezed, word, GuestResult};
+
+use crate::bench_rpc::Measurement;
+
+/// Largest JSON file read (a verdict, a bench measurement, a fuzz report, serve stats).
+const MAX_INPUT: u64 = 16 << 20;
+/// How much of a failed command's standard error a RESULT line quotes.
+const ERROR_QUOTE: usize = 200;
+/// How much of `rig judge`'s last line a RESULT line quotes.
+const JUDGE_QUOTE: usize = 300;
+/// Longest wait for `rig serve` to see a scenario's connections close (`wait-closed`).
+const CLOSE_WAIT: Duration = Duration::from_secs(10);
+const CLOSE_POLL: Duration = Duration::from_millis(200);
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// The case and role a RESULT line is for (the guest's `$RIG_CASE`, `$RIG_name`).
+#[derive(Debug, clap::Args)]
+struct Who {
+    #[arg(long)]
+    case: String,
+    #[arg(long)]
+    role: String,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum Command {
+    /// The RESULT of one `rig scenarios --format json` run (pass when it reached a verdict,
+    /// skip when the transport cannot run the scenario, fail otherwise).
+    ScenarioResult {
+        #[command(flatten)]
+        who: Who,
+        /// The verdict file `rig scenarios` wrote.
+        #[arg(long)]
+        verdict: PathBuf,
+        /// The scenario that was asked for.
+        #[arg(long)]
+        scenario: String,
+        #[arg(long)]
+        label: String,
+        /// `rig scenarios`' exit status.
+        #[arg(long)]
+        rc: String,
+        /// `rig scenarios`' standard error.
+        #[arg(long)]
+        stderr: PathBuf,
+        words: Vec<String>,
+    },
+    /// The RESULT of `rig judge --serve-stats` on a scenario's verdict (selftest).
+    JudgedResult {
+        #[command(flatten)]
+        who: Who,
+        #[arg(long)]
+        verdict: PathBuf,
+        /// What `rig judge` printed.
+        #[arg(long)]
+        judge_output: PathBuf,
+        /// `rig judge`'s exit status.
+        #[arg(long)]
+        judge_rc: u8,
+        words: Vec<String>,
+    },
+    /// The RESULT of `rig judge --ftrace` beside kernel nfsd (the drc server guest).
+    CountedResult {
+        #[command(flatten)]
+        who: Who,
+        #[arg(long)]
+        verdict: PathBuf,
+        #[arg(long)]
+        judge_output: PathBuf,
+        #[arg(long)]
+        judge_rc: u8,
+        words: Vec<String>,
+    },
+    /// The RESULT of an NFSv4.1 session scenario's judgement (`rig scenarios --v41`).
+    V41Result {
+        #[command(flatten)]
+        who: Who,
+        #[arg(long)]
+        verdict: PathBuf,
+        words: Vec<String>,
+    },
+    /// The RESULT of one `rig bench-rpc` measurement.
+    BenchResult {
+        #[command(flatten)]
+        who: Who,
+        /// The measurement `rig bench-rpc` printed.
+        #[arg(long)]
+        measurement: PathBuf,
+        words: Vec<String>,
+    },
+    /// The RESULT of one `rig fuzz-wire --report` run.
+    FuzzResult {
+        #[command(flatten)]
+        who: Who,
+        #[arg(long)]
+        report: PathBuf,
+        /// The server's kernel watch stopped the run.
+        #[arg(long)]
+        stopped_by_kernel_watch: bool,
+        words: Vec<String>,
+    },
+    /// A failed command's RESULT: `--step`, its exit status and the start of its standard error.
+    FailedResult {
+        #[command(flatten)]
+        who: Who,
+        #[arg(long)]
+        step: Option<String>,
+        #[arg(long)]
+        rc: String,
+        #[arg(long)]
+        stderr: PathBuf,
+        words: Vec<String>,
+    },
+    /// The kernel client's RESULT from `rig serve --stats` (kclient): pass when something was
+    /// executed and no non-idempotent namespace procedure twice for one XID.
+    ServeStatsResult {
+        #[command(flatten)]
+        who: Who,
+        #[arg(long)]
+        stats: PathBuf,
+        words: Vec<String>,
+    },
+    /// Print how many connections `rig serve --stats` has seen close (0 without the file).
+    ClosedConnections { stats: PathBuf },
+    /// Wait (at most 10 s) until `rig serve --stats` has seen `before` plus the verdict's
+    /// connections close, so that its counts for the scenario are final.
+    WaitClosed {
+        #[arg(long)]
+        stats: PathBuf,
+        #[arg(long)]
+        verdict: PathBuf,
+        /// Connections closed before the scenario (`closed-connections`).
+        #[arg(long)]
+        before: usize,
+    },
+}
+
+/// Exit statuses of the `*-result` commands.
+const EXIT_PASS: u8 = 0;
+const EXIT_FAIL: u8 = 1;
+const EXIT_SKIP: u8 = 3;
+
+pub fn run(args: Args) -> Result<u8> {
+    let (result, code) = match args.command {
+        Command::ScenarioResult {
+            who,
+            verdict,
+            scenario,
+            label,
+            rc,
+            stderr,
+            words,
+        } => {
+            let first = first_verdict(&verdict).ok();
+            let stderr = read_quote(&stderr);
+            let mut result = scenario_result(&who, first.as_ref(), &scenario, &label, &rc, &stderr);
+            add_words(&mut result, &words);
+            let code = exit_code(&result.verdict);
+            (result, code)
+        }
+        Command::JudgedResult {
+            who,
+            verdict,
+            judge_output,
+            judge_rc,
+            words,
+        } => {
+            let failure = first_verdict(&verdict)
+                .map(|v| v.failure)
+                .unwrap_or_default();
+            let judged = read_text(&judge_output);
+            let mut result = judged_result(&who, judge_rc, &failure, &judged);
+            add_words(&mut result, &words);
+            let code = exit_code(&result.verdict);
+            (result, code)
+        }
+        Command::CountedResult {
+            who,
+            verdict,
+            judge_output,
+            judge_rc,
+            words,
+        } => {
+            let first = first_verdict(&verdict).ok();
+            let judged = read_text(&judge_output);
+            let mut result = counted_result(&who, judge_rc, first.as_ref(), &judged);
+            add_words(&mut result, &words);
+            let code = exit_code(&result.verdict);
+            (result, code)
+        }
+        Command::V41Result {
+            who,
+            verdict,
+            words,
+        } => {
+            let v41: Vec<V41Verdict> = read_verdicts(&verdict)?;
+            let first = v41.into_iter().next().context("verdict JSON: no verdict")?;
+            let mut result = v41_result(&who, &first);
+            add_words(&mut result, &words);
+            let code = exit_code(&result.verdict);
+            (result, code)
+        }
+        Command::BenchResult {
+            who,
+            measurement,
+            words,
+        } => {
+            let m: Measurement = read_json(&measurement)?;
+            let mut result = GuestResult::new(&who.case, &who.role, "pass");
+            add_words(&mut result, &words);
+            bench_fields(&mut result, &m);
+            (result, EXIT_PASS)
+        }
+        Command::FuzzResult {
+            who,
+            report,
+            stopped_by_kernel_watch,
+            words,
+        } => {
+            let report: wirefuzz::differential::Report = read_json(&report)?;
+            let verdict = if stopped_by_kernel_watch {
+                "fail"
+            } else {
+                "pass"
+            };
+            let mut result = GuestResult::new(&who.case, &who.role, verdict);
+            add_words(&mut result, &words);
+            fuzz_fields(&mut result, &report, stopped_by_kernel_watch);
+            let code = exit_code(&result.verdict);
+            (result, code)
+        }
+        Command::FailedResult {
+            who,
+            step,
+            rc,
+            stderr,
+            words,
+        } => {
+            let mut result = GuestResult::new(&who.case, &who.role, "fail");
+            if let Some(step) = step {
+                result.field("step", step);
+            }
+            result
+                .field("rc", rc)
+                .field("error", squeezed(&read_quote(&stderr)));
+            add_words(&mut result, &words);
+            (result, EXIT_FAIL)
+        }
+        Command::ServeStatsResult { who, stats, words } => {
+            let bytes = crate::input::read_bounded(&stats, MAX_INPUT, "serve stats")?;
+            let counts = ServeCounts::parse(&String::from_utf8_lossy(&bytes))?;
+            let mut result = serve_stats_result(&who, &counts, bytes.len());
+            add_words(&mut result, &words);
+            let code = exit_code(&result.verdict);
+            (result, code)
+        }
+        Command::ClosedConnections { stats } => {
+            crate::outln!("{}", closed_connections(&stats))?;
+            return Ok(0);
+        }
+        Command::WaitClosed {
+            stats,
+            verdict,
+            before,
+        } => {
+            let connects = first_verdict(&verdict).map_or(0, |v| v.connects as usize);
+            let want = before.saturating_add(connects);
+            let started = Instant::now();
+            while closed_connections(&stats) < want && started.elapsed() < CLOSE_WAIT {
+                std::thread::sleep(CLOSE_POLL);
+            }
+            return Ok(0);
+        }
+    };
+    crate::outln!("{}", result.to_line())?;
+    Ok(code)
+}
+
+fn exit_code(verdict: &str) -> u8 {
+    match verdict {
+        "pass" => EXIT_PASS,
+        "skip" => EXIT_SKIP,
+        _ => EXIT_FAIL,
+    }
+}
+
+/// `key=value` words, as the host reads them from a `RESULT case=...` line: a word without `=`
+/// is not a field; a later value for the same key wins.
+fn add_words(result: &mut GuestResult, words: &[String]) {
+    for (key, value) in words.iter().filter_map(|w| w.split_once('=')) {
+        result.field(key, value);
+    }
+}
+
+fn read_json<T: DeserializeOwned>(path: &Path) -> Result<T> {
+    let bytes = crate::input::read_bounded(path, MAX_INPUT, "JSON")?;
+    serde_json::from_slice(&bytes).with_context(|| format!("{}", path.display()))
+}
+
+/// A verdict file: the array `rig scenarios --format json` prints, or one verdict.
+fn read_verdicts<T: DeserializeOwned>(path: &Path) -> Result<Vec<T>> {
+    let value: serde_json::Value = read_json(path)?;
+    if value.is_array() {
+        serde_json::from_value(value).context("verdict JSON: not a list of verdicts")
+    } else {
+        Ok(vec![
+            serde_json::from_value(value).context("verdict JSON: not a verdict")?
+        ])
+    }
+}
+
+/// The first verdict of a verdict file (one scenario's run writes one).
+fn first_verdict(path: &Path) -> Result<Verdict> {
+    read_verdicts::<Verdict>(path)?
+        .into_iter()
+        .next()
+        .context("verdict JSON: no verdict")
+}
+
+/// A text file, lossily, within [`MAX_INPUT`]; empty when it cannot be read.
+fn read_text(path: &Path) -> String {
+    crate::input::read_bounded(path, MAX_INPUT, "text")
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or_default()
+}
+
+/// The first [`ERROR_QUOTE`] bytes of a file, lossily (`head -c 200`).
+fn read_quote(path: &Path) -> String {
+    let bytes = crate::input::read_bounded(path, MAX_INPUT, "text").unwrap_or_default();
+    String::from_utf8_lossy(&bytes[..bytes.len().min(ERROR_QUOTE)]).into_owned()
+}
+
+/// The connections `rig serve --stats` lists closed; 0 while the file is missing or unreadable
+/// (it is rewritten whenever a connection closes).
+fn closed_connections(stats: &Path) -> usize {
+    crate::input::read_bounded(stats, MAX_INPUT, "serve stats")
+        .ok()
+        .and_then(|b| ServeCounts::parse(&String::from_utf8_lossy(&b)).ok())
+        .map_or(0, |c| c.closed_connections())
+}
+
+/// A verdict's string as the scripts' one-word form.
+fn text_word(value: &str) -> String {
+    word(&json_text(value))
+}
+
+/// A verdict's reason (`failure`, `note`) as the scripts squeezed it.
+fn reason_word(value: &str) -> String {
+    squeezed(&json_text(value))
+}
+
+/// The verdict's observations, as `verdict_scan` listed them for every scenario RESULT.
+fn verdict_fields(result: &mut GuestResult, v: &Verdict) {
+    let statuses: Vec<String> = v
+        .statuses
+        .iter()
+        .map(|s| json_text(s).replace([' ', '"', ','], ""))
+        .filter(|s| !s.is_empty())
+        .collect();
+    result
+        .field("procedure", text_word(&v.procedure))
+        .field("xid", v.xid.to_string())
+        .field("transmissions", v.transmissions.to_string())
+        .field("argument_sets", v.argument_sets.to_string())
+        .field(
+            "executions",
+            v.executions.map_or("null".to_string(), |n| n.to_string()),
+        )
+        .field("judgement", text_word(&v.judgement))
+        .field("failure", text_word(&v.failure))
+        .field("replies", v.replies.to_string())
+        .field("replies_identical", v.replies_identical.to_string())
+        .field("credits_granted", v.credits_granted.to_string())
+        .field("unanswered", v.unanswered.to_string())
+        .field("credits_balanced", v.credits_balanced.to_string())
+        .field("connects", v.connects.to_string())
+        .field("connection", text_word(&v.connection))
+        .field("note", text_word(&v.note))
+        .field("statuses", statuses.join(","));
+}
+
+/// `run_scenario`'s RESULT: `verdict` is the first verdict of the file (`None`: none could be
+/// read), `rc` `rig scenarios`' exit status, `stderr` the start of its standard error.
+fn scenario_result(
+    who: &Who,
+    verdict: Option<&Verdict>,
+    scenario: &str,
+    label: &str,
+    rc: &str,
+    stderr: &str,
+) -> GuestResult {
+    let Some(v) = verdict.filter(|v| v.scenario == scenario) else {
+        // No verdict for the scenario asked: `rig scenarios` itself failed.
+        let mut result = GuestResult::new(&who.case, &who.role, "fail");
+        result
+            .field("step", "scenarios")
+            .field("rc", rc)
+            .field("label", label)
+            .field("scenario", scenario)
+            .field("error", squeezed(stderr));
+        return result;
+    };
+    // A scenario this transport cannot run sent nothing: a skip with the verdict's note as
+    // its reason, never a pass. "ok" with a clean exit ran to a verdict; anything else
+    // ("error") could not reach one.
+    let verdict = if v.outcome == UNSUPPORTED && rc == "0" {
+        "skip"
+    } else if v.outcome == "ok" && rc == "0" {
+        "pass"
+    } else {
+        "fail"
+    };
+    let mut result = GuestResult::new(&who.case, &who.role, verdict);
+    result
+        .field("label", label)
+        .field("scenario", scenario)
+        .field("outcome", text_word(&v.outcome))
+        .field("rc", rc);
+    if verdict == "skip" {
+        result.field("reason", reason_word(&v.note));
+    }
+    verdict_fields(&mut result, v);
+    result
+}
+
+/// The first value of `rig judge`'s `executions_counted=` line.
+fn executions_counted(judged: &str) -> Option<&str> {
+    judged
+        .lines()
+        .find_map(|line| line.strip_prefix("executions_counted="))
+        .filter(|n| !n.is_empty())
+}
+
+/// The last line of `rig judge`'s output, squeezed, quoted up to `limit` bytes.
+fn last_line_quote(judged: &str, limit: usize) -> String {
+    let last = judged.lines().last().unwrap_or_default();
+    let mut quote = squeezed(last);
+    if quote.len() > limit {
+        let mut end = limit;
+        while !quote.is_char_boundary(end) {
+            end -= 1;
+        }
+        quote.truncate(end);
+    }
+    quote
+}
+
+/// `judge_serve_stats`' RESULT: `rig judge` exits 0 pass, 1 fail, 2 no count (a harness
+/// failure of the case, never a pass), 3 nothing sent although the scenario did not skip.
+fn judged_result(who: &Who, judge_rc: u8, failure: &str, judged: &str) -> GuestResult {
+    let counted = executions_counted(judged).unwrap_or("unknown");
+    let verdict = if judge_rc == 0 { "pass" } else { "fail" };
+    let mut result = GuestResult::new(&who.case, &who.role, verdict);
+    result.field("step", "judge").field("count", "serve-stats");
+    match judge_rc {
+        0 => {
+            result.field("executions_counted", counted);
+        }
+        1 => {
+            result
+                .field("executions_counted", counted)
+                .field("reason", reason_word(failure));
+        }
+        3 => {
+            result.field("judge", "not-run").field(
+                "reason",
+                "the_scenario_sent_no_call_under_test_but_did_not_skip",
+            );
+        }
+        _ => {
+            result
+                .field("judge", "error")
+                .field("harness", "count-failed")
+                .field("reason", last_line_quote(judged, JUDGE_QUOTE));
+        }
+    }
+    result
+}
+
+/// The drc server's RESULT after `rig judge --ftrace`: 0 pass, 1 fail (the reason is the
+/// verdict's failure, else rig judge's `fail:` line), 2 no count (a harness failure: never a
+/// pass), 3 nothing sent (a skip whose reason is the client's note). `words` are the server's
+/// kernel observations (`kernel=`, `dmesg_new=`, the deltas), put after the judgement as the
+/// script did.
+fn counted_result(who: &Who, judge_rc: u8, verdict: Option<&Verdict>, judged: &str) -> GuestResult {
+    let (outcome, judge, reason) = match judge_rc {
+        0 => ("pass", "pass", String::new()),
+        1 => {
+            let failure = verdict.map(|v| json_text(&v.failure)).unwrap_or_default();
+            let reason = if failure.is_empty() {
+                judged
+                    .lines()
+                    .find_map(|l| l.strip_prefix("rig judge: fail: "))
+                    .unwrap_or_default()
+                    .to_string()
+            } else {
+                failure
+            };
+            ("fail", "fail", squeezed(&reason))
+        }
+        3 => {
+            let note = verdict.map(|v| reason_word(&v.note)).unwrap_or_default();
+            let reason = if note.is_empty() {
+                "no_verdict_from_the_client".to_string()
+            } else {
+                note
+            };
+            ("skip", "not-run", reason)
+        }
+        _ => {
+            // The script quoted 300 bytes of the squeezed line after its own prefix.
+            let reason = format!("count_failed:_{}", last_line_quote(judged, JUDGE_QUOTE));
+            ("fail", "error", reason)
+        }
+    };
+    let mut result = GuestResult::new(&who.case, &who.role, outcome);
+    result.field("judge", judge);
+    if !reason.is_empty() {
+        result.field("reason", reason);
+    }
+    result
+}
+
+/// The v41 client's RESULT after `run_scenario`: the judgement on the inferred executions (the
+/// server guest does not count COMPOUND executions per XID), fail when the rule fails.
+fn v41_result(who: &Who, v: &V41Verdict) -> GuestResult {
+    let failed = v.base.judgement == "fail";
+    let mut result = GuestResult::new(&who.case, &who.role, if failed { "fail" } else { "pass" });
+    result
+        .field("step", "judge")
+        .field("count", "inferred")
+        .field("slot_answer", reason_word(&v.slot_answer))
+        .field("slot_after", reason_word(&v.slot_after));
+    if failed {
+        result.field("reason", reason_word(&v.base.failure));
+    }
+    result
+}
+
+/// Namespace procedures a retransmission must not execute twice (RFC 1813: not idempotent).
+const NON_IDEMPOTENT_NAMESPACE: [&str; 9] = [
+    "CREATE", "MKDIR", "SYMLINK", "MKNOD", "REMOVE", "RMDIR", "RENAME", "LINK", "SETATTR",
+];
+
+/// The kclient server's RESULT: `rig serve` lists executions per (slot, XID, procedure); a
+/// non-idempotent namespace procedure executed more than once for one XID means a retransmit
+/// after the reconnect missed the DRC. A WRITE executed twice rewrites the same data (counted,
+/// not failed).
+fn serve_stats_result(who: &Who, counts: &ServeCounts, stats_bytes: usize) -> GuestResult {
+    let executed = counts.listed().count();
+    let twice = |wanted: &dyn Fn(&str) -> bool| {
+        counts
+            .listed()
+            .filter(|&(_, procedure, n)| n > 1 && wanted(procedure))
+            .count()
+    };
+    let double_namespace = twice(&|p| NON_IDEMPOTENT_NAMESPACE.contains(&p));
+    let double_write = twice(&|p| p == "WRITE");
+    let drc_hits = counts
+        .drc_decisions()
+        .iter()
+        .find(|(decision, _)| decision.starts_with("hit"))
+        .map_or(String::new(), |(_, n)| n.to_string());
+    let pass = executed > 0 && double_namespace == 0;
+    let mut result = GuestResult::new(&who.case, &who.role, if pass { "pass" } else { "fail" });
+    result
+        .field("stats_bytes", stats_bytes.to_string())
+        .field("xids_executed", executed.to_string())
+        .field("double_namespace_executions", double_namespace.to_string())
+        .field("double_write_executions", double_write.to_string())
+        .field("drc_hits", drc_hits);
+    result
+}
+
+/// A JSON number as `rig bench-rpc` printed it.
+fn json_number<T: serde::Serialize>(n: &T) -> String {
+    serde_json::to_string(n).unwrap_or_default()
+}
+
+/// One bench-rpc measurement's fields (`limited_by`: what capped the size, `none` when nothing).
+fn bench_fields(result: &mut GuestResult, m: &Measurement) {
+    result
+        .field("size_used", m.size_used.to_string())
+        .field(
+            "limited_by",
+            m.limited_by.as_deref().map_or("none".to_string(), squeezed),
+        )
+        .field("fsinfo_rtmax", json_number(&m.fsinfo_rtmax))
+        .field("fsinfo_wtmax", json_number(&m.fsinfo_wtmax))
+        .field("calls", m.calls.to_string())
+        .field("calls_per_sec", json_number(&m.calls_per_sec))
+        .field("p50_us", json_number(&m.latency_p50_us))
+        .field("p99_us", json_number(&m.latency_p99_us))
+        .field("mib_per_sec", json_number(&m.mib_per_sec));
+}
+
+/// One wire-fuzz run's fields.
+fn fuzz_fields(result: &mut GuestResult, r: &wirefuzz::differential::Report, stopped: bool) {
+    let signatures = r
+        .signatures
+        .as_ref()
+        .map_or(String::new(), |s| s.distinct_signatures.to_string());
+    result
+        .field("cases", r.cases_sent.to_string())
+        .field("cases_per_sec", json_number(&r.cases_per_sec))
+        .field("new_divergences", r.unknown_divergences.to_string())
+        .field("signatures", signatures)
+        // Each divergence, confirmed or not, is keyed by its rule.
+        .field(
+            "divergence_keys",
+            (r.divergences.len() + r.unconfirmed.len()).to_string(),
+        )
+        .field(
+            "stopped_by_kernel_watch",
+            if stopped { "yes" } else { "no" },
+        );
+}
+
+#[cfg(test)]
+mod tests;
