@@ -17,8 +17,11 @@ use rdma::v41::V41Verdict;
 use serde::de::DeserializeOwned;
 use verdict::counted::ServeCounts;
 use verdict::guest::{json_text, squeezed, word, GuestResult};
+use verdict::nfsd_stats::{self, Counters};
 
 use crate::bench_rpc::Measurement;
+use crate::svcrdma_rules::Row;
+use wirefuzz::rules::{answers_text, Answer, CaseKind, KernelProfile};
 
 /// Largest JSON file read (a verdict, a bench measurement, a fuzz report, serve stats).
 const MAX_INPUT: u64 = 16 << 20;
@@ -143,6 +146,52 @@ enum Command {
         stats: PathBuf,
         words: Vec<String>,
     },
+    /// The svcrdma-rules client's RESULT lines: one per rule that ran, from `rig svcrdma-rules
+    /// --rows` (pass when neither its negative case nor its positive control mismatched the
+    /// profile), then the run's own (a summary, or a failure when the run stopped: `--rc` 2).
+    SvcrdmaResults {
+        #[command(flatten)]
+        who: Who,
+        /// The rows `rig svcrdma-rules --rows` wrote.
+        #[arg(long)]
+        rows: PathBuf,
+        /// The profile the run compared with (its `kernel` names the kernel).
+        #[arg(long)]
+        profile: PathBuf,
+        /// `rig svcrdma-rules`' exit status: 0 every rule as the profile says, 1 mismatches, 2
+        /// the run itself failed.
+        #[arg(long)]
+        rc: u8,
+        #[arg(long)]
+        stderr: PathBuf,
+        /// The guest's `uname -r`.
+        #[arg(long)]
+        release: String,
+        /// The dangerous negative cases were sent.
+        #[arg(long)]
+        dangerous: bool,
+    },
+    /// Print the profile in DIR whose `release` is RELEASE (exit 1, printing nothing, when
+    /// none is).
+    SvcrdmaProfile {
+        #[arg(long)]
+        dir: PathBuf,
+        #[arg(long)]
+        release: String,
+    },
+    /// Kernel nfsd's counter deltas over a case: reads `rcs` (reply_cache_stats), `rpc`
+    /// (/proc/net/rpc/nfsd) and `dmesg` in the two directories, writes the `key=value` deltas
+    /// to `--out` (the case's kernel.txt) and prints how many kernel log lines are new.
+    NfsdDeltas {
+        #[arg(long, value_enum)]
+        counters: CountersArg,
+        #[arg(long)]
+        before: PathBuf,
+        #[arg(long)]
+        after: PathBuf,
+        #[arg(long)]
+        out: PathBuf,
+    },
     /// Print how many connections `rig serve --stats` has seen close (0 without the file).
     ClosedConnections { stats: PathBuf },
     /// Wait (at most 10 s) until `rig serve --stats` has seen `before` plus the verdict's
@@ -156,6 +205,13 @@ enum Command {
         #[arg(long)]
         before: usize,
     },
+}
+
+/// The counters a suite records ([`verdict::nfsd_stats::Counters`]).
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum CountersArg {
+    Nfs3,
+    Nfs41,
 }
 
 /// Exit statuses of the `*-result` commands.
@@ -276,6 +332,75 @@ pub fn run(args: Args) -> Result<u8> {
             add_words(&mut result, &words);
             let code = exit_code(&result.verdict);
             (result, code)
+        }
+        Command::NfsdDeltas {
+            counters,
+            before,
+            after,
+            out,
+        } => {
+            let counters = match counters {
+                CountersArg::Nfs3 => Counters::Nfs3,
+                CountersArg::Nfs41 => Counters::Nfs41,
+            };
+            let read = |dir: &Path, name: &str| read_text(&dir.join(name));
+            let deltas = nfsd_stats::deltas(
+                counters,
+                &read(&before, "rcs"),
+                &read(&after, "rcs"),
+                &read(&before, "rpc"),
+                &read(&after, "rpc"),
+            );
+            let text: String = deltas.iter().map(|(k, v)| format!("{k}={v}\n")).collect();
+            std::fs::write(&out, text).with_context(|| format!("{}", out.display()))?;
+            let new_lines =
+                nfsd_stats::new_log_lines(&read(&before, "dmesg"), &read(&after, "dmesg"));
+            crate::outln!("{new_lines}")?;
+            return Ok(0);
+        }
+        Command::SvcrdmaResults {
+            who,
+            rows,
+            profile,
+            rc,
+            stderr,
+            release,
+            dangerous,
+        } => {
+            let profile = read_profile(&profile)?;
+            let rows: Vec<Row> = read_text(&rows)
+                .lines()
+                .filter(|l| !l.trim().is_empty())
+                .take(MAX_ROWS)
+                .map(serde_json::from_str)
+                .collect::<Result<_, _>>()
+                .context("svcrdma-rules rows")?;
+            let run = RulesRun {
+                kernel: &profile.kernel,
+                release: &release,
+                rc,
+                stderr: &read_quote(&stderr),
+                dangerous,
+            };
+            for line in svcrdma_results(&who, &rows, &run) {
+                crate::outln!("{}", line.to_line())?;
+            }
+            return Ok(if rc == 0 { EXIT_PASS } else { EXIT_FAIL });
+        }
+        Command::SvcrdmaProfile { dir, release } => {
+            let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
+                .with_context(|| format!("{}", dir.display()))?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+                .collect();
+            paths.sort();
+            for path in paths {
+                if read_profile(&path).is_ok_and(|p| p.release == release) {
+                    crate::outln!("{}", path.display())?;
+                    return Ok(0);
+                }
+            }
+            return Ok(1);
         }
         Command::ClosedConnections { stats } => {
             crate::outln!("{}", closed_connections(&stats))?;
@@ -593,6 +718,87 @@ fn serve_stats_result(who: &Who, counts: &ServeCounts, stats_bytes: usize) -> Gu
         .field("double_write_executions", double_write.to_string())
         .field("drc_hits", drc_hits);
     result
+}
+
+/// Most rows read (the catalogue has two per rule).
+const MAX_ROWS: usize = 4096;
+
+/// A profile file, by the type `rig svcrdma-rules` reads it with.
+fn read_profile(path: &Path) -> Result<KernelProfile> {
+    KernelProfile::parse(&read_text(path)).with_context(|| format!("{}", path.display()))
+}
+
+/// What one `rig svcrdma-rules` run was, beside its rows.
+struct RulesRun<'a> {
+    kernel: &'a str,
+    release: &'a str,
+    rc: u8,
+    stderr: &'a str,
+    dangerous: bool,
+}
+
+/// One RESULT per rule, in the order the rules ran, then the run's: `fail` with the start of
+/// its standard error when it stopped (rc 2: a connect refused after a kernel crash, a bad
+/// profile; the rules after it never ran), else the summary.
+fn svcrdma_results(who: &Who, rows: &[Row], run: &RulesRun<'_>) -> Vec<GuestResult> {
+    let mut rules: Vec<&str> = Vec::new();
+    for row in rows {
+        if !rules.contains(&row.rule.as_ref()) {
+            rules.push(&row.rule);
+        }
+    }
+    let mut out = Vec::with_capacity(rules.len() + 1);
+    for rule in &rules {
+        let of = |kind| {
+            rows.iter()
+                .rev()
+                .find(|r| r.rule == *rule && r.case == kind)
+        };
+        let (negative, positive) = (of(CaseKind::Negative), of(CaseKind::Positive));
+        let mismatch = |row: Option<&Row>| row.is_some_and(|r| r.skipped.is_none() && !r.ok);
+        let observed = |row: Option<&Row>| {
+            row.map_or(String::new(), |r| {
+                r.observed.map_or("-", Answer::name).to_string()
+            })
+        };
+        let verdict = if mismatch(negative) || mismatch(positive) {
+            "fail"
+        } else {
+            "pass"
+        };
+        let mut result = GuestResult::new(&who.case, &who.role, verdict);
+        result
+            .field("rule", *rule)
+            .field("kernel", run.kernel)
+            .field(
+                "expected",
+                negative.map_or(String::new(), |r| answers_text(r.expected, &r.also)),
+            )
+            .field("observed", observed(negative))
+            .field("control", observed(positive));
+        if negative.is_some_and(|r| r.skipped.is_some()) {
+            result.field("skipped", "dangerous");
+        }
+        out.push(result);
+    }
+    let mut last = GuestResult::new(&who.case, &who.role, "pass");
+    if run.rc > 1 {
+        last.verdict = "fail".into();
+        last.field("step", "svcrdma-rules")
+            .field("rc", run.rc.to_string())
+            .field("kernel", run.kernel)
+            .field("rules_run", rules.len().to_string())
+            .field("error", squeezed(run.stderr));
+    } else {
+        last.field("step", "summary")
+            .field("kernel", run.kernel)
+            .field("release", run.release)
+            .field("rules_run", rules.len().to_string())
+            .field("rc", run.rc.to_string())
+            .field("dangerous", if run.dangerous { "included" } else { "" });
+    }
+    out.push(last);
+    out
 }
 
 /// A JSON number as `rig bench-rpc` printed it.

@@ -9,7 +9,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use serde::Serialize;
+use std::borrow::Cow;
+
+use serde::{Deserialize, Serialize};
 use wirefuzz::case::Case;
 use wirefuzz::executor::{open_runner, CaseRunner};
 use wirefuzz::rules::{
@@ -51,6 +53,10 @@ pub struct Args {
     /// Case log: every case is appended (one JSON line) before it is sent.
     #[arg(long)]
     log: Option<PathBuf>,
+    /// Every row as one JSON line as soon as it is known (a run that stops early keeps the rows
+    /// it has: `rig guest svcrdma-results` reads them).
+    #[arg(long)]
+    rows: Option<PathBuf>,
     /// Per-event deadline for real targets, in milliseconds.
     #[arg(long, default_value_t = 2000)]
     timeout_ms: u64,
@@ -59,20 +65,21 @@ pub struct Args {
     print_profile: Option<PathBuf>,
 }
 
-/// One line of the report: one case of one rule.
-#[derive(Debug, Clone, Serialize)]
-struct Row {
-    rule: &'static str,
-    case: CaseKind,
-    expected: Answer,
+/// One line of the report: one case of one rule (also one JSON line of `--rows`, which
+/// `rig guest svcrdma-results` reads back).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Row {
+    pub rule: Cow<'static, str>,
+    pub case: CaseKind,
+    pub expected: Answer,
     /// The profile's timing alternatives to `expected`, accepted too (negative cases only).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    also: Vec<Answer>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub also: Vec<Answer>,
     /// `None`: not sent (dangerous, without --include-dangerous).
-    observed: Option<Answer>,
-    ok: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    skipped: Option<&'static str>,
+    pub observed: Option<Answer>,
+    pub ok: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<Cow<'static, str>>,
     bytes_hex: String,
     /// Where the expected value came from (the profile's note; "positive control").
     expected_note: String,
@@ -122,6 +129,12 @@ pub fn run(args: Args) -> Result<u8> {
         }
         File::create(log).with_context(|| format!("creating {}", log.display()))?;
     }
+    let mut rows_file = match &args.rows {
+        Some(path) => {
+            Some(File::create(path).with_context(|| format!("creating {}", path.display()))?)
+        }
+        None => None,
+    };
     let mut rows = Vec::with_capacity(entries.len() * 2);
     for entry in &entries {
         let expected = profile
@@ -132,6 +145,9 @@ pub fn run(args: Args) -> Result<u8> {
             // Each line as soon as it is known: a kernel that dies mid-run leaves its last
             // rule on the console.
             outln!("{}", render_row(&row))?;
+            if let Some(file) = &mut rows_file {
+                writeln!(file, "{}", serde_json::to_string(&row)?).context("writing --rows")?;
+            }
             rows.push(row);
         }
     }
@@ -199,7 +215,7 @@ fn run_row(
         ),
     };
     let mut row = Row {
-        rule: entry.rule.name(),
+        rule: entry.rule.name().into(),
         case: kind,
         expected: expected_answer,
         also,
@@ -212,7 +228,7 @@ fn run_row(
     };
     if kind == CaseKind::Negative && !args.include_dangerous {
         if let Some(why) = entry.dangerous {
-            row.skipped = Some(why);
+            row.skipped = Some(why.into());
             return Ok(row);
         }
     }
@@ -281,7 +297,7 @@ fn answer_on_fresh_connection(
 
 fn render_row(row: &Row) -> String {
     let observed = row.observed.map_or("-", Answer::name);
-    let verdict = match (row.skipped, row.ok) {
+    let verdict = match (&row.skipped, row.ok) {
         (Some(_), _) => "SKIPPED",
         (None, true) => "OK",
         (None, false) => "MISMATCH",
@@ -293,7 +309,7 @@ fn render_row(row: &Row) -> String {
         answers_text(row.expected, &row.also),
         observed
     );
-    if let Some(why) = row.skipped {
+    if let Some(why) = &row.skipped {
         out.push_str(&format!(
             "\n    dangerous: {why} (--include-dangerous sends it)"
         ));
@@ -320,7 +336,7 @@ fn observed_profile(profile: &KernelProfile, report: &Report) -> KernelProfile {
     let mut observed = profile.clone();
     for row in report.rows.iter().filter(|r| r.case == CaseKind::Negative) {
         let Some(answer) = row.observed else { continue };
-        let Some(entry) = observed.rules.get_mut(row.rule) else {
+        let Some(entry) = observed.rules.get_mut(row.rule.as_ref()) else {
             continue;
         };
         let control = report
@@ -703,7 +719,7 @@ mod tests {
         assert_eq!(bad[0]["observed"], "err-vers");
         // The mismatch line names the rule and shows both answers and the bytes.
         let row: Row = Row {
-            rule: "bad-version",
+            rule: "bad-version".into(),
             case: CaseKind::Negative,
             expected: Answer::ErrChunk,
             also: Vec::new(),

@@ -8,3 +8,4 @@
 pub mod counted;
 pub mod guest;
 pub mod judge;
+pub mod nfsd_stats;

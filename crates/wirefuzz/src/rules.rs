@@ -176,7 +176,7 @@ impl From<Outcome> for Answer {
 }
 
 /// Negative case or positive control.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum CaseKind {
     /// Breaks the rule: answered as the kernel's profile says.

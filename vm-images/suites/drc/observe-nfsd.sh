@@ -16,13 +16,14 @@
 # can be done before rig_ready is done there.
 . /rig/lib/rig-suite.sh
 T=/sys/kernel/tracing
-snap() { # <prefix>
-  cat /proc/fs/nfsd/reply_cache_stats > "$1.rcs"
-  cat /proc/net/rpc/nfsd > "$1.rpc"
-  dmesg > "$1.dmesg"
+snap() { # <dir>
+  mkdir -p "$1"
+  cat /proc/fs/nfsd/reply_cache_stats > "$1/rcs"
+  cat /proc/net/rpc/nfsd > "$1/rpc"
+  dmesg > "$1/dmesg"
 }
 snap /tmp/before
-dmesg_before=$(awk 'END { print NR }' /tmp/before.dmesg)
+rig_case_bin
 read -r release < /proc/sys/kernel/osrelease
 trace_sources=
 [ -f /tmp/rig-trace-sources ] && read -r trace_sources < /tmp/rig-trace-sources
@@ -32,35 +33,12 @@ rig_wait_client_done 120 || { rig_result fail step=client-not-done; exit 1; }
 # Replies still in flight when the client exits are counted once nfsd finishes them.
 sleep 0.3
 snap /tmp/after
-# One awk over the four snapshots, the reply cache's deltas first:
-# reply_cache_stats: "name: value" lines; keep the counters (hits/misses/not cached/...).
-# /proc/net/rpc/nfsd "rc hits misses nocache" and "proc3 <n> null getattr ... commit".
-# Then the number of dmesg lines after the case, last.
-awk 'FILENAME == "/tmp/before.rcs" { split($0, kv, ":"); rcs_before[kv[1]] = kv[2] + 0; next }
-     FILENAME == "/tmp/after.rcs" {
-       split($0, kv, ":"); d = kv[2] + 0 - rcs_before[kv[1]]; key = kv[1]; gsub(/ /, "_", key)
-       if (key ~ /hits|misses|not_cached|num_entries|payload|acked_evictions/) printf "%s=%d\n", key, d
-       next
-     }
-     FILENAME == "/tmp/before.rpc" { for (i = 2; i <= NF; i++) before[$1, i] = $i; next }
-     FILENAME == "/tmp/after.dmesg" { lines++; next }
-     $1 == "rc" { printf "rc_hits=%d\nrc_misses=%d\nrc_nocache=%d\n", $2 - before["rc", 2], $3 - before["rc", 3], $4 - before["rc", 4] }
-     $1 == "rpc" { printf "rpc_calls=%d\nrpc_badcalls=%d\n", $2 - before["rpc", 2], $3 - before["rpc", 3] }
-     $1 == "proc3" {
-       split("null getattr setattr lookup access readlink read write create mkdir symlink mknod remove rmdir rename link readdir readdirplus fsstat fsinfo pathconf commit", names, " ")
-       for (i = 3; i <= NF && i - 2 <= 22; i++) { d = $i - before["proc3", i]; if (d) printf "proc3_%s=%d\n", names[i - 2], d }
-     }
-     END { printf "%d\n", lines }' \
-  /tmp/before.rcs /tmp/after.rcs /tmp/before.rpc /tmp/after.rpc /tmp/after.dmesg > /tmp/deltas
-# The deltas go to the case's kernel.txt, the last line (the dmesg count) is split off.
+# The deltas, read by rig with wire's procedure names (crates/verdict/src/nfsd_stats.rs): the
+# reply cache's counters (hits/misses/not cached/...), the `rc`, `rpc` and `proc3` lines of
+# /proc/net/rpc/nfsd, into the case's kernel.txt; it prints the number of new dmesg lines.
 kernel_txt=$RIG_OUT/$RIG_CASE.kernel.txt
-held=
-while IFS= read -r line || [ -n "$line" ]; do
-  [ -n "$held" ] && printf '%s\n' "$held"
-  held=$line
-done < /tmp/deltas > "$kernel_txt"
-new_dmesg=$(( held - dmesg_before ))
-[ "$new_dmesg" -lt 0 ] && new_dmesg=0
+new_dmesg=$("$RIG_CASE_BIN" guest nfsd-deltas --counters nfs3 --before /tmp/before --after /tmp/after \
+  --out "$kernel_txt")
 # The trace, with the sources enabled on this kernel as its first line; one byte over rig judge's
 # 16 MiB limit at most, so an overflowing copy is refused rather than judged truncated.
 verdict_file="$RIG_OUT/$RIG_CASE.verdict.json"
@@ -68,7 +46,6 @@ ftrace="$RIG_OUT/$RIG_CASE.ftrace.txt"
 first="# rig-sources: $trace_sources"
 printf '%s\n' "$first" > "$ftrace"
 [ -e $T/trace ] && head -c $(( 16777217 - ${#first} - 1 )) $T/trace >> "$ftrace"
-rig_case_bin
 "$RIG_CASE_BIN" judge --verdict "$verdict_file" --ftrace "$ftrace" --write > /tmp/judge.out 2>&1
 judge_rc=$?
 echo "== rig judge (exit $judge_rc)"
@@ -85,7 +62,7 @@ while IFS= read -r line || [ -n "$line" ]; do
   deltas="$deltas $line"
 done < "$kernel_txt"
 echo "== new dmesg lines ($new_dmesg)"
-[ "$new_dmesg" = 0 ] || tail -n "$new_dmesg" /tmp/after.dmesg
+[ "$new_dmesg" = 0 ] || tail -n "$new_dmesg" /tmp/after/dmesg
 # The RESULT line, from rig judge's exit status and the verdict read as rig's own type
 # (crates/rig/src/guest.rs counted_result): 0 pass, 1 fail (the reason is the verdict's
 # "failure"), 2 no count (bad input: no verdict file, an unreadable trace, the XID missing from

@@ -237,3 +237,79 @@ fn a_namespace_procedure_executed_twice_fails_the_kernel_clients_run() {
         ("fail", "")
     );
 }
+
+#[test]
+fn svcrdma_results_are_one_per_rule_then_the_runs_own() {
+    let row = |rule: &str, kind: &str, expected: &str, observed: Option<&str>, ok: bool| {
+        let observed = observed.map_or("null".to_string(), |o| format!("\"{o}\""));
+        serde_json::from_str::<Row>(&format!(
+            r#"{{"rule": "{rule}", "case": "{kind}", "expected": "{expected}",
+            "observed": {observed}, "ok": {ok}, "bytes_hex": "", "expected_note": "",
+            "notes": []}}"#
+        ))
+        .unwrap()
+    };
+    let mut skipped = row("read-overlap", "negative", "err-chunk", None, true);
+    skipped.skipped = Some("crashed 6.1.176".into());
+    let rows = vec![
+        row(
+            "bad-version",
+            "negative",
+            "err-vers",
+            Some("err-vers"),
+            true,
+        ),
+        row("bad-version", "positive", "reply", Some("reply"), true),
+        row(
+            "write-segcount-zero",
+            "negative",
+            "reply",
+            Some("err-chunk"),
+            false,
+        ),
+        row(
+            "write-segcount-zero",
+            "positive",
+            "reply",
+            Some("reply"),
+            true,
+        ),
+        skipped,
+        row("read-overlap", "positive", "reply", Some("reply"), true),
+    ];
+    let run = RulesRun {
+        kernel: "debian-6.12.118",
+        release: "6.12.118+deb13-amd64",
+        rc: 1,
+        stderr: "",
+        dangerous: false,
+    };
+    let results = svcrdma_results(&who(), &rows, &run);
+    let lines: Vec<String> = results
+        .iter()
+        .map(|r| {
+            let fields: Vec<String> = r.fields.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            format!("{} {}", r.verdict, fields.join(" "))
+        })
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            "pass control=reply expected=err-vers kernel=debian-6.12.118 observed=err-vers rule=bad-version",
+            "fail control=reply expected=reply kernel=debian-6.12.118 observed=err-chunk rule=write-segcount-zero",
+            "pass control=reply expected=err-chunk kernel=debian-6.12.118 observed=- rule=read-overlap skipped=dangerous",
+            "pass dangerous= kernel=debian-6.12.118 rc=1 release=6.12.118+deb13-amd64 rules_run=3 step=summary",
+        ]
+    );
+    // A run that stopped: the rules it ran, then its failure.
+    let stopped = RulesRun {
+        rc: 2,
+        stderr: "rig: connect refused",
+        ..run
+    };
+    let results = svcrdma_results(&who(), &rows[..2], &stopped);
+    assert_eq!(results.len(), 2);
+    assert_eq!(results[1].verdict, "fail");
+    assert_eq!(results[1].fields["error"], "rig:_connect_refused");
+    assert_eq!(results[1].fields["rules_run"], "1");
+}
