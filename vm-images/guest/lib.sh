@@ -1,6 +1,9 @@
 # Helpers for suite scripts (sourced by driver.sh; available to every case script).
 # RESULT lines are the machine-readable contract with the host (interop/src/results.rs):
-#   RESULT case=<case> role=<srv|cli> verdict=<pass|fail> [key=value ...]   (values: no spaces)
+#   RESULT {"schema":1,"case":...,"role":...,"verdict":...,"fields":{...}}   (`rig guest`, from
+#          rig's own typed outputs: crates/verdict/src/guest.rs; suites use rig_guest)
+#   RESULT case=<case> role=<srv|cli> verdict=<pass|fail|skip> [key=value ...]   (rig_result, for
+#          steps that run no rig; values: no spaces)
 RIG_OUT=/rig/out
 RIG_SYNC=/rig/out/sync
 RIG_SERVER_IP=10.99.0.1

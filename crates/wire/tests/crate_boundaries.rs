@@ -1,32 +1,54 @@
-//! Architecture Invariants of ARCHITECTURE.md that are crate boundaries, checked on the manifests
-//! and sources: the simulator moves bytes and cannot reach the codec; the server reaches the
-//! transport only through the engine; crates/rdma runs the one NFSv3 scenario catalogue of
-//! crates/client and holds none of its own; the verdict crate (judging, counting, ftrace
-//! parsing) reaches no FFI.
+//! Architecture Invariants of ARCHITECTURE.md that are crate boundaries, checked on the crate
+//! graph (`cargo metadata`) and the sources: the simulator moves bytes and cannot reach the
+//! codec; the server reaches the transport only through the engine; crates/rdma runs the one
+//! NFSv3 scenario catalogue of crates/client and holds none of its own; the verdict crate
+//! (judging, counting, ftrace parsing) reaches no FFI.
 
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 fn crates_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-/// The package names under `[dependencies]` of a crate's manifest (not dev- or build-).
+/// The workspace as `cargo metadata --no-deps` describes it: each package's manifest path and
+/// its dependencies with their kind (`null` normal, `"dev"`, `"build"`).
+fn metadata() -> &'static serde_json::Value {
+    static METADATA: OnceLock<serde_json::Value> = OnceLock::new();
+    METADATA.get_or_init(|| {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
+        let output = std::process::Command::new(cargo)
+            .args(["metadata", "--format-version", "1", "--no-deps", "--offline"])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .expect("cargo metadata runs");
+        assert!(
+            output.status.success(),
+            "cargo metadata: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        serde_json::from_slice(&output.stdout).expect("cargo metadata JSON")
+    })
+}
+
+/// The package names a crate (its directory under crates/) links: its normal dependencies, not
+/// dev- or build-dependencies.
 fn dependencies(krate: &str) -> Vec<String> {
-    let path = crates_dir().join(krate).join("Cargo.toml");
-    let manifest =
-        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let mut in_dependencies = false;
-    let mut names = Vec::new();
-    for line in manifest.lines().map(str::trim) {
-        if line.starts_with('[') {
-            in_dependencies = line == "[dependencies]";
-        } else if in_dependencies {
-            if let Some((name, _)) = line.split_once('=') {
-                names.push(name.trim().to_string());
-            }
-        }
-    }
-    names
+    let manifest = crates_dir().join(krate).join("Cargo.toml");
+    let manifest = manifest.canonicalize().unwrap_or(manifest);
+    let package = metadata()["packages"]
+        .as_array()
+        .expect("packages")
+        .iter()
+        .find(|p| p["manifest_path"].as_str().map(Path::new) == Some(manifest.as_path()))
+        .unwrap_or_else(|| panic!("no workspace package at {}", manifest.display()));
+    package["dependencies"]
+        .as_array()
+        .expect("dependencies")
+        .iter()
+        .filter(|d| d["kind"].is_null())
+        .map(|d| d["name"].as_str().expect("name").to_string())
+        .collect()
 }
 
 fn sources(krate: &str) -> Vec<(PathBuf, String)> {
