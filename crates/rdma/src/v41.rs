@@ -29,10 +29,11 @@ use wire::rpc::{AcceptStat, AuthSys, CallHeader, OpaqueAuth, ReplyBody, RpcMessa
 use wire::xdr::{Reader, Writer, Xdr};
 
 use crate::requester::{ClientError, RdmaClient};
-use crate::scenarios::{replies_of, reply_bytes, run_until_replies, Verdict};
+use crate::scenarios::{replies_of, reply_bytes, run_until_replies};
 use client::scenarios::select;
 pub use verdict::judge::{is_refusal, REFUSALS};
 use verdict::judge::{Basis, LOST_REPLY};
+use verdict::record::Verdict;
 
 /// The slot every scenario uses (one slot: the session's fore channel asks for few).
 pub const SLOT: u32 = 0;
@@ -1126,7 +1127,7 @@ fn after_reconnect(s: &mut Session41) -> Result<Findings, V41Error> {
 /// The verdicts as a table: the NFSv3 table's columns, then the slot's answer.
 pub fn table(verdicts: &[V41Verdict]) -> String {
     let bases: Vec<Verdict> = verdicts.iter().map(|v| v.base.clone()).collect();
-    let mut out = crate::scenarios::table(&bases);
+    let mut out = verdict::record::table(&bases);
     out.push_str(&format!(
         "{:<24} {:>4} {:>4} {:<28} {:<16} {}\n",
         "scenario", "slot", "seq", "slot answer", "slot after", "expected"

@@ -12,12 +12,12 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use rdma::scenarios::{Verdict, UNSUPPORTED};
 use rdma::v41::V41Verdict;
 use serde::de::DeserializeOwned;
 use verdict::counted::ServeCounts;
 use verdict::guest::{json_text, squeezed, word, GuestResult};
 use verdict::nfsd_stats::{self, Counters};
+use verdict::record::{Verdict, UNSUPPORTED};
 
 use crate::bench_rpc::Measurement;
 use crate::svcrdma_rules::Row;

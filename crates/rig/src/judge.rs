@@ -9,9 +9,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, ensure, Context, Result};
-use rdma::scenarios::{Verdict, SKIP, UNSUPPORTED};
 use verdict::counted::{FtraceCounts, ServeCounts};
 use verdict::judge::Basis;
+use verdict::record::{Verdict, SKIP, UNSUPPORTED};
 
 /// Largest input file read (verdict, trace or stats).
 const MAX_INPUT: u64 = 16 << 20;

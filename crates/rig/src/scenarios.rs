@@ -156,7 +156,7 @@ fn run_rdma(args: &Args) -> Result<u8> {
         rdma::scenarios::run(&options, args.scenario.as_deref()).map_err(|e| anyhow::anyhow!(e))?;
     match args.format {
         Format::Json => outln!("{}", serde_json::to_string_pretty(&verdicts)?)?,
-        Format::Table => out!("{}", rdma::scenarios::table(&verdicts))?,
+        Format::Table => out!("{}", verdict::record::table(&verdicts))?,
     }
     Ok(if verdicts.iter().any(|v| v.outcome == "error") {
         1

@@ -9,3 +9,4 @@ pub mod counted;
 pub mod guest;
 pub mod judge;
 pub mod nfsd_stats;
+pub mod record;
