@@ -44,10 +44,11 @@ pub mod level;
 pub mod link;
 pub mod model;
 pub mod reassembly;
+pub mod reinsert;
 pub mod render;
 pub mod session;
+pub mod summarise;
 pub mod synth;
-pub mod upper;
 
 pub use level::{capture_status, CaptureStatus, Incompleteness, Level, TransportCounts};
 pub use model::{Event, EventBody, Message, Role, Trace};

@@ -19,7 +19,7 @@ use crate::nfs3::{
 use crate::nfs4::{Compound4Args, Compound4Res, NFSPROC4_COMPOUND, NFS_V4};
 use crate::nfsacl::{NfsaclCall, NfsaclProc, NfsaclReply, NFSACL_V3};
 use crate::rpc::{RpcMessage, MOUNT_PROGRAM, NFSACL_PROGRAM, NFS_PROGRAM};
-use crate::rpcrdma::{total_length, Body, ChunkLists, Header};
+use crate::rpcrdma::{total_length, Body, ChunkLists, Header, ReadSegment};
 use crate::xdr::{pad4, Reader};
 
 /// RFC 8166 §4.1.1: the transport header's XID must be the RPC message's XID.
@@ -112,7 +112,43 @@ impl MessageError {
     pub fn rule(&self) -> &'static str {
         self.error.rule()
     }
+
+    /// The procedure number, when the error is that the program has no such procedure (NFSv3,
+    /// RFC 1813 §3; MOUNT v3, RFC 1813 Appendix I; NFSACL v3; NFSv4, RFC 8881 §16).
+    pub fn unknown_procedure(&self) -> Option<u32> {
+        match self.error {
+            DecodeError::BadDiscriminant { field, value, .. }
+                if self.layer == Layer::Nfs && PROCEDURE_FIELDS.contains(&field) =>
+            {
+                Some(value)
+            }
+            _ => None,
+        }
+    }
+
+    /// The bytes left after the call's arguments or the reply's results, when that is the
+    /// error (RFC 4506 §3: they are the rest of the message).
+    pub fn trailing_bytes(&self) -> Option<usize> {
+        match self.error {
+            DecodeError::TrailingBytes { field, count }
+                if self.layer == Layer::Nfs && (field == ARGUMENTS || field == RESULTS) =>
+            {
+                Some(count)
+            }
+            _ => None,
+        }
+    }
 }
+
+/// The fields of the procedure-number errors: the program's procedure type, as
+/// [`Nfs3Proc::decode_u32`] and its kin name it, and [`nfs4_compound`]'s.
+const PROCEDURE_FIELDS: [&str; 4] = ["Nfs3Proc", "Mount3Proc", "NfsaclProc", NFS4_PROCEDURE];
+/// The field of an NFSv4 procedure number error.
+const NFS4_PROCEDURE: &str = "NFSv4 procedure";
+/// What a call's trailing bytes follow.
+const ARGUMENTS: &str = "call arguments";
+/// What a reply's trailing bytes follow.
+const RESULTS: &str = "reply results";
 
 impl fmt::Display for MessageError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -407,7 +443,8 @@ pub struct DecodedRpc {
 }
 
 impl DecodedRpc {
-    /// For a call decoded with [`Placement::Chunks`] of `lists`: whether its Read chunks carry
+    /// For a call decoded with [`Placement::Chunks`] of lists whose Read list is `reads`:
+    /// whether its Read chunks carry
     /// its DDP-eligible arguments and nothing else, each chunk exactly on one moved argument (at
     /// the argument's XDR position, RFC 8166 §3.4.5 / RFC 8267 §4/§6, and as long as its length
     /// word says, without round-up), none at Position Zero. Then this decode is the decode of the
@@ -416,10 +453,10 @@ impl DecodedRpc {
     /// zero round-up, §3.4.5.2) put back, which the decoder reads as opaque; reading the
     /// reduced stream meets the same fields at the same places, and every check on the rest is
     /// the same or stricter (a count checked against the bytes left sees fewer bytes).
-    pub fn reads_are_moved_arguments(&self, lists: &ChunkLists) -> bool {
+    pub fn reads_are_moved_arguments(&self, reads: &[ReadSegment]) -> bool {
         matches!(self.rpc, RpcMessage::Call(_))
             && !self.moved.is_empty()
-            && lists.reads.iter().all(|read| read.position != 0)
+            && reads.iter().all(|read| read.position != 0)
             // Violations: a Read chunk no argument took, or one at another position.
             && self.nfs.as_ref().is_some_and(|s| s.violations.is_empty())
             && self.moved.iter().all(|m| {
@@ -449,7 +486,7 @@ impl DecodedRpc {
 pub fn decode_call_moved(inline: &[u8], lists: &ChunkLists) -> Option<DecodedRpc> {
     decode_rpc_message(inline, None, Placement::Chunks(lists))
         .ok()
-        .filter(|d| d.reads_are_moved_arguments(lists))
+        .filter(|d| d.reads_are_moved_arguments(&lists.reads))
 }
 
 /// Decode an RPC message from its first byte: its header (RFC 5531 §9), then the NFSv3 / NFSv4
@@ -615,7 +652,7 @@ fn decode_call(
         }
         (NFS_PROGRAM, NFS_V4) => {
             if !nfs4_compound(cp.proc_)? {
-                r.finish("call arguments")?;
+                r.finish(ARGUMENTS)?;
                 return Ok(None);
             }
             // RFC 8267 §6: each DDP-eligible argument (WRITE data, CREATE link text), in stream
@@ -672,7 +709,7 @@ fn decode_call(
         _ => return Ok(None),
     };
     // RFC 4506 §3: the arguments are the rest of the message; nothing may follow them.
-    r.finish("call arguments")?;
+    r.finish(ARGUMENTS)?;
     Ok(Some(decoded))
 }
 
@@ -730,7 +767,7 @@ fn decode_reply(
         }
         (NFS_PROGRAM, NFS_V4) => {
             if !nfs4_compound(cp.proc_)? {
-                r.finish("reply results")?;
+                r.finish(RESULTS)?;
                 return Ok(None);
             }
             // RFC 8267 §6 with RFC 8166 §3.4.6: each DDP-eligible result (READ data, READLINK
@@ -778,7 +815,7 @@ fn decode_reply(
         }
         _ => return Ok(None),
     };
-    r.finish("reply results")?;
+    r.finish(RESULTS)?;
     Ok(Some(decoded))
 }
 
@@ -789,7 +826,7 @@ fn nfs4_compound(proc_: u32) -> crate::error::Result<bool> {
         0 => Ok(false),
         NFSPROC4_COMPOUND => Ok(true),
         value => Err(DecodeError::BadDiscriminant {
-            field: "NFSv4 procedure",
+            field: NFS4_PROCEDURE,
             value,
             rule: RULE_NFS4_PROCEDURE,
         }),

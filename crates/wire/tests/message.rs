@@ -620,3 +620,43 @@ fn the_rpc_message_decoder_reports_layers_without_checking_the_xid() {
         DecodeError::TrailingBytes { count: 4, .. }
     ));
 }
+
+#[test]
+fn procedure_and_trailing_byte_errors_say_what_they_are() {
+    let unknown = CallHeader::new(1, NFS_PROGRAM, 3, 99).to_bytes();
+    let err = decode_rpc_message(&unknown, None, Placement::Reinserted).unwrap_err();
+    assert_eq!(
+        (err.unknown_procedure(), err.trailing_bytes()),
+        (Some(99), None)
+    );
+    let nfs4 = CallHeader::new(1, NFS_PROGRAM, 4, 7).to_bytes();
+    let err = decode_rpc_message(&nfs4, None, Placement::Reinserted).unwrap_err();
+    assert_eq!(err.unknown_procedure(), Some(7));
+    let mut long = read_call(1);
+    long.extend_from_slice(&[0; 8]);
+    let err = decode_rpc_message(&long, None, Placement::Reinserted).unwrap_err();
+    assert_eq!(
+        (err.unknown_procedure(), err.trailing_bytes()),
+        (None, Some(8))
+    );
+    // A bad discriminant inside the arguments is neither.
+    let mut bad = CallHeader::new(1, NFS_PROGRAM, 3, Nfs3Proc::Write as u32).to_bytes();
+    bad.extend(
+        Writer::new()
+            .opaque_var(&[1; 8])
+            .u64(0)
+            .u32(0)
+            .u32(9)
+            .u32(0)
+            .as_bytes(),
+    );
+    let err = decode_rpc_message(&bad, None, Placement::Reinserted).unwrap_err();
+    assert!(matches!(
+        err.error,
+        DecodeError::BadDiscriminant { value: 9, .. }
+    ));
+    assert_eq!(
+        (err.unknown_procedure(), err.trailing_bytes()),
+        (None, None)
+    );
+}
