@@ -672,7 +672,9 @@ struct RpcStream {
     /// The message's bytes; empty when `send` says the Send's own decode is this stream's.
     bytes: Vec<u8>,
     /// Whether a call's DDP-eligible items are reduced to their length words (chunk data not
-    /// captured).
+    /// captured): the RDMA_MSG's inline stream, decoded with the Send (its items take the Read
+    /// chunks as the chunk lists say), or every item reduced
+    /// ([`wire::message::Placement::Moved`]) where there is no Send decode (RDMA_MSGP).
     reduced: bool,
     /// Bytes carried by each Write chunk, in Write list order (each checked against the length
     /// of the reduced item that took it).

@@ -168,16 +168,20 @@ impl Builder<'_> {
 }
 
 /// The decode of `stream` in the trace's words: the Send's (`send`) where the stream is the
-/// Send's inline stream, else [`wire::message::decode_rpc_message`] of its bytes. For a Reply,
-/// `call` is the procedure of the Call it answers. A note on the stream (chunk data not
-/// captured) comes before the decode's.
+/// Send's inline stream (a Call's reduced stream, its chunk data not captured, is too: its
+/// DDP-eligible arguments take the Read chunks as the chunk lists say), else
+/// [`wire::message::decode_rpc_message`] of its bytes. For a Reply, `call` is the procedure of
+/// the Call it answers. A note on the stream (chunk data not captured) comes before the decode's.
 fn decode_stream(
     stream: RpcStream,
     is_call: bool,
     call: Option<wire::message::CallProc>,
     send: Option<&SendDecode>,
 ) -> summarise::Decoded {
-    let mut decoded = match (stream.send, send) {
+    let view = stream
+        .send
+        .or_else(|| stream.reduced.then_some(View::AsDecoded));
+    let mut decoded = match (view, send) {
         (Some(view), Some(send)) => summarise::summarise(send, call, view),
         _ => {
             let placement = if stream.reduced {
