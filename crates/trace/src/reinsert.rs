@@ -76,12 +76,6 @@ impl Reinsertion {
             .map_err(position_error)
     }
 
-    /// Where each chunk goes in the inline stream: the offset, in the inline stream, of the
-    /// byte its data is inserted before (in chunk order).
-    pub fn inline_at(&self) -> impl Iterator<Item = usize> + '_ {
-        self.0.base_at()
-    }
-
     /// The rebuilt message with the inline stream in place and zeros where the chunks go.
     pub fn with_inline(&self, inline: &[u8]) -> Vec<u8> {
         self.0.with_base(inline)

@@ -135,9 +135,7 @@ impl Builder<'_> {
             .collect();
         let layout = reinsert::Reinsertion::plan(inline.len(), &lengths).ok()?;
         if moved {
-            if let Some(stream) = self.call_stream_moved(index, conn, inline, chunks) {
-                return Some(stream);
-            }
+            return Some(self.call_stream_moved(index, conn, inline, chunks));
         }
         let mut bytes = layout.with_inline(inline);
         let mut chunk_bytes = 0u64;
@@ -181,7 +179,7 @@ impl Builder<'_> {
         conn: usize,
         inline: &[u8],
         chunks: &[wire::rpcrdma::ReadChunk],
-    ) -> Option<Result<RpcStream, String>> {
+    ) -> Result<RpcStream, String> {
         let mut chunk_bytes = 0u64;
         for chunk in chunks {
             let covered = self.admit(&chunk.segments, true).and_then(|total| {
@@ -191,14 +189,10 @@ impl Builder<'_> {
             match covered {
                 Ok(total) => chunk_bytes += total,
                 // What the gather would have found, with the same budget spent.
-                Err(e) => return Some(Ok(RpcStream::reduced(inline, chunk_bytes, e))),
+                Err(e) => return Ok(RpcStream::reduced(inline, chunk_bytes, e)),
             }
         }
-        Some(Ok(RpcStream::send(
-            View::Reinserted,
-            Vec::new(),
-            chunk_bytes,
-        )))
+        Ok(RpcStream::send(View::Reinserted, Vec::new(), chunk_bytes))
     }
 
     /// The Reply's RPC message: the Reply chunk for RDMA_NOMSG, else the inline stream whose
