@@ -1,10 +1,13 @@
 //! One-shot decode of a whole RDMA Send payload: transport header, inline RPC message, and the
 //! NFSv3 / NFSv4.1 COMPOUND / MOUNT v3 / NFSACL v3 arguments or results when the program is
-//! known.
+//! known; and the one decoder of an RPC message wherever it comes from
+//! ([`decode_rpc_message`]: an RDMA_MSG's inline stream, a call rebuilt with its Read chunk data,
+//! a Position-Zero Read chunk or Reply chunk).
 //!
 //! Replies do not carry their procedure, so the caller passes a [`CallProc`] hint (the trace
-//! crate pairs calls and replies by xid). DDP-eligible items that travelled in chunks are
-//! recognised from the chunk lists and decoded as reduced (RFC 8166 §3.4.1, RFC 8267 §4).
+//! crate pairs calls and replies by xid). Where DDP-eligible items travelled is a [`Placement`]:
+//! as the chunk lists say (decoded as reduced, RFC 8166 §3.4.1, RFC 8267 §4), reinserted, or
+//! moved with the chunk data not at hand.
 
 use std::fmt;
 
