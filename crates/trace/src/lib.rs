@@ -12,8 +12,10 @@
 //!   SEND, RDMA WRITE, RDMA READ responses; duplicates, gaps, NAKs reported as events.
 //! - [`session`]: connections (from CM, else from traffic), roles, RPC-over-RDMA headers, chunk
 //!   data attached by handle and offset, Call/Reply pairing by xid, retransmissions.
-//! - [`upper`]: rebuild full RPC messages from chunks; RPC, NFSv3, NFSACL, MOUNT and NFSv4.1
-//!   COMPOUND decode (through `wire`'s codecs).
+//! - [`reinsert`]: rebuild a Call's full RPC message from its inline stream and captured Read
+//!   chunk data. The RPC, NFSv3, NFSACL, MOUNT and NFSv4.1 COMPOUND decode is `wire::message`'s
+//!   (`decode_rpc_message`; an RDMA_MSG's inline stream is decoded once); [`summarise`] turns its
+//!   typed result into the model's summaries and the trace's words.
 //! - [`synth`]: synthetic RoCEv2 captures for tests, benchmarks and hostile-input checks.
 //! - [`model`] the trace types; [`level`] the one normalisation level (the exchange gates, RC
 //!   transport events are counted) and the capture's completeness; [`render`] text/JSON lines
@@ -44,10 +46,11 @@ pub mod level;
 pub mod link;
 pub mod model;
 pub mod reassembly;
+pub mod reinsert;
 pub mod render;
 pub mod session;
+pub mod summarise;
 pub mod synth;
-pub mod upper;
 
 pub use level::{capture_status, CaptureStatus, Incompleteness, Level, TransportCounts};
 pub use model::{Event, EventBody, Message, Role, Trace};

@@ -28,7 +28,8 @@ use crate::model::{Connection, Event, EventBody, Message, Role, Trace};
 use crate::reassembly::{
     At, CaptureBytes, Delivery, FlowKey, Limits, RdmaData, Reassembler, TransportEvent,
 };
-use crate::upper::{self, CallKey};
+use crate::reinsert;
+use crate::summarise::{self, View};
 
 mod chunk_data;
 mod connections;
@@ -240,7 +241,7 @@ struct ConnState {
 
 #[derive(Debug, Clone)]
 struct CallRecord {
-    key: Option<CallKey>,
+    key: Option<wire::message::CallProc>,
     /// First transmission.
     frame: u32,
     /// Latest transmission (retransmissions update it).
@@ -331,17 +332,6 @@ impl GatherBudget {
         }
         self.bytes.set(left - n);
         Ok(())
-    }
-
-    /// What is left of both budgets, for [`GatherBudget::restore`].
-    fn snapshot(&self) -> (u64, u64) {
-        (self.bytes.get(), self.visits.get())
-    }
-
-    /// Give back what was spent since `snapshot` (work redone another way spends it again).
-    fn restore(&self, (bytes, visits): (u64, u64)) {
-        self.bytes.set(bytes);
-        self.visits.set(visits);
     }
 
     /// Take one comparison of a data movement with a segment.
@@ -673,11 +663,18 @@ enum Look {
     Before,
 }
 
-/// An RPC message ready for the upper-layer decoder.
+/// The decode of an RDMA_MSG's inline RPC message, reduced as its chunk lists say.
+type SendDecode = Result<wire::message::DecodedRpc, wire::message::MessageError>;
+
+/// An RPC message ready for [`wire::message::decode_rpc_message`].
 #[derive(Debug)]
 struct RpcStream {
+    /// The message's bytes; empty when `send` says the Send's own decode is this stream's.
     bytes: Vec<u8>,
-    /// Whether a DDP-eligible item is reduced to its length word.
+    /// Whether a call's DDP-eligible items are reduced to their length words (chunk data not
+    /// captured): the RDMA_MSG's inline stream, decoded with the Send (its items take the Read
+    /// chunks as the chunk lists say), or every item reduced
+    /// ([`wire::message::Placement::Moved`]) where there is no Send decode (RDMA_MSGP).
     reduced: bool,
     /// Bytes carried by each Write chunk, in Write list order (each checked against the length
     /// of the reduced item that took it).
@@ -685,8 +682,10 @@ struct RpcStream {
     chunk_bytes: u64,
     /// Why the stream is not complete (chunk data not captured).
     note: Option<String>,
-    /// The upper layers already decoded (`bytes` then empty): [`Builder::call_stream_moved`].
-    decoded: Option<upper::Decoded>,
+    /// The stream is the RDMA_MSG's inline stream reduced as its chunk lists say: the Send's
+    /// decode ([`wire::message::Placement::Chunks`]) is this stream's, shown as the [`View`]
+    /// says ([`View::Reinserted`]: [`Builder::call_stream_moved`]).
+    send: Option<View>,
 }
 
 impl RpcStream {
@@ -699,7 +698,7 @@ impl RpcStream {
             writes: Vec::new(),
             chunk_bytes,
             note: Some(note),
-            decoded: None,
+            send: None,
         }
     }
 
@@ -710,7 +709,19 @@ impl RpcStream {
             writes: Vec::new(),
             chunk_bytes: 0,
             note: None,
-            decoded: None,
+            send: None,
+        }
+    }
+
+    /// The Send's inline stream, decoded with the Send ([`RpcStream::send`]).
+    fn send(view: View, writes: Vec<u64>, chunk_bytes: u64) -> Self {
+        RpcStream {
+            bytes: Vec::new(),
+            reduced: false,
+            writes,
+            chunk_bytes,
+            note: None,
+            send: Some(view),
         }
     }
 }

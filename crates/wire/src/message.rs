@@ -1,10 +1,13 @@
 //! One-shot decode of a whole RDMA Send payload: transport header, inline RPC message, and the
 //! NFSv3 / NFSv4.1 COMPOUND / MOUNT v3 / NFSACL v3 arguments or results when the program is
-//! known.
+//! known; and the one decoder of an RPC message wherever it comes from
+//! ([`decode_rpc_message`]: an RDMA_MSG's inline stream, a call rebuilt with its Read chunk data,
+//! a Position-Zero Read chunk or Reply chunk).
 //!
 //! Replies do not carry their procedure, so the caller passes a [`CallProc`] hint (the trace
-//! crate pairs calls and replies by xid). DDP-eligible items that travelled in chunks are
-//! recognised from the chunk lists and decoded as reduced (RFC 8166 §3.4.1, RFC 8267 §4).
+//! crate pairs calls and replies by xid). Where DDP-eligible items travelled is a [`Placement`]:
+//! as the chunk lists say (decoded as reduced, RFC 8166 §3.4.1, RFC 8267 §4), reinserted, or
+//! moved with the chunk data not at hand.
 
 use std::fmt;
 
@@ -19,7 +22,7 @@ use crate::nfs3::{
 use crate::nfs4::{Compound4Args, Compound4Res, NFSPROC4_COMPOUND, NFS_V4};
 use crate::nfsacl::{NfsaclCall, NfsaclProc, NfsaclReply, NFSACL_V3};
 use crate::rpc::{RpcMessage, MOUNT_PROGRAM, NFSACL_PROGRAM, NFS_PROGRAM};
-use crate::rpcrdma::{total_length, ChunkLists, Header, Proc};
+use crate::rpcrdma::{total_length, Body, ChunkLists, Header, ReadSegment};
 use crate::xdr::{pad4, Reader};
 
 /// RFC 8166 §4.1.1: the transport header's XID must be the RPC message's XID.
@@ -112,7 +115,43 @@ impl MessageError {
     pub fn rule(&self) -> &'static str {
         self.error.rule()
     }
+
+    /// The procedure number, when the error is that the program has no such procedure (NFSv3,
+    /// RFC 1813 §3; MOUNT v3, RFC 1813 Appendix I; NFSACL v3; NFSv4, RFC 8881 §16).
+    pub fn unknown_procedure(&self) -> Option<u32> {
+        match self.error {
+            DecodeError::BadDiscriminant { field, value, .. }
+                if self.layer == Layer::Nfs && PROCEDURE_FIELDS.contains(&field) =>
+            {
+                Some(value)
+            }
+            _ => None,
+        }
+    }
+
+    /// The bytes left after the call's arguments or the reply's results, when that is the
+    /// error (RFC 4506 §3: they are the rest of the message).
+    pub fn trailing_bytes(&self) -> Option<usize> {
+        match self.error {
+            DecodeError::TrailingBytes { field, count }
+                if self.layer == Layer::Nfs && (field == ARGUMENTS || field == RESULTS) =>
+            {
+                Some(count)
+            }
+            _ => None,
+        }
+    }
 }
+
+/// The fields of the procedure-number errors: the program's procedure type, as
+/// [`Nfs3Proc::decode_u32`] and its kin name it, and [`nfs4_compound`]'s.
+const PROCEDURE_FIELDS: [&str; 4] = ["Nfs3Proc", "Mount3Proc", "NfsaclProc", NFS4_PROCEDURE];
+/// The field of an NFSv4 procedure number error.
+const NFS4_PROCEDURE: &str = "NFSv4 procedure";
+/// What a call's trailing bytes follow.
+const ARGUMENTS: &str = "call arguments";
+/// What a reply's trailing bytes follow.
+const RESULTS: &str = "reply results";
 
 impl fmt::Display for MessageError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -253,7 +292,8 @@ pub fn decode_message(bytes: &[u8]) -> Result<DecodedMessage, MessageError> {
     decode_message_with(bytes, None)
 }
 
-/// Decode a whole Send payload. For a reply, `call_proc` names the procedure it answers so the
+/// Decode a whole Send payload: the transport header, then, for RDMA_MSG, the inline RPC message
+/// ([`decode_inline_message`]). For a reply, `call_proc` names the procedure it answers so the
 /// results can be decoded; without it a reply stops at the RPC header.
 pub fn decode_message_with(
     bytes: &[u8],
@@ -275,57 +315,244 @@ pub fn decode_message_with(
     // Only RDMA_MSG carries the RPC message inline. RDMA_NOMSG moves it to the Position-Zero
     // Read chunk or the Reply chunk (RFC 8166 §3.5.3); RDMA_MSGP is obsolete (§4.6.1); DONE and
     // ERROR carry no RPC message.
-    if out.rpcrdma.proc() != Proc::Msg {
+    let Body::Msg(chunks) = &out.rpcrdma.body else {
         return Ok(out);
-    }
-    let inline = &bytes[header_len..];
-    let mut r = Reader::new(inline);
-    let fail = |layer, error, out: &DecodedMessage, rpc: Option<RpcMessage>| MessageError {
-        layer,
-        error,
-        rpcrdma: Some(Box::new(out.rpcrdma.clone())),
-        rpc: rpc.map(Box::new),
     };
-    let rpc = match <RpcMessage as crate::xdr::Xdr>::decode(&mut r) {
-        Ok(rpc) => rpc,
-        Err(error) => return Err(fail(Layer::Rpc, error, &out, None)),
+    match decode_inline_message(out.rpcrdma.xid, &bytes[header_len..], call_proc, chunks) {
+        Ok(decoded) => {
+            out.rpc = Some(decoded.rpc);
+            out.upper = decoded.upper;
+            out.nfs = decoded.nfs;
+            Ok(out)
+        }
+        Err(mut e) => {
+            e.rpcrdma = Some(Box::new(out.rpcrdma));
+            Err(e)
+        }
+    }
+}
+
+/// The RPC message of an RDMA_MSG whose transport header has XID `transport_xid` and chunk
+/// lists `chunks`: [`decode_rpc_message`] of the inline stream, each DDP-eligible item reduced
+/// as the chunk lists say ([`Placement::Chunks`]), and the XIDs checked against each other
+/// ([`check_xid`]) once the RPC header has decoded. Errors carry no transport header
+/// ([`decode_message_with`] adds it).
+pub fn decode_inline_message(
+    transport_xid: u32,
+    inline: &[u8],
+    call_proc: Option<CallProc>,
+    chunks: &ChunkLists,
+) -> Result<DecodedRpc, MessageError> {
+    let decoded = decode_rpc_message(inline, call_proc, Placement::Chunks(chunks));
+    let rpc = match &decoded {
+        Ok(d) => Some(&d.rpc),
+        Err(e) => e.rpc.as_deref(),
     };
     // RFC 8166 §4.1.1: the transport header's XID MUST be the same as the XID in the RPC message.
     // A receiver MAY key on the transport XID alone (svcrdma does, so it never notices a
-    // mismatch); a decoder for interop testing reports it.
-    if let Err(error) = check_xid(out.rpcrdma.xid, rpc.xid()) {
-        return Err(fail(Layer::Rpc, error, &out, Some(rpc)));
+    // mismatch); a decoder for interop testing reports it, before anything found after the RPC
+    // header.
+    if let Some(rpc) = rpc {
+        if let Err(error) = check_xid(transport_xid, rpc.xid()) {
+            return Err(MessageError {
+                layer: Layer::Rpc,
+                error,
+                rpcrdma: None,
+                rpc: Some(Box::new(rpc.clone())),
+            });
+        }
     }
-    let no_chunks = ChunkLists::default();
-    let chunks = out.rpcrdma.chunks().unwrap_or(&no_chunks);
+    decoded
+}
+
+/// How the DDP-eligible items of an RPC message travelled (RFC 8166 §3.4, RFC 8267 §4/§6): what
+/// the decoder of that message finds in their place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placement<'a> {
+    /// As the transport header's chunk lists say: the inline stream of an RDMA_MSG, where a
+    /// DDP-eligible item that took a chunk keeps only its length word (RFC 8166 §3.4.1). A call's
+    /// items take the Read chunks other than Position Zero in position order; a reply's take
+    /// the Write chunks in order, moved when the chunk came back with bytes (§3.4.6).
+    Chunks(&'a ChunkLists),
+    /// Nothing reduced: a call rebuilt with its Read chunk data reinserted (§3.4.5), or a
+    /// Position-Zero Read chunk or Reply chunk that carries the whole message (§3.5.3) beside no
+    /// Write chunk.
+    Reinserted,
+    /// The chunk data not at hand. A call's every DDP-eligible argument is reduced to its
+    /// length word (its Read chunks were not captured); a reply's results take the Write chunks
+    /// that carried `writes` bytes each, in Write list order, as with [`Placement::Chunks`].
+    Moved { writes: &'a [u64] },
+}
+
+impl Placement<'_> {
+    /// A call's reduction: which DDP-eligible arguments are reduced, and the Read chunks they
+    /// take.
+    fn call_reduction(self) -> Reduction {
+        match self {
+            Placement::Chunks(lists) => Reduction::for_call_lists(lists),
+            Placement::Reinserted => Reduction::inline(),
+            Placement::Moved { .. } => Reduction::every_item_moved(),
+        }
+    }
+
+    /// The bytes each Write chunk of a reply carried, in Write list order.
+    fn write_lengths(self) -> Vec<u64> {
+        match self {
+            Placement::Chunks(lists) => lists.writes.iter().map(|c| total_length(c)).collect(),
+            Placement::Reinserted => Vec::new(),
+            Placement::Moved { writes } => writes.to_vec(),
+        }
+    }
+
+    /// The bytes the first Write chunk carried: the one an NFSv3 reply's single DDP-eligible
+    /// result may take.
+    fn first_write_length(self) -> Option<u64> {
+        match self {
+            Placement::Chunks(lists) => lists.writes.first().map(|c| total_length(c)),
+            Placement::Reinserted => None,
+            Placement::Moved { writes } => writes.first().copied(),
+        }
+    }
+}
+
+/// A DDP-eligible item the decoder found reduced to its length word, and the chunk it took.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MovedItem {
+    /// The item as the specification names it (`"WRITE3args.data"`, `"READ4resok.data"`).
+    pub item: &'static str,
+    /// The item's length from its inline length word.
+    pub length: u32,
+    /// Where its bytes begin in the unreduced message (RFC 8166 §3.4.4): for a call, the
+    /// position the Read chunk carrying it must have.
+    pub position: usize,
+    /// The Read chunk's position (calls) or the Write chunk's index (replies) it took; `None`
+    /// with [`Placement::Moved`] for a call (chunks unknown).
+    pub chunk: Option<usize>,
+    /// The bytes of that chunk.
+    pub chunk_length: Option<u64>,
+}
+
+/// An RPC message decoded from its first byte ([`decode_rpc_message`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DecodedRpc {
+    /// The RPC header.
+    pub rpc: RpcMessage,
+    /// Typed upper-layer arguments or results, when the program and procedure are known.
+    pub upper: Option<Upper>,
+    /// Serialisable summary of `upper`.
+    pub nfs: Option<NfsSummary>,
+    /// The DDP-eligible items found reduced to their length words, in stream order.
+    pub moved: Vec<MovedItem>,
+}
+
+impl DecodedRpc {
+    /// For a call decoded with [`Placement::Chunks`] of lists whose Read list is `reads`:
+    /// whether its Read chunks carry
+    /// its DDP-eligible arguments and nothing else, each chunk exactly on one moved argument (at
+    /// the argument's XDR position, RFC 8166 §3.4.5 / RFC 8267 §4/§6, and as long as its length
+    /// word says, without round-up), none at Position Zero. Then this decode is the decode of the
+    /// message with the chunk data reinserted ([`Placement::Reinserted`]), the moved bytes aside:
+    /// the reinserted message is the inline stream with each such argument's bytes (and their
+    /// zero round-up, §3.4.5.2) put back, which the decoder reads as opaque; reading the
+    /// reduced stream meets the same fields at the same places, and every check on the rest is
+    /// the same or stricter (a count checked against the bytes left sees fewer bytes).
+    pub fn reads_are_moved_arguments(&self, reads: &[ReadSegment]) -> bool {
+        matches!(self.rpc, RpcMessage::Call(_))
+            && !self.moved.is_empty()
+            && reads.iter().all(|read| read.position != 0)
+            // Violations: a Read chunk no argument took, or one at another position.
+            && self.nfs.as_ref().is_some_and(|s| s.violations.is_empty())
+            && self.moved.iter().all(|m| {
+                m.chunk == Some(m.position) && m.chunk_length == Some(u64::from(m.length))
+            })
+    }
+
+    /// For a reply: the first moved result whose Write chunk does not hold exactly its bytes
+    /// (RFC 8166 §3.4.6: the Responder returns each segment's length as what it wrote, and
+    /// MUST NOT write XDR round-up into a Write chunk), with the bytes the chunk carried.
+    pub fn write_chunk_mismatch(&self) -> Option<(&MovedItem, u64)> {
+        if !matches!(self.rpc, RpcMessage::Reply(_)) {
+            return None;
+        }
+        self.moved.iter().find_map(|m| {
+            let carried = m.chunk_length.unwrap_or(0);
+            (!write_chunk_holds(m.length, carried)).then_some((m, carried))
+        })
+    }
+}
+
+/// Decode a call from its inline stream (the RPC message of an RDMA_MSG) when its Read chunks
+/// (`lists`) carry exactly its DDP-eligible arguments ([`DecodedRpc::reads_are_moved_arguments`]):
+/// the decode of the message with the chunk data reinserted, without the chunk data. `None`
+/// when that cannot be told from the inline stream (an error, a chunk not taken by an argument,
+/// another position or length, a program without DDP-eligible arguments).
+pub fn decode_call_moved(inline: &[u8], lists: &ChunkLists) -> Option<DecodedRpc> {
+    decode_rpc_message(inline, None, Placement::Chunks(lists))
+        .ok()
+        .filter(|d| d.reads_are_moved_arguments(&lists.reads))
+}
+
+/// Decode an RPC message from its first byte: its header (RFC 5531 §9), then the NFSv3 / NFSv4
+/// COMPOUND / MOUNT v3 / NFSACL v3 arguments or results when the program is known, the
+/// DDP-eligible items as `placement` says they travelled. `bytes` is the inline stream of an
+/// RDMA_MSG, a call rebuilt with its Read chunk data reinserted, or the Position-Zero Read chunk
+/// or Reply chunk of an RDMA_NOMSG. For a reply, `call_proc` names the procedure it answers;
+/// without it a SUCCESS reply stops at the RPC header. The XID is not checked (there may be no
+/// transport header here: [`check_xid`]). Errors after the RPC header carry it.
+pub fn decode_rpc_message(
+    bytes: &[u8],
+    call_proc: Option<CallProc>,
+    placement: Placement<'_>,
+) -> Result<DecodedRpc, MessageError> {
+    let mut r = Reader::new(bytes);
+    let rpc = <RpcMessage as crate::xdr::Xdr>::decode(&mut r).map_err(|error| MessageError {
+        layer: Layer::Rpc,
+        error,
+        rpcrdma: None,
+        rpc: None,
+    })?;
+    let mut moved = Vec::new();
     let result = match &rpc {
         RpcMessage::Call(call) => decode_call(
             CallProc::new(call.prog, call.vers, call.proc_),
-            chunks,
+            placement,
             &mut r,
+            &mut moved,
         ),
         RpcMessage::Reply(reply) if reply.is_success() => match call_proc {
-            Some(cp) => decode_reply(cp, chunks, &mut r),
+            Some(cp) => decode_reply(cp, placement, &mut r, &mut moved),
             None => Ok(None),
         },
         // A rejected or non-SUCCESS reply carries nothing after its header (RFC 5531 §9).
-        RpcMessage::Reply(_) => {
-            if let Err(error) = r.finish("rpc reply") {
-                return Err(fail(Layer::Rpc, error, &out, Some(rpc)));
+        RpcMessage::Reply(_) => match r.finish("rpc reply") {
+            Ok(()) => Ok(None),
+            Err(error) => {
+                return Err(MessageError {
+                    layer: Layer::Rpc,
+                    error,
+                    rpcrdma: None,
+                    rpc: Some(Box::new(rpc)),
+                })
             }
-            Ok(None)
-        }
+        },
     };
     match result {
-        Ok(Some((upper, summary))) => {
-            out.upper = Some(upper);
-            out.nfs = Some(summary);
+        Ok(decoded) => {
+            let (upper, nfs) = decoded.unzip();
+            Ok(DecodedRpc {
+                rpc,
+                upper,
+                nfs,
+                moved,
+            })
         }
-        Ok(None) => {}
-        Err(error) => return Err(fail(Layer::Nfs, error, &out, Some(rpc))),
+        Err(error) => Err(MessageError {
+            layer: Layer::Nfs,
+            error,
+            rpcrdma: None,
+            rpc: Some(Box::new(rpc)),
+        }),
     }
-    out.rpc = Some(rpc);
-    Ok(out)
 }
 
 type UpperResult = crate::error::Result<Option<(Upper, NfsSummary)>>;
@@ -342,14 +569,35 @@ fn summary(program: &'static str, vers: u32, proc_: &'static str, call: bool) ->
     }
 }
 
-/// Decode call arguments; `r` is positioned just after the RPC call header.
-fn decode_call(cp: CallProc, chunks: &ChunkLists, r: &mut Reader<'_>) -> UpperResult {
+/// The items `reduction` recorded as moved, as [`MovedItem`]s.
+fn moved_items(reduction: &Reduction) -> impl Iterator<Item = MovedItem> + '_ {
+    reduction
+        .items()
+        .iter()
+        .filter(|i| i.moved)
+        .map(|i| MovedItem {
+            item: i.item,
+            length: i.length,
+            position: i.position,
+            chunk: i.chunk,
+            chunk_length: reduction.chunk_length(i),
+        })
+}
+
+/// Decode call arguments; `r` is positioned just after the RPC call header. The DDP-eligible
+/// arguments found reduced go to `moved`.
+fn decode_call(
+    cp: CallProc,
+    placement: Placement<'_>,
+    r: &mut Reader<'_>,
+    moved: &mut Vec<MovedItem>,
+) -> UpperResult {
     let decoded = match (cp.prog, cp.vers) {
         (NFS_PROGRAM, NFS_V3) => {
             let proc_ = Nfs3Proc::decode_u32(cp.proc_)?;
             // Read chunks other than the Position-Zero chunk carry moved argument data: the
             // call's DDP-eligible argument, if it has one, takes the first of them.
-            let mut reduction = Reduction::for_call_lists(chunks);
+            let mut reduction = placement.call_reduction();
             let item = ddp_eligible_argument(proc_);
             let ddp = match item {
                 Some(_) => reduction.next_ddp(),
@@ -370,13 +618,22 @@ fn decode_call(cp: CallProc, chunks: &ChunkLists, r: &mut Reader<'_>) -> UpperRe
             // the RPC message, the coordinate system of Read chunk positions.
             let args = Nfs3Call::decode_reduced(proc_, r, ddp)?;
             let mut s = summary("NFS", NFS_V3, proc_.name(), true);
-            if let (Some((position, chunk_length)), Some(item)) =
-                (reduction.taken_chunks().next(), item)
-            {
+            let taken = reduction.taken_chunks().next();
+            // The moved item is the last item of WRITE3args and SYMLINK3args, so its content
+            // would start exactly where the reduced stream ends.
+            let end = r.consumed();
+            if let (Some(item), Some(data)) = (item, args.ddp_data().filter(|d| d.is_moved())) {
+                moved.push(MovedItem {
+                    item,
+                    length: data.len(),
+                    position: end,
+                    chunk: taken.map(|(position, _)| position),
+                    chunk_length: taken.map(|(_, length)| length),
+                });
+            }
+            if let (Some((position, chunk_length)), Some(item)) = (taken, item) {
                 let position = position as u32;
-                // The moved item is the last item of WRITE3args and SYMLINK3args, so its content
-                // would start exactly where the reduced stream ends.
-                if let Err(e) = check_argument_position(position, r.consumed()) {
+                if let Err(e) = check_argument_position(position, end) {
                     violations.push(Violation {
                         rule: e.rule(),
                         field: "read_list.position",
@@ -398,16 +655,18 @@ fn decode_call(cp: CallProc, chunks: &ChunkLists, r: &mut Reader<'_>) -> UpperRe
         }
         (NFS_PROGRAM, NFS_V4) => {
             if !nfs4_compound(cp.proc_)? {
-                r.finish("call arguments")?;
+                r.finish(ARGUMENTS)?;
                 return Ok(None);
             }
             // RFC 8267 §6: each DDP-eligible argument (WRITE data, CREATE link text), in stream
             // order, takes the next Read chunk; only its length word stays inline.
-            let mut reduction = Reduction::for_call_lists(chunks);
+            let mut reduction = placement.call_reduction();
             let args = Compound4Args::decode_with(r, &mut reduction)?;
             let mut s = summary("NFS", NFS_V4, "COMPOUND", true);
             for item in reduction.items().iter().filter(|i| i.moved) {
-                let position = item.chunk.unwrap_or(0) as u32;
+                // Every item moved, the chunks unknown: no chunk to check.
+                let Some(chunk) = item.chunk else { continue };
+                let position = chunk as u32;
                 // The Read chunk's position must be the item's XDR position in the unreduced
                 // stream (after every earlier moved item's bytes, RFC 8166 §3.4.4).
                 if let Err(e) = check_argument_position(position, item.position) {
@@ -433,31 +692,38 @@ fn decode_call(cp: CallProc, chunks: &ChunkLists, r: &mut Reader<'_>) -> UpperRe
                     field: "read_list.position",
                     value: position as u64,
                 }));
+            moved.extend(moved_items(&reduction));
             (Upper::Nfs4Call(Box::new(args)), s)
         }
         (MOUNT_PROGRAM, MOUNT_V3) => {
             let proc_ = Mount3Proc::decode_u32(cp.proc_)?;
             let args = Mount3Call::decode(proc_, r)?;
             let mut s = summary("MOUNT", MOUNT_V3, proc_.name(), true);
-            s.violations = auxiliary_chunk_violations(chunks, true);
+            s.violations = auxiliary_chunk_violations(placement, true);
             (Upper::Mount3Call(args), s)
         }
         (NFSACL_PROGRAM, NFSACL_V3) => {
             let proc_ = NfsaclProc::decode_u32(cp.proc_)?;
             let args = NfsaclCall::decode(proc_, r)?;
             let mut s = summary("NFSACL", NFSACL_V3, proc_.name(), true);
-            s.violations = auxiliary_chunk_violations(chunks, true);
+            s.violations = auxiliary_chunk_violations(placement, true);
             (Upper::NfsaclCall(args), s)
         }
         _ => return Ok(None),
     };
-    // RFC 4506 §3: the arguments are the rest of the inline message; nothing may follow them.
-    r.finish("call arguments")?;
+    // RFC 4506 §3: the arguments are the rest of the message; nothing may follow them.
+    r.finish(ARGUMENTS)?;
     Ok(Some(decoded))
 }
 
-/// Decode reply results; `r` is positioned just after a SUCCESS reply header.
-fn decode_reply(cp: CallProc, chunks: &ChunkLists, r: &mut Reader<'_>) -> UpperResult {
+/// Decode reply results; `r` is positioned just after a SUCCESS reply header. The DDP-eligible
+/// results found reduced go to `moved`.
+fn decode_reply(
+    cp: CallProc,
+    placement: Placement<'_>,
+    r: &mut Reader<'_>,
+    moved: &mut Vec<MovedItem>,
+) -> UpperResult {
     let decoded = match (cp.prog, cp.vers) {
         (NFS_PROGRAM, NFS_V3) => {
             let proc_ = Nfs3Proc::decode_u32(cp.proc_)?;
@@ -466,8 +732,8 @@ fn decode_reply(cp: CallProc, chunks: &ChunkLists, r: &mut Reader<'_>) -> UpperR
             // DDP-eligible item. A zero-length chunk means the item (if any) stayed inline. An
             // NFSv3 reply has at most one such item, so only the first Write chunk counts.
             // Most replies carry no Write list: their stream is unreduced.
-            let mut reduction = match chunks.writes.first() {
-                Some(chunk) => Reduction::for_reply(vec![total_length(chunk)]),
+            let mut reduction = match placement.first_write_length() {
+                Some(length) => Reduction::for_reply(vec![length]),
                 None => Reduction::inline(),
             };
             let item = ddp_eligible_result(proc_);
@@ -479,11 +745,18 @@ fn decode_reply(cp: CallProc, chunks: &ChunkLists, r: &mut Reader<'_>) -> UpperR
             let mut s = summary("NFS", NFS_V3, proc_.name(), false);
             s.violations = write_chunks_not_taken(&reduction, RULE_WRITE_NOT_DDP_ELIGIBLE);
             s.status = Some(res.status().name());
-            if let (Some(item), Some((_, chunk_length)), Some(length)) = (
+            if let (Some(item), Some((chunk, chunk_length)), Some(length)) = (
                 item,
                 reduction.taken_chunks().next(),
                 res.ddp_data().filter(|d| d.is_moved()).map(DdpData::len),
             ) {
+                moved.push(MovedItem {
+                    item,
+                    length,
+                    position: r.consumed(),
+                    chunk: Some(chunk),
+                    chunk_length: Some(chunk_length),
+                });
                 s.ddp = Some(DdpSummary {
                     item,
                     length,
@@ -497,13 +770,12 @@ fn decode_reply(cp: CallProc, chunks: &ChunkLists, r: &mut Reader<'_>) -> UpperR
         }
         (NFS_PROGRAM, NFS_V4) => {
             if !nfs4_compound(cp.proc_)? {
-                r.finish("reply results")?;
+                r.finish(RESULTS)?;
                 return Ok(None);
             }
             // RFC 8267 §6 with RFC 8166 §3.4.6: each DDP-eligible result (READ data, READLINK
             // link text), in stream order, takes the next Write chunk, moved when it holds bytes.
-            let lengths: Vec<u64> = chunks.writes.iter().map(|c| total_length(c)).collect();
-            let mut reduction = Reduction::for_reply(lengths);
+            let mut reduction = Reduction::for_reply(placement.write_lengths());
             let res = Compound4Res::decode_with(r, &mut reduction)?;
             let mut s = summary("NFS", NFS_V4, "COMPOUND", false);
             s.status = Some(res.status.known_name().unwrap_or("NFS4ERR(undefined)"));
@@ -519,13 +791,14 @@ fn decode_reply(cp: CallProc, chunks: &ChunkLists, r: &mut Reader<'_>) -> UpperR
                 });
             }
             s.violations = write_chunks_not_taken(&reduction, RULE_WRITE_NOT_DDP_ELIGIBLE);
+            moved.extend(moved_items(&reduction));
             (Upper::Nfs4Reply(Box::new(res)), s)
         }
         (MOUNT_PROGRAM, MOUNT_V3) => {
             let proc_ = Mount3Proc::decode_u32(cp.proc_)?;
             let res = Mount3Reply::decode(proc_, r)?;
             let mut s = summary("MOUNT", MOUNT_V3, proc_.name(), false);
-            s.violations = auxiliary_chunk_violations(chunks, false);
+            s.violations = auxiliary_chunk_violations(placement, false);
             if let Mount3Reply::Mnt(m) = &res {
                 s.status = Some(m.status().name());
             }
@@ -535,7 +808,7 @@ fn decode_reply(cp: CallProc, chunks: &ChunkLists, r: &mut Reader<'_>) -> UpperR
             let proc_ = NfsaclProc::decode_u32(cp.proc_)?;
             let res = NfsaclReply::decode(proc_, r)?;
             let mut s = summary("NFSACL", NFSACL_V3, proc_.name(), false);
-            s.violations = auxiliary_chunk_violations(chunks, false);
+            s.violations = auxiliary_chunk_violations(placement, false);
             s.status = match &res {
                 NfsaclReply::Null => None,
                 NfsaclReply::Getacl(g) => Some(g.status().name()),
@@ -545,7 +818,7 @@ fn decode_reply(cp: CallProc, chunks: &ChunkLists, r: &mut Reader<'_>) -> UpperR
         }
         _ => return Ok(None),
     };
-    r.finish("reply results")?;
+    r.finish(RESULTS)?;
     Ok(Some(decoded))
 }
 
@@ -556,7 +829,7 @@ fn nfs4_compound(proc_: u32) -> crate::error::Result<bool> {
         0 => Ok(false),
         NFSPROC4_COMPOUND => Ok(true),
         value => Err(DecodeError::BadDiscriminant {
-            field: "NFSv4 procedure",
+            field: NFS4_PROCEDURE,
             value,
             rule: RULE_NFS4_PROCEDURE,
         }),
@@ -566,9 +839,10 @@ fn nfs4_compound(proc_: u32) -> crate::error::Result<bool> {
 /// RFC 8267 §5: MOUNT and NFSACL have no DDP-eligible data item, so no Read chunk (other than
 /// Position Zero) in a call and no Write chunk carrying bytes in a reply: every such chunk is one
 /// no item takes ([`Reduction::unused_chunks`] of a message without items).
-fn auxiliary_chunk_violations(chunks: &ChunkLists, call: bool) -> Vec<Violation> {
+fn auxiliary_chunk_violations(placement: Placement<'_>, call: bool) -> Vec<Violation> {
     if call {
-        Reduction::for_call_lists(chunks)
+        placement
+            .call_reduction()
             .unused_chunks()
             .map(|(position, _)| Violation {
                 rule: RULE_AUXILIARY_NOT_DDP_ELIGIBLE,
@@ -577,9 +851,8 @@ fn auxiliary_chunk_violations(chunks: &ChunkLists, call: bool) -> Vec<Violation>
             })
             .collect()
     } else {
-        let lengths: Vec<u64> = chunks.writes.iter().map(|c| total_length(c)).collect();
         write_chunks_not_taken(
-            &Reduction::for_reply(lengths),
+            &Reduction::for_reply(placement.write_lengths()),
             RULE_AUXILIARY_NOT_DDP_ELIGIBLE,
         )
     }

@@ -4,7 +4,8 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use wire::message::{
-    chunk_length_matches, decode_message, decode_message_with, CallProc, Layer, Upper,
+    chunk_length_matches, decode_call_moved, decode_inline_message, decode_message,
+    decode_message_with, decode_rpc_message, CallProc, Layer, Placement, Upper,
     RULE_AUXILIARY_NOT_DDP_ELIGIBLE, RULE_NOT_DDP_ELIGIBLE, RULE_READ_CHUNK_POSITION,
     RULE_WRITE_NOT_DDP_ELIGIBLE,
 };
@@ -111,6 +112,21 @@ fn decode_capture(name: &str) -> HashMap<String, usize> {
         };
         if fully_decoded {
             assert_eq!(msg.to_bytes(), send.payload, "{name} frame {}", send.frame);
+        }
+        // The Send decode is the transport header, then the inline RPC message reduced as the
+        // chunk lists say: one rule, one function.
+        if let Body::Msg(chunks) = &msg.rpcrdma.body {
+            let inline = &send.payload[msg.header_len..];
+            let rpc = decode_rpc_message(inline, hint, Placement::Chunks(chunks)).unwrap();
+            assert_eq!(
+                Some(&rpc.rpc),
+                msg.rpc.as_ref(),
+                "{name} frame {}",
+                send.frame
+            );
+            assert_eq!((&rpc.upper, &rpc.nfs), (&msg.upper, &msg.nfs));
+            let checked = decode_inline_message(msg.rpcrdma.xid, inline, hint, chunks).unwrap();
+            assert_eq!(checked, rpc);
         }
         if let Some(RpcMessage::Call(c)) = &msg.rpc {
             calls.insert(c.xid, CallProc::new(c.prog, c.vers, c.proc_));
@@ -456,4 +472,191 @@ fn rejects_bytes_after_a_denied_reply_at_the_rpc_layer() {
         err.error,
         DecodeError::TrailingBytes { count: 4, .. }
     ));
+}
+
+/// The WRITE of frame 97 (32768 bytes in a Read chunk at position 108): its inline stream, its
+/// chunk lists, and the message with the chunk data reinserted.
+fn linux_write_call() -> (Vec<u8>, ChunkLists, Vec<u8>) {
+    let all = sends("nfs3-linux-6.1.pcap");
+    let send = all.iter().find(|s| s.frame == 97).unwrap();
+    let (header, len) = Header::decode_prefix(&send.payload).unwrap();
+    let Body::Msg(chunks) = header.body else {
+        panic!("not RDMA_MSG")
+    };
+    let inline = send.payload[len..].to_vec();
+    let data: Vec<u8> = (0..32768u32).map(|i| i as u8).collect();
+    let rebuilt = wire::ddp::splice(&inline, &[(108, data)]).unwrap();
+    (inline, chunks, rebuilt)
+}
+
+#[test]
+fn a_write_reinserted_and_moved_decodes_to_the_same_call() {
+    let (inline, chunks, rebuilt) = linux_write_call();
+    let reinserted = decode_rpc_message(&rebuilt, None, Placement::Reinserted).unwrap();
+    let moved = decode_rpc_message(&inline, None, Placement::Moved { writes: &[] }).unwrap();
+    let sent = decode_rpc_message(&inline, None, Placement::Chunks(&chunks)).unwrap();
+    assert_eq!(reinserted.rpc, moved.rpc);
+    let write = |d: &wire::message::DecodedRpc| match &d.upper {
+        Some(Upper::Nfs3Call(Nfs3Call::Write(w))) => w.clone(),
+        other => panic!("not a WRITE: {other:?}"),
+    };
+    let (r, m) = (write(&reinserted), write(&moved));
+    assert_eq!((r.offset, r.count, r.stable), (m.offset, m.count, m.stable));
+    assert_eq!(r.data.len(), 32768);
+    assert!(!r.data.is_moved() && reinserted.moved.is_empty());
+    assert_eq!(m.data, DdpData::Moved { length: 32768 });
+    assert_eq!(write(&sent), m);
+    // The summary names the same procedure; only the chunk-carried decode knows the chunk.
+    let (rs, ms) = (reinserted.nfs.unwrap(), moved.nfs.unwrap());
+    assert_eq!(
+        (rs.program, rs.proc, rs.direction),
+        (ms.program, ms.proc, ms.direction)
+    );
+    assert_eq!((rs.ddp, ms.ddp.is_some()), (None, false));
+    assert_eq!(sent.nfs.unwrap().ddp.unwrap().position, Some(108));
+    // Moved without chunks: the item is reduced, no chunk known.
+    assert_eq!(moved.moved.len(), 1);
+    assert_eq!((moved.moved[0].chunk, moved.moved[0].position), (None, 108));
+    assert_eq!(sent.moved[0].chunk, Some(108));
+    assert_eq!(sent.moved[0].chunk_length, Some(32768));
+}
+
+#[test]
+fn a_call_whose_read_chunk_is_exactly_its_moved_argument_decodes_without_the_data() {
+    let (inline, chunks, _) = linux_write_call();
+    let moved = decode_call_moved(&inline, &chunks).expect("chunk on the WRITE data");
+    assert_eq!(
+        moved,
+        decode_rpc_message(&inline, None, Placement::Chunks(&chunks)).unwrap()
+    );
+    let with = |position: u32, length: u32| {
+        let mut c = chunks.clone();
+        c.reads[0].position = position;
+        c.reads[0].target.length = length;
+        c
+    };
+    // Another position, a round-up the decoder would read as padding, an extra chunk, a chunk
+    // at Position Zero: left to the rebuild.
+    assert!(decode_call_moved(&inline, &with(112, 32768)).is_none());
+    assert!(decode_call_moved(&inline, &with(108, 32767)).is_none());
+    let mut extra = chunks.clone();
+    extra.reads.push(ReadSegment {
+        position: 200,
+        target: chunks.reads[0].target,
+    });
+    assert!(decode_call_moved(&inline, &extra).is_none());
+    let mut zero = chunks.clone();
+    zero.reads.insert(
+        0,
+        ReadSegment {
+            position: 0,
+            ..chunks.reads[0]
+        },
+    );
+    assert!(decode_call_moved(&inline, &zero).is_none());
+    // A call without a DDP-eligible argument: nothing moved, nothing to skip.
+    let read = read_call(3);
+    let on_read = ChunkLists {
+        reads: vec![ReadSegment {
+            position: read.len() as u32,
+            target: chunks.reads[0].target,
+        }],
+        ..Default::default()
+    };
+    assert!(decode_call_moved(&read, &on_read).is_none());
+}
+
+#[test]
+fn a_write_chunk_that_does_not_hold_the_moved_result_is_named() {
+    // Frame 76: READ reply whose 18 bytes came back in a 18-byte Write chunk.
+    let all = sends("nfs3-linux-6.1.pcap");
+    let reply = all.iter().find(|s| s.frame == 76).unwrap();
+    let (header, len) = Header::decode_prefix(&reply.payload).unwrap();
+    let inline = &reply.payload[len..];
+    let hint = Some(CallProc::new(NFS_PROGRAM, 3, Nfs3Proc::Read as u32));
+    let Body::Msg(chunks) = &header.body else {
+        panic!("not RDMA_MSG")
+    };
+    let sent = decode_rpc_message(inline, hint, Placement::Chunks(chunks)).unwrap();
+    let moved = decode_rpc_message(inline, hint, Placement::Moved { writes: &[18] }).unwrap();
+    assert_eq!(sent, moved);
+    assert_eq!(sent.write_chunk_mismatch(), None);
+    // Round-up written into the chunk (RFC 8166 §3.4.6 forbids it).
+    let padded = decode_rpc_message(inline, hint, Placement::Moved { writes: &[20] }).unwrap();
+    let (item, carried) = padded.write_chunk_mismatch().expect("mismatch");
+    assert_eq!(
+        (item.item, item.length, carried),
+        ("READ3resok.data", 18, 20)
+    );
+    // A zero-length Write chunk: the item stayed inline, so the 18-byte reduced stream is
+    // short of its data.
+    let err = decode_rpc_message(inline, hint, Placement::Moved { writes: &[0] }).unwrap_err();
+    assert_eq!(err.layer, Layer::Nfs);
+    assert!(err.rpc.is_some());
+}
+
+#[test]
+fn the_rpc_message_decoder_reports_layers_without_checking_the_xid() {
+    // No transport header here: an RPC message of any XID decodes.
+    let call = read_call(8);
+    let d = decode_rpc_message(&call, None, Placement::Reinserted).unwrap();
+    assert_eq!(d.rpc.xid(), 8);
+    let err = decode_inline_message(7, &call, None, &ChunkLists::default()).unwrap_err();
+    assert_eq!((err.layer, err.rpcrdma.is_none()), (Layer::Rpc, true));
+    assert!(err.rule().starts_with("RFC 8166 §4.1.1"));
+    // A broken RPC header: the RPC layer, nothing decoded.
+    let err = decode_rpc_message(&call[..6], None, Placement::Reinserted).unwrap_err();
+    assert_eq!(err.layer, Layer::Rpc);
+    assert!(err.rpc.is_none());
+    assert!(matches!(err.error, DecodeError::Truncated { .. }));
+    // Bytes after the arguments: the NFS layer, with the RPC header that decoded.
+    let mut long = call.clone();
+    long.extend_from_slice(&[0; 4]);
+    let err = decode_rpc_message(&long, None, Placement::Reinserted).unwrap_err();
+    assert_eq!(err.layer, Layer::Nfs);
+    assert_eq!(err.rpc.as_deref().map(RpcMessage::xid), Some(8));
+    assert!(matches!(
+        err.error,
+        DecodeError::TrailingBytes { count: 4, .. }
+    ));
+}
+
+#[test]
+fn procedure_and_trailing_byte_errors_say_what_they_are() {
+    let unknown = CallHeader::new(1, NFS_PROGRAM, 3, 99).to_bytes();
+    let err = decode_rpc_message(&unknown, None, Placement::Reinserted).unwrap_err();
+    assert_eq!(
+        (err.unknown_procedure(), err.trailing_bytes()),
+        (Some(99), None)
+    );
+    let nfs4 = CallHeader::new(1, NFS_PROGRAM, 4, 7).to_bytes();
+    let err = decode_rpc_message(&nfs4, None, Placement::Reinserted).unwrap_err();
+    assert_eq!(err.unknown_procedure(), Some(7));
+    let mut long = read_call(1);
+    long.extend_from_slice(&[0; 8]);
+    let err = decode_rpc_message(&long, None, Placement::Reinserted).unwrap_err();
+    assert_eq!(
+        (err.unknown_procedure(), err.trailing_bytes()),
+        (None, Some(8))
+    );
+    // A bad discriminant inside the arguments is neither.
+    let mut bad = CallHeader::new(1, NFS_PROGRAM, 3, Nfs3Proc::Write as u32).to_bytes();
+    bad.extend(
+        Writer::new()
+            .opaque_var(&[1; 8])
+            .u64(0)
+            .u32(0)
+            .u32(9)
+            .u32(0)
+            .as_bytes(),
+    );
+    let err = decode_rpc_message(&bad, None, Placement::Reinserted).unwrap_err();
+    assert!(matches!(
+        err.error,
+        DecodeError::BadDiscriminant { value: 9, .. }
+    ));
+    assert_eq!(
+        (err.unknown_procedure(), err.trailing_bytes()),
+        (None, None)
+    );
 }

@@ -8,7 +8,7 @@ impl Builder<'_> {
     /// that target the same handle: READs after `index` for a Call (each byte from the first
     /// READ that pulled it), WRITEs before it for a Reply (each byte from the last WRITE that
     /// wrote it). Bounded three ways: the segments' total against
-    /// [`upper::MAX_REBUILT_MESSAGE`] before anything is allocated, at most
+    /// [`reinsert::MAX_REBUILT_MESSAGE`] before anything is allocated, at most
     /// [`MAX_SEGMENT_CANDIDATES`] operations per segment, and the trace-wide [`GatherBudget`].
     pub(super) fn gather(
         &self,
@@ -32,11 +32,11 @@ impl Builder<'_> {
         })
     }
 
-    /// The segments' total length, checked against [`upper::MAX_REBUILT_MESSAGE`] and, when
+    /// The segments' total length, checked against [`reinsert::MAX_REBUILT_MESSAGE`] and, when
     /// their bytes are to be copied, taken from the trace's [`GatherBudget`].
     pub(super) fn admit(&self, segments: &[Segment], copy: bool) -> Result<u64, String> {
         let total = wire::rpcrdma::total_length(segments);
-        if total > upper::MAX_REBUILT_MESSAGE as u64 {
+        if total > reinsert::MAX_REBUILT_MESSAGE as u64 {
             return Err(format!("chunk of {total} bytes exceeds the rebuild limit"));
         }
         if copy {

@@ -1,5 +1,7 @@
-//! One Send's three layers decoded: the transport header, then the RPC and upper-layer message with
-//! the chunk data reinserted where the capture holds it.
+//! One Send's three layers decoded: the transport header, then the RPC and upper-layer message
+//! ([`wire::message::decode_rpc_message`]): the RDMA_MSG's inline stream reduced as its chunk
+//! lists say, decoded once, and, where the capture holds the chunk data, the message rebuilt
+//! with it.
 
 use super::*;
 
@@ -33,51 +35,62 @@ impl Builder<'_> {
         m.inline_len = payload.len() - used;
         let inline = &payload[used..];
         let is_call = dir == Some(Role::Client);
+        let hint = if is_call {
+            None
+        } else {
+            self.calls.get(&(conn, header.xid)).and_then(|c| c.key)
+        };
+        // The RDMA_MSG's RPC message as sent: the inline stream, each DDP-eligible item reduced
+        // as the chunk lists say (the reduced-stream rules, e.g. Read chunk position = the
+        // item's XDR position, RFC 8166 §3.4.5 / RFC 8267 §4, that a rebuild from chunk data
+        // does not meet). It must decode; and where the stream below is this one, it is also
+        // the message's decode. The XID is checked below, against the RPC header shown.
+        let send = match &header.body {
+            Body::Msg(chunks) => Some(wire::message::decode_rpc_message(
+                inline,
+                hint,
+                wire::message::Placement::Chunks(chunks),
+            )),
+            _ => None,
+        };
         let result = match &header.body {
             Body::Msg(chunks) | Body::Msgp { chunks, .. } => {
                 if is_call {
-                    self.call_stream(index, conn, inline, &chunks.reads, false)
+                    self.call_stream(index, conn, inline, &chunks.reads, false, send.as_ref())
                 } else {
-                    self.reply_stream(index, conn, inline, &chunks.writes, None)
+                    let writes = &chunks.writes;
+                    self.reply_stream(index, conn, inline, writes, None, send.is_some())
                 }
             }
             Body::Nomsg(chunks) => {
                 if is_call {
-                    self.call_stream(index, conn, inline, &chunks.reads, true)
+                    self.call_stream(index, conn, inline, &chunks.reads, true, None)
                 } else {
-                    self.reply_stream(index, conn, inline, &chunks.writes, chunks.reply.as_deref())
+                    let reply = chunks.reply.as_deref();
+                    self.reply_stream(index, conn, inline, &chunks.writes, reply, false)
                 }
             }
             Body::Done | Body::Error(_) => None,
         };
-        // The shared one-Send decoder (wire::message) must accept the payload as captured too:
-        // it checks the reduced-stream rules (Read chunk position = the DDP-eligible item's XDR
-        // position, RFC 8166 §3.4.5 / RFC 8267 §3) that our rebuild from chunk data does not.
-        let hint = if is_call {
-            None
-        } else {
-            self.calls
-                .get(&(conn, header.xid))
-                .and_then(|c| c.key)
-                .map(|k| wire::message::CallProc::new(k.prog, k.vers, k.proc_))
-        };
-        let shared = wire::message::decode_message_with(payload, hint).err();
         if let Some(stream) = result {
             match stream {
-                Ok(mut stream) => {
+                Ok(stream) => {
                     m.chunk_bytes = stream.chunk_bytes;
-                    self.decode_upper(&mut m, at, conn, header.xid, is_call, &mut stream);
+                    let decoded = decode_stream(stream, is_call, hint, send.as_ref());
+                    self.decode_upper(&mut m, at, conn, header.xid, is_call, decoded);
                 }
                 Err(e) => m.error = Some(e),
             }
         }
-        if let (None, Some(e)) = (&m.error, shared) {
-            m.error = Some(format!("wire::message: {e}"));
+        if let (None, Some(Err(e))) = (&m.error, &send) {
+            m.error = Some(summarise::shared_text(e));
         }
         m.header = Some(header);
         m
     }
 
+    /// The RPC and upper layers `decoded`, into `m`, with the XID check and the Call/Reply
+    /// pairing.
     pub(super) fn decode_upper(
         &mut self,
         m: &mut Message,
@@ -85,7 +98,7 @@ impl Builder<'_> {
         conn: usize,
         xid: u32,
         is_call: bool,
-        stream: &mut RpcStream,
+        decoded: summarise::Decoded,
     ) {
         let state = &mut self.conns[conn];
         let calls = &mut self.calls;
@@ -96,15 +109,6 @@ impl Builder<'_> {
         } else {
             calls.get(&(conn, xid)).cloned()
         };
-        let decoded = match stream.decoded.take() {
-            Some(decoded) => decoded,
-            None => upper::decode_rpc(
-                &stream.bytes,
-                call.as_ref().and_then(|c| c.key),
-                stream.reduced,
-                &stream.writes,
-            ),
-        };
         if let Some(rpc) = &decoded.rpc {
             if wire::message::check_xid(xid, rpc.xid).is_err() {
                 m.error = Some(format!(
@@ -114,7 +118,9 @@ impl Builder<'_> {
             }
             if rpc.kind == "call" {
                 let key = match (rpc.prog, rpc.vers, rpc.proc_) {
-                    (Some(prog), Some(vers), Some(proc_)) => Some(CallKey { prog, vers, proc_ }),
+                    (Some(prog), Some(vers), Some(proc_)) => {
+                        Some(wire::message::CallProc::new(prog, vers, proc_))
+                    }
                     _ => None,
                 };
                 if let Some(previous) = calls.get_mut(&(conn, xid)) {
@@ -157,6 +163,40 @@ impl Builder<'_> {
         if m.error.is_none() {
             m.error = decoded.error;
         }
-        m.note = stream.note.clone().or(decoded.note);
+        m.note = decoded.note;
     }
+}
+
+/// The decode of `stream` in the trace's words: the Send's (`send`) where the stream is the
+/// Send's inline stream (a Call's reduced stream, its chunk data not captured, is too: its
+/// DDP-eligible arguments take the Read chunks as the chunk lists say), else
+/// [`wire::message::decode_rpc_message`] of its bytes. For a Reply, `call` is the procedure of
+/// the Call it answers. A note on the stream (chunk data not captured) comes before the decode's.
+fn decode_stream(
+    stream: RpcStream,
+    is_call: bool,
+    call: Option<wire::message::CallProc>,
+    send: Option<&SendDecode>,
+) -> summarise::Decoded {
+    let view = stream
+        .send
+        .or_else(|| stream.reduced.then_some(View::AsDecoded));
+    let mut decoded = match (view, send) {
+        (Some(view), Some(send)) => summarise::summarise(send, call, view),
+        _ => {
+            let placement = if stream.reduced {
+                wire::message::Placement::Moved { writes: &[] }
+            } else if is_call {
+                wire::message::Placement::Reinserted
+            } else {
+                wire::message::Placement::Moved {
+                    writes: &stream.writes,
+                }
+            };
+            let result = wire::message::decode_rpc_message(&stream.bytes, call, placement);
+            summarise::summarise(&result, call, View::AsDecoded)
+        }
+    };
+    decoded.note = stream.note.or(decoded.note);
+    decoded
 }

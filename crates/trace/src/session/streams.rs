@@ -5,7 +5,9 @@ use super::*;
 
 impl Builder<'_> {
     /// The Call's RPC message: inline stream with Read chunks reinserted, or the Position-Zero
-    /// Read chunk for RDMA_NOMSG. RDMA READs that pulled the chunks come after the Call.
+    /// Read chunk for RDMA_NOMSG. RDMA READs that pulled the chunks come after the Call. `send`
+    /// is the RDMA_MSG's own decode ([`wire::message::Placement::Chunks`]), served again where
+    /// the stream is the inline one as it stands or its chunks are exactly moved arguments.
     pub(super) fn call_stream(
         &self,
         index: usize,
@@ -13,6 +15,7 @@ impl Builder<'_> {
         inline: &[u8],
         reads: &[wire::rpcrdma::ReadSegment],
         nomsg: bool,
+        send: Option<&SendDecode>,
     ) -> Option<Result<RpcStream, String>> {
         if reads.is_empty() {
             if nomsg {
@@ -20,16 +23,19 @@ impl Builder<'_> {
                     "RDMA_NOMSG Call without a Read chunk (RFC 8166 §3.5.3)".into(),
                 ));
             }
+            if send.is_some() {
+                return Some(Ok(RpcStream::send(View::AsDecoded, Vec::new(), 0)));
+            }
             return Some(Ok(RpcStream::inline(inline)));
         }
         // The whole message is budgeted before anything is gathered: Read chunks may name the
         // same RDMA READ many times over, and each would otherwise be copied out in full.
         let declared = wire::rpcrdma::read_list_length(reads);
-        let over = (declared > upper::MAX_REBUILT_MESSAGE as u64).then(|| {
+        let over = (declared > reinsert::MAX_REBUILT_MESSAGE as u64).then(|| {
             format!(
                 "Read chunks of {declared} bytes exceed the {} byte rebuild limit \
-                 (upper::MAX_REBUILT_MESSAGE); not gathered",
-                upper::MAX_REBUILT_MESSAGE
+                 (reinsert::MAX_REBUILT_MESSAGE); not gathered",
+                reinsert::MAX_REBUILT_MESSAGE
             )
         });
         let lists = wire::rpcrdma::ChunkLists {
@@ -44,7 +50,10 @@ impl Builder<'_> {
             return Some(Err(e));
         }
         if !nomsg && call_chunk.is_none() {
-            if let Some(stream) = self.call_stream_in_place(index, conn, inline, &chunks) {
+            let moved = send
+                .and_then(|d| d.as_ref().ok())
+                .is_some_and(|d| d.reads_are_moved_arguments(reads));
+            if let Some(stream) = self.call_stream_in_place(index, conn, inline, &chunks, moved) {
                 return Some(stream);
             }
         }
@@ -93,13 +102,13 @@ impl Builder<'_> {
             None => inline.to_vec(),
         };
         Some(
-            upper::reinsert_read_chunks(&base, &others).map(|bytes| RpcStream {
+            reinsert::reinsert_read_chunks(&base, &others).map(|bytes| RpcStream {
                 bytes,
                 reduced: false,
                 writes: Vec::new(),
                 chunk_bytes,
                 note: None,
-                decoded: None,
+                send: None,
             }),
         )
     }
@@ -109,21 +118,24 @@ impl Builder<'_> {
     /// (one copy, not a gather then a reinsertion). The same checks, in the same order, with the
     /// same budget spent, so the same stream or error. `None` when the positions do not fit the
     /// inline stream: [`Builder::call_stream`] then gathers first and reports as before.
+    /// `moved`: the chunks are exactly the call's moved DDP-eligible arguments
+    /// ([`wire::message::DecodedRpc::reads_are_moved_arguments`]).
     pub(super) fn call_stream_in_place(
         &self,
         index: usize,
         conn: usize,
         inline: &[u8],
         chunks: &[wire::rpcrdma::ReadChunk],
+        moved: bool,
     ) -> Option<Result<RpcStream, String>> {
-        // Each chunk is within upper::MAX_REBUILT_MESSAGE here (the caller checked the sum).
+        // Each chunk is within reinsert::MAX_REBUILT_MESSAGE here (the caller checked the sum).
         let lengths: Vec<(u32, usize)> = chunks
             .iter()
             .map(|c| (c.position, c.length() as usize))
             .collect();
-        let layout = upper::Reinsertion::plan(inline.len(), &lengths).ok()?;
-        if let Some(stream) = self.call_stream_moved(index, conn, inline, chunks, &layout) {
-            return Some(stream);
+        let layout = reinsert::Reinsertion::plan(inline.len(), &lengths).ok()?;
+        if moved {
+            return Some(self.call_stream_moved(index, conn, inline, chunks));
         }
         let mut bytes = layout.with_inline(inline);
         let mut chunk_bytes = 0u64;
@@ -150,26 +162,24 @@ impl Builder<'_> {
             writes: Vec::new(),
             chunk_bytes,
             note: None,
-            decoded: None,
+            send: None,
         }))
     }
 
     /// [`Builder::call_stream_in_place`] without reading the chunk data, when the Read chunks
-    /// carry DDP-eligible arguments (NFS WRITE data, say) that the decoder only counts: their
-    /// coverage is checked and their budget spent as a gather would, and the Call decoded from
-    /// its inline stream by [`upper::decode_call_moved`] (the same result as the rebuilt
-    /// message's). `None`, with the budget as it was, when that decoder cannot tell: the caller
-    /// then gathers the bytes. On a large-I/O capture nearly every byte is such data, and
-    /// reading it back from the capture and copying it twice was a third of `rig trace`'s time.
+    /// carry exactly the DDP-eligible arguments (NFS WRITE data, say) that the decoder only
+    /// counts: their coverage is checked and their budget spent as a gather would, and the Send's
+    /// decode shown as the rebuilt message's ([`View::Reinserted`]: the same result, by
+    /// [`wire::message::DecodedRpc::reads_are_moved_arguments`]). On a large-I/O capture nearly
+    /// every byte is such data, and reading it back from the capture and copying it twice was a
+    /// third of `rig trace`'s time.
     pub(super) fn call_stream_moved(
         &self,
         index: usize,
         conn: usize,
         inline: &[u8],
         chunks: &[wire::rpcrdma::ReadChunk],
-        layout: &upper::Reinsertion,
-    ) -> Option<Result<RpcStream, String>> {
-        let before = self.budget.snapshot();
+    ) -> Result<RpcStream, String> {
         let mut chunk_bytes = 0u64;
         for chunk in chunks {
             let covered = self.admit(&chunk.segments, true).and_then(|total| {
@@ -179,28 +189,15 @@ impl Builder<'_> {
             match covered {
                 Ok(total) => chunk_bytes += total,
                 // What the gather would have found, with the same budget spent.
-                Err(e) => return Some(Ok(RpcStream::reduced(inline, chunk_bytes, e))),
+                Err(e) => return Ok(RpcStream::reduced(inline, chunk_bytes, e)),
             }
         }
-        let inline_at: Vec<usize> = layout.inline_at().collect();
-        match upper::decode_call_moved(inline, chunks, &inline_at) {
-            Some(decoded) => Some(Ok(RpcStream {
-                bytes: Vec::new(),
-                reduced: false,
-                writes: Vec::new(),
-                chunk_bytes,
-                note: None,
-                decoded: Some(decoded),
-            })),
-            None => {
-                self.budget.restore(before);
-                None
-            }
-        }
+        Ok(RpcStream::send(View::Reinserted, Vec::new(), chunk_bytes))
     }
 
     /// The Reply's RPC message: the Reply chunk for RDMA_NOMSG, else the inline stream whose
-    /// Write-chunk item is reduced to its length (the RDMA WRITEs came before the Reply).
+    /// Write-chunk item is reduced to its length (the RDMA WRITEs came before the Reply). `send`:
+    /// the RDMA_MSG's own decode serves for the inline stream.
     pub(super) fn reply_stream(
         &self,
         index: usize,
@@ -208,6 +205,7 @@ impl Builder<'_> {
         inline: &[u8],
         writes: &[Vec<Segment>],
         reply: Option<&[Segment]>,
+        send: bool,
     ) -> Option<Result<RpcStream, String>> {
         let mut writes_written = Vec::with_capacity(writes.len());
         let mut chunk_bytes = 0u64;
@@ -226,21 +224,28 @@ impl Builder<'_> {
                 self.gather(conn, reply, index, Look::Before, Collect::Bytes)
                     .map(|Gathered { bytes, len }| RpcStream {
                         bytes,
-                        reduced: !writes.is_empty(),
+                        reduced: false,
                         writes: writes_written,
                         chunk_bytes: chunk_bytes + len,
                         note: None,
-                        decoded: None,
+                        send: None,
                     }),
             );
         }
+        if send {
+            return Some(Ok(RpcStream::send(
+                View::AsDecoded,
+                writes_written,
+                chunk_bytes,
+            )));
+        }
         Some(Ok(RpcStream {
             bytes: inline.to_vec(),
-            reduced: !writes.is_empty(),
+            reduced: false,
             writes: writes_written,
             chunk_bytes,
             note: None,
-            decoded: None,
+            send: None,
         }))
     }
 }
