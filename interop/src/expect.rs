@@ -241,6 +241,7 @@ mod tests {
             release: "6.12.117".into(),
             version: "6.1.192-3".into(),
             origin: "bookworm-security".into(),
+            provenance: Default::default(),
             accel: "tcg".into(),
             suite: "drc".into(),
             wall_ms: 1,

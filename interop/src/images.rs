@@ -19,11 +19,15 @@ use anyhow::{bail, ensure, Context, Result};
 use crate::apt::{host_mirror, host_security_mirror, Mirrors, PackageRef, PrivateApt};
 use crate::cache::{cache_root, disk_size, sha256_file, workspace_root, Entry, KeyBuilder};
 use crate::host::{ensure_host_packages, ensure_kernel_build_packages};
-use crate::kbuild::{fragment_path, series_patches, SourceBuild, SourceTree};
+use crate::kbuild::{
+    compiler_identity, fragment_path, series_patches, tree_head, SourceBuild, SourceTree,
+};
 use crate::kmod::{missing_config_options, parse_show_depends, ModuleIndex, Provided};
 use crate::matrix::{parse_package_list, KernelOrigin, KernelSpec, Matrix};
+use crate::mbox::SeriesName;
 use crate::process::run_logged;
 use crate::progress::{human_size, Phase, Progress};
+use crate::report::Provenance;
 
 /// A kernel ready to boot.
 #[derive(Debug, Clone)]
@@ -45,6 +49,8 @@ pub struct KernelImage {
     /// Where it came from: the pocket (`bookworm-security`), `source linux-source-6.12 +
     /// drc-mutants`, or the developer's image or tree.
     pub origin: String,
+    /// The same as data (KCIDB's checkout and build).
+    pub provenance: crate::report::Provenance,
 }
 
 impl KernelImage {
@@ -80,8 +86,8 @@ pub enum CustomKind {
         tree: PathBuf,
         /// Patch files in apply order.
         patches: Vec<PathBuf>,
-        /// The mailbox series among them, as reports name them (`mbox::Series::describe`).
-        series: Vec<String>,
+        /// The mailbox series among them.
+        series: Vec<crate::mbox::SeriesName>,
         /// Optional fragments (by name or path) beyond `rig`.
         fragments: Vec<String>,
     },

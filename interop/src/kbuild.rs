@@ -190,7 +190,7 @@ pub fn patch_failure_summary(output: &str) -> String {
 }
 
 /// The first line of `gcc --version` (part of the key: another compiler is another kernel).
-fn compiler_identity() -> Result<String> {
+pub fn compiler_identity() -> Result<String> {
     let mut command = Command::new("gcc");
     command.arg("--version");
     let output = crate::process::output_with_timeout("gcc --version", command, SHORT_COMMAND)
@@ -219,6 +219,13 @@ fn whole(output: Vec<u8>, what: &str) -> Result<Vec<u8>> {
         crate::process::MAX_CAPTURED_OUTPUT
     );
     Ok(output)
+}
+
+/// The HEAD commit of a git tree (`None` for a tree that is not a git checkout).
+pub fn tree_head(tree: &Path) -> Option<String> {
+    let head = git(tree, &["rev-parse", "HEAD"])?;
+    let head = String::from_utf8_lossy(&head).trim().to_string();
+    (!head.is_empty()).then_some(head)
 }
 
 /// A local tree's identity: HEAD plus the hash of its uncommitted diff and untracked file list

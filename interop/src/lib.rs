@@ -24,6 +24,7 @@ pub mod host;
 pub mod html;
 pub mod images;
 pub mod kbuild;
+pub mod kcidb;
 pub mod kmod;
 pub mod matrix;
 pub mod mbox;

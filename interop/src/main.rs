@@ -103,6 +103,11 @@ struct RunArgs {
     /// Run each chosen suite N times (fresh guests each time) and report pass ratios.
     #[arg(long, default_value_t = 1)]
     repeat: u32,
+    /// Also write the run as KCIDB v5 JSON to FILE: a checkout and a build per kernel (source,
+    /// commit, patchset hash and Message-ID of a series, config, compiler), one test per case
+    /// (`rpcrdma.<suite>.<case>`; harness failures MISS, expected failures marked in `misc`).
+    #[arg(long, value_name = "FILE")]
+    kcidb: Option<PathBuf>,
     /// Print the matrix, the suites and their cases, and run nothing.
     #[arg(long)]
     list: bool,
@@ -143,7 +148,7 @@ fn custom(args: &KernelArgs) -> Result<Option<CustomKernel>> {
             if path.is_file() && interop::mbox::is_mbox(path) {
                 let (read, files) =
                     interop::mbox::load(path, &interop::cache::cache_root().join("mbox"))?;
-                series.push(read.describe());
+                series.push(read.name());
                 patches.extend(files);
             } else {
                 patches.extend(series_patches(given)?);
@@ -805,6 +810,14 @@ fn run(kernels: &KernelArgs, args: &RunArgs) -> Result<bool> {
     let junit = run_root.join("junit.xml");
     std::fs::write(&json, report.to_json())?;
     std::fs::write(&junit, report.junit())?;
+    if let Some(path) = &args.kcidb {
+        let run_id = run_root
+            .file_name()
+            .map_or_else(|| "run".to_owned(), |n| n.to_string_lossy().into_owned());
+        let kcidb = serde_json::to_string_pretty(&interop::kcidb::kcidb(&report, &run_id))?;
+        std::fs::write(path, kcidb + "\n")
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
     progress.done(
         Phase::Report,
         "all",

@@ -66,7 +66,31 @@ pub struct Series {
 }
 
 impl Series {
-    /// How reports name the series: `series "SUBJECT" <MESSAGE-ID> patchset HASH`.
+    /// What names the series, without its patches.
+    pub fn name(&self) -> SeriesName {
+        SeriesName {
+            subject: self.subject.clone(),
+            message_id: self.message_id.clone(),
+            patchset_hash: self.patchset_hash.clone(),
+        }
+    }
+
+    /// [`SeriesName::describe`].
+    pub fn describe(&self) -> String {
+        self.name().describe()
+    }
+}
+
+/// How reports and the KCIDB output name a series: subject, Message-ID, patchset hash.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SeriesName {
+    pub subject: String,
+    pub message_id: Option<String>,
+    pub patchset_hash: String,
+}
+
+impl SeriesName {
+    /// `series "SUBJECT" <MESSAGE-ID> patchset HASH`.
     pub fn describe(&self) -> String {
         let id = self
             .message_id

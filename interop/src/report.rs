@@ -17,6 +17,39 @@ pub struct Artifact {
     pub sha256: String,
 }
 
+/// Where a kernel came from, as data (KCIDB's checkout and build: `crate::kcidb`); `origin`
+/// says the same in words for the table and the page.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Provenance {
+    /// What the kernel was made from: Debian's binary packages (`linux-image-...`), a Debian
+    /// source package and its version (`linux-source-6.12 6.12.117-1`), a developer's tree
+    /// (`--kernel-src` path) or image (`--kernel-image` path).
+    #[serde(default)]
+    pub source: String,
+    /// The HEAD commit of a `--kernel-src` git tree.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+    /// Patch series applied in order: committed series by name, mailbox series as reports name
+    /// them (`mbox::SeriesName::describe`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub patches: Vec<String>,
+    /// KCIDB's patchset hash over every patch file applied, in order (empty: none).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub patchset_hash: String,
+    /// The Message-ID of the first mailbox series applied.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message_id: Option<String>,
+    /// The configuration: `debian` (Debian's own), `rig` plus its fragments, `prebuilt`.
+    #[serde(default)]
+    pub config: String,
+    /// The compiler of a source build (`gcc --version`'s first line).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compiler: Option<String>,
+    /// The kernel's cache key: its inputs' identity.
+    #[serde(default)]
+    pub key: String,
+}
+
 /// One suite on one kernel.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KernelRun {
@@ -29,6 +62,9 @@ pub struct KernelRun {
     /// Where the kernel came from: its pocket (`bookworm-security`) or its build.
     #[serde(default)]
     pub origin: String,
+    /// The same as data.
+    #[serde(default)]
+    pub provenance: Provenance,
     /// `kvm` or `tcg`.
     pub accel: String,
     pub suite: String,
@@ -479,6 +515,7 @@ mod tests {
             release: "6.1.0-50-amd64".into(),
             version: "6.1.192-3".into(),
             origin: "bookworm-security".into(),
+            provenance: Default::default(),
             accel: "tcg".into(),
             suite: "smoke".into(),
             wall_ms: 30_000,

@@ -260,6 +260,7 @@ pub fn run_kernel(
         release: image.release.clone(),
         version: image.version.clone(),
         origin: image.origin.clone(),
+        provenance: image.provenance.clone(),
         accel: accel
             .as_ref()
             .map(|a| a.to_string())
@@ -853,6 +854,7 @@ mod tests {
             release: "r".into(),
             version: String::new(),
             origin: String::new(),
+            provenance: Default::default(),
             accel: "tcg".into(),
             suite: "smoke".into(),
             wall_ms: 0,
@@ -881,6 +883,7 @@ mod tests {
             suites: Vec::new(),
             version: "6.12.117-1".into(),
             origin: "source linux-source-6.12 + drc-mutants".into(),
+            provenance: Default::default(),
         }
     }
 

@@ -62,6 +62,16 @@ enum Command {
         #[arg(long)]
         output: Option<PathBuf>,
     },
+    /// Write a run directory's report.json as KCIDB v5 JSON (what `interop run --kcidb` writes;
+    /// also for a merged sharded run).
+    Kcidb {
+        /// The run directory. Default: target/interop/last.
+        #[arg(long)]
+        run: Option<PathBuf>,
+        /// Where to write it.
+        #[arg(long)]
+        output: PathBuf,
+    },
     /// Put the run directories of a sharded run (`interop run --shard I/N`) together into one:
     /// report.json, junit.xml, the page, and `runs/` linking each shard's kernel × suite
     /// directories; exit 1 when a merged run failed. Check their snapshots together with
@@ -89,6 +99,7 @@ fn main() -> ExitCode {
         }
         Command::Bench => bench().map(|ok| if ok { 0 } else { 1 }),
         Command::Merge { into, runs } => merge(&into, &runs),
+        Command::Kcidb { run, output } => kcidb(&run.unwrap_or_else(last_run_root), &output),
         Command::Html { run, output } => {
             let run = run.unwrap_or_else(last_run_root);
             let output = output.unwrap_or_else(|| run.join("index.html"));
@@ -106,6 +117,28 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// `interop-post kcidb`: the run directory's report as KCIDB v5 JSON.
+fn kcidb(run: &Path, output: &Path) -> Result<u8> {
+    let path = run.join("report.json");
+    let text = std::fs::read_to_string(&path).with_context(|| format!("{}", path.display()))?;
+    let report: interop::report::Report =
+        serde_json::from_str(&text).with_context(|| format!("{}", path.display()))?;
+    // `last` is a link: the run is named by the directory it points to.
+    let run_id = std::fs::canonicalize(run)
+        .ok()
+        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| "run".to_owned());
+    let json = serde_json::to_string_pretty(&interop::kcidb::kcidb(&report, &run_id))?;
+    std::fs::write(output, json + "\n").with_context(|| format!("writing {}", output.display()))?;
+    println!(
+        "KCIDB v5: {} tests of {} kernel × suite runs into {}",
+        report.runs.iter().map(|r| r.cases.len()).sum::<usize>(),
+        report.runs.len(),
+        output.display()
+    );
+    Ok(0)
 }
 
 /// `interop-post merge`: the shards' run directories as one run directory.

@@ -45,6 +45,21 @@ impl<'a> Builder<'a> {
                                 .chain(spec.fragments.iter().cloned())
                                 .collect::<Vec<_>>()
                                 .join(" + ");
+                            let patches = spec
+                                .patches
+                                .iter()
+                                .map(|series| series_patches(series))
+                                .collect::<Result<Vec<_>>>()?
+                                .concat();
+                            image.provenance = Provenance {
+                                source: format!("{package} {version}"),
+                                patches: spec.patches.clone(),
+                                patchset_hash: patchset_of(&patches)?,
+                                config: config_name(&spec.fragments),
+                                compiler: compiler_identity().ok(),
+                                key: image.key.clone(),
+                                ..Provenance::default()
+                            };
                             image
                         }
                     };
@@ -60,10 +75,33 @@ impl<'a> Builder<'a> {
                 CustomKind::Prebuilt { image, .. } => format!("--kernel-image {}", image.display()),
                 CustomKind::Source { tree, series, .. } => {
                     std::iter::once(format!("--kernel-src {}", tree.display()))
-                        .chain(series.iter().cloned())
+                        .chain(series.iter().map(SeriesName::describe))
                         .collect::<Vec<_>>()
                         .join(" + ")
                 }
+            };
+            image.provenance = match &custom.kind {
+                CustomKind::Prebuilt { image: path, .. } => Provenance {
+                    source: format!("--kernel-image {}", path.display()),
+                    config: "prebuilt".to_owned(),
+                    key: image.key.clone(),
+                    ..Provenance::default()
+                },
+                CustomKind::Source {
+                    tree,
+                    patches,
+                    series,
+                    fragments,
+                } => Provenance {
+                    source: format!("--kernel-src {}", tree.display()),
+                    commit: tree_head(tree),
+                    patches: series.iter().map(SeriesName::describe).collect(),
+                    patchset_hash: patchset_of(patches)?,
+                    message_id: series.iter().find_map(|s| s.message_id.clone()),
+                    config: config_name(fragments),
+                    compiler: compiler_identity().ok(),
+                    key: image.key.clone(),
+                },
             };
             images.push(image);
         }
@@ -101,6 +139,16 @@ impl<'a> Builder<'a> {
         let provenance = |mut image: KernelImage| {
             image.version = resolved.version.clone();
             image.origin = resolved.pocket.clone();
+            image.provenance = Provenance {
+                source: packages
+                    .iter()
+                    .map(|p| p.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                config: "debian".to_owned(),
+                key: image.key.clone(),
+                ..Provenance::default()
+            };
             image
         };
         if let Some(image) = self.cached_kernel(&entry, &spec.name, &key)? {
@@ -191,6 +239,25 @@ impl<'a> Builder<'a> {
             suites: Vec::new(),
             version: release,
             origin: String::new(),
+            provenance: Default::default(),
         }))
     }
+}
+
+/// KCIDB's patchset hash over the patch files applied, in order (`mbox::patchset_hash`).
+fn patchset_of(patches: &[PathBuf]) -> Result<String> {
+    let bodies = patches
+        .iter()
+        .map(|p| fs::read(p).with_context(|| format!("{}", p.display())))
+        .collect::<Result<Vec<_>>>()?;
+    let bodies: Vec<&[u8]> = bodies.iter().map(Vec::as_slice).collect();
+    Ok(crate::mbox::patchset_hash(&bodies))
+}
+
+/// A source build's configuration: the rig's fragment, then the optional ones.
+fn config_name(fragments: &[String]) -> String {
+    std::iter::once("rig")
+        .chain(fragments.iter().map(String::as_str))
+        .collect::<Vec<_>>()
+        .join("+")
 }

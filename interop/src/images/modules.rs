@@ -166,6 +166,7 @@ impl<'a> Builder<'a> {
             suites: Vec::new(),
             version: release.to_owned(),
             origin: String::new(),
+            provenance: Default::default(),
         })
     }
 }
