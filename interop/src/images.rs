@@ -20,7 +20,7 @@ use crate::apt::{host_mirror, host_security_mirror, Mirrors, PackageRef, Private
 use crate::cache::{cache_root, disk_size, sha256_file, workspace_root, Entry, KeyBuilder};
 use crate::host::{ensure_host_packages, ensure_kernel_build_packages};
 use crate::kbuild::{
-    compiler_identity, fragment_path, series_patches, tree_head, SourceBuild, SourceTree,
+    all_series_patches, compiler_identity, fragment_path, tree_head, SourceBuild, SourceTree,
 };
 use crate::kmod::{missing_config_options, parse_show_depends, ModuleIndex, Provided};
 use crate::matrix::{parse_package_list, KernelOrigin, KernelSpec, Matrix};

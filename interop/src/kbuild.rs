@@ -82,6 +82,15 @@ pub fn fragment_path(name_or_path: &str) -> Result<PathBuf> {
     Ok(path)
 }
 
+/// The patch files of several series ([`series_patches`] of each), in the order given.
+pub fn all_series_patches(names: &[String]) -> Result<Vec<PathBuf>> {
+    Ok(names
+        .iter()
+        .map(|series| series_patches(series))
+        .collect::<Result<Vec<_>>>()?
+        .concat())
+}
+
 /// The patches of a series: a directory under `fixtures/kernel-patches` (by name) or any
 /// directory (by path), its `*.patch` files in name order; or a single `.patch` file.
 pub fn series_patches(name_or_path: &str) -> Result<Vec<PathBuf>> {

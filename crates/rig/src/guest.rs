@@ -48,6 +48,19 @@ struct Who {
     role: String,
 }
 
+/// One `rig judge` run: the verdict it judged (and rewrote), what it printed, its exit status.
+#[derive(Debug, clap::Args)]
+struct JudgeRun {
+    #[arg(long)]
+    verdict: PathBuf,
+    /// What `rig judge` printed.
+    #[arg(long)]
+    judge_output: PathBuf,
+    /// `rig judge`'s exit status.
+    #[arg(long)]
+    judge_rc: u8,
+}
+
 #[derive(Debug, clap::Subcommand)]
 enum Command {
     /// The RESULT of one `rig scenarios --format json` run (pass when it reached a verdict,
@@ -75,26 +88,16 @@ enum Command {
     JudgedResult {
         #[command(flatten)]
         who: Who,
-        #[arg(long)]
-        verdict: PathBuf,
-        /// What `rig judge` printed.
-        #[arg(long)]
-        judge_output: PathBuf,
-        /// `rig judge`'s exit status.
-        #[arg(long)]
-        judge_rc: u8,
+        #[command(flatten)]
+        judged: JudgeRun,
         words: Vec<String>,
     },
     /// The RESULT of `rig judge --ftrace` beside kernel nfsd (the drc server guest).
     CountedResult {
         #[command(flatten)]
         who: Who,
-        #[arg(long)]
-        verdict: PathBuf,
-        #[arg(long)]
-        judge_output: PathBuf,
-        #[arg(long)]
-        judge_rc: u8,
+        #[command(flatten)]
+        judged: JudgeRun,
         words: Vec<String>,
     },
     /// The RESULT of an NFSv4.1 session scenario's judgement (`rig scenarios --v41`).
@@ -237,32 +240,20 @@ pub fn run(args: Args) -> Result<u8> {
             let code = exit_code(&result.verdict);
             (result, code)
         }
-        Command::JudgedResult {
-            who,
-            verdict,
-            judge_output,
-            judge_rc,
-            words,
-        } => {
-            let failure = first_verdict(&verdict)
+        Command::JudgedResult { who, judged, words } => {
+            let failure = first_verdict(&judged.verdict)
                 .map(|v| v.failure)
                 .unwrap_or_default();
-            let judged = read_text(&judge_output);
-            let mut result = judged_result(&who, judge_rc, &failure, &judged);
+            let output = read_text(&judged.judge_output);
+            let mut result = judged_result(&who, judged.judge_rc, &failure, &output);
             add_words(&mut result, &words);
             let code = exit_code(&result.verdict);
             (result, code)
         }
-        Command::CountedResult {
-            who,
-            verdict,
-            judge_output,
-            judge_rc,
-            words,
-        } => {
-            let first = first_verdict(&verdict).ok();
-            let judged = read_text(&judge_output);
-            let mut result = counted_result(&who, judge_rc, first.as_ref(), &judged);
+        Command::CountedResult { who, judged, words } => {
+            let first = first_verdict(&judged.verdict).ok();
+            let output = read_text(&judged.judge_output);
+            let mut result = counted_result(&who, judged.judge_rc, first.as_ref(), &output);
             add_words(&mut result, &words);
             let code = exit_code(&result.verdict);
             (result, code)

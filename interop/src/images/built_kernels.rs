@@ -14,12 +14,7 @@ impl<'a> Builder<'a> {
         base_key: &str,
     ) -> Result<KernelImage> {
         let source = self.apt()?.package(package, version)?;
-        let patches = spec
-            .patches
-            .iter()
-            .map(|series| series_patches(series))
-            .collect::<Result<Vec<_>>>()?
-            .concat();
+        let patches = all_series_patches(&spec.patches)?;
         // Entries that share source, patches and fragments share one build (the mutants do).
         let mut build_name = package.to_owned();
         for part in spec.patches.iter().chain(&spec.fragments) {

@@ -45,12 +45,7 @@ impl<'a> Builder<'a> {
                                 .chain(spec.fragments.iter().cloned())
                                 .collect::<Vec<_>>()
                                 .join(" + ");
-                            let patches = spec
-                                .patches
-                                .iter()
-                                .map(|series| series_patches(series))
-                                .collect::<Result<Vec<_>>>()?
-                                .concat();
+                            let patches = all_series_patches(&spec.patches)?;
                             image.provenance = Provenance {
                                 source: format!("{package} {version}"),
                                 patches: spec.patches.clone(),
