@@ -42,6 +42,8 @@ pub const KERNEL_BUILD_TOOLS: &[(&str, &str)] = &[
     ("perl", "perl"),
     ("/usr/include/gelf.h", "libelf-dev"),
     ("/usr/include/openssl/ssl.h", "libssl-dev"),
+    // Another commit of the same tree rebuilds only what changed (kbuild::Compiler).
+    ("ccache", "ccache"),
 ];
 
 /// The keyring apt and debootstrap verify the archive with.

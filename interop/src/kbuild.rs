@@ -394,9 +394,11 @@ impl SourceBuild {
         self.apply_patches(&src, &log)?;
         let obj = entry.path("obj");
         fs::create_dir_all(&obj)?;
-        self.configure(&src, &obj, &log, progress)?;
+        let compiler = Compiler::for_entry(cache, &entry.dir);
+        self.configure(&src, &obj, &compiler, &log, progress)?;
+        compiler.zero_stats();
         let jobs = std::thread::available_parallelism().map_or(2, |n| n.get());
-        let mut make = make_command(&src, &obj);
+        let mut make = make_command(&src, &obj, &compiler);
         make.arg(format!("-j{jobs}")).args(["bzImage", "modules"]);
         let name = self.name.clone();
         run_logged_with_heartbeat("make", make, &log, BUILD_TIMEOUT, HEARTBEAT, |elapsed| {
@@ -410,7 +412,8 @@ impl SourceBuild {
                 ),
             );
         })?;
-        let mut kernelrelease = make_command(&src, &obj);
+        let ccache = compiler.stats();
+        let mut kernelrelease = make_command(&src, &obj, &compiler);
         kernelrelease.args(["-s", "kernelrelease"]);
         let release = String::from_utf8(
             crate::process::output_with_timeout("make kernelrelease", kernelrelease, SHORT_COMMAND)
@@ -421,7 +424,7 @@ impl SourceBuild {
         .to_owned();
         ensure!(!release.is_empty(), "make kernelrelease printed nothing");
         let install = entry.path("install");
-        let mut modules_install = make_command(&src, &obj);
+        let mut modules_install = make_command(&src, &obj, &compiler);
         modules_install
             .arg("modules_install")
             .arg(format!("INSTALL_MOD_PATH={}", install.display()))
@@ -450,7 +453,13 @@ impl SourceBuild {
         progress.done(
             Phase::KernelBuild,
             &self.name,
-            &format!("built {key} release {release} with -j{jobs}"),
+            &format!(
+                "built {key} release {release} with -j{jobs}{}",
+                ccache.map_or_else(
+                    || " (no ccache)".to_owned(),
+                    |(hits, misses)| format!(", ccache {hits} hits {misses} misses")
+                )
+            ),
             Some(took),
         );
         Ok(BuiltKernel {
@@ -523,9 +532,16 @@ impl SourceBuild {
         Ok(())
     }
 
-    fn configure(&self, src: &Path, obj: &Path, log: &Path, progress: &Progress) -> Result<()> {
+    fn configure(
+        &self,
+        src: &Path,
+        obj: &Path,
+        compiler: &Compiler,
+        log: &Path,
+        progress: &Progress,
+    ) -> Result<()> {
         let started = Instant::now();
-        let mut allno = make_command(src, obj);
+        let mut allno = make_command(src, obj, compiler);
         allno.arg("allnoconfig");
         run_logged("make allnoconfig", allno, log, Duration::from_secs(300))?;
         let mut merge = Command::new(src.join("scripts/kconfig/merge_config.sh"));
@@ -537,7 +553,7 @@ impl SourceBuild {
             .arg(obj.join(".config"))
             .args(&self.fragments);
         run_logged("merge_config.sh", merge, log, Duration::from_secs(300))?;
-        let mut olddef = make_command(src, obj);
+        let mut olddef = make_command(src, obj, compiler);
         olddef.arg("olddefconfig");
         run_logged("make olddefconfig", olddef, log, Duration::from_secs(300))?;
         let config = fs::read_to_string(obj.join(".config"))?;
@@ -567,7 +583,70 @@ impl SourceBuild {
     }
 }
 
-fn make_command(src: &Path, obj: &Path) -> Command {
+/// Where ccache keeps the kernel builds' objects (shared by every build, unlike the per-key
+/// cache entries), and how large it may grow.
+const CCACHE_SUBDIR: &str = "ccache";
+const CCACHE_MAX_SIZE: &str = "8G";
+
+/// How a build compiles: through ccache when the host has it (`ccache gcc`, objects kept under
+/// the cache's `ccache/`, paths inside the entry made relative so that another commit of the same
+/// tree, in another entry, hits), else `gcc` itself. ccache changes nothing in the output, so the
+/// build key does not name it.
+#[derive(Debug, Clone)]
+struct Compiler {
+    ccache: Option<(PathBuf, PathBuf)>,
+}
+
+impl Compiler {
+    fn for_entry(cache: &Path, entry_dir: &Path) -> Compiler {
+        Compiler {
+            // ccache wants an absolute base directory (RIG_VM_CACHE may be relative).
+            ccache: crate::host::find_tool("ccache").map(|_| {
+                let absolute =
+                    |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+                (absolute(&cache.join(CCACHE_SUBDIR)), absolute(entry_dir))
+            }),
+        }
+    }
+
+    /// ccache's hit and miss counts so far (`ccache --print-stats`), when it is used.
+    fn stats(&self) -> Option<(u64, u64)> {
+        let (dir, _) = self.ccache.as_ref()?;
+        let mut command = Command::new("ccache");
+        command.arg("--print-stats").env("CCACHE_DIR", dir);
+        let output =
+            crate::process::output_with_timeout("ccache --print-stats", command, SHORT_COMMAND)
+                .ok()?;
+        Some(ccache_counts(&String::from_utf8_lossy(&output.stdout)))
+    }
+
+    /// Zero ccache's counts, so [`Compiler::stats`] after a build is that build's.
+    fn zero_stats(&self) {
+        if let Some((dir, _)) = &self.ccache {
+            let mut command = Command::new("ccache");
+            command.arg("--zero-stats").env("CCACHE_DIR", dir);
+            let _ =
+                crate::process::output_with_timeout("ccache --zero-stats", command, SHORT_COMMAND);
+        }
+    }
+}
+
+/// Hits (direct and preprocessed) and misses in `ccache --print-stats` (`name\tvalue` lines).
+fn ccache_counts(text: &str) -> (u64, u64) {
+    let count = |names: &[&str]| -> u64 {
+        text.lines()
+            .filter_map(|l| l.split_once('\t'))
+            .filter(|(k, _)| names.contains(k))
+            .filter_map(|(_, v)| v.trim().parse::<u64>().ok())
+            .sum()
+    };
+    (
+        count(&["direct_cache_hit", "preprocessed_cache_hit"]),
+        count(&["cache_miss"]),
+    )
+}
+
+fn make_command(src: &Path, obj: &Path, compiler: &Compiler) -> Command {
     let mut make = Command::new("make");
     make.arg("-C")
         .arg(src)
@@ -576,12 +655,65 @@ fn make_command(src: &Path, obj: &Path) -> Command {
         .env("KBUILD_BUILD_USER", "rig")
         .env("KBUILD_BUILD_HOST", "rpcrdma-rig")
         .env("KBUILD_BUILD_TIMESTAMP", "2026-01-01");
+    if let Some((dir, base)) = &compiler.ccache {
+        make.arg("CC=ccache gcc")
+            .env("CCACHE_DIR", dir)
+            .env("CCACHE_BASEDIR", base)
+            .env("CCACHE_NOHASHDIR", "true")
+            .env("CCACHE_MAXSIZE", CCACHE_MAX_SIZE);
+    }
     make
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_build_compiles_through_ccache_only_when_told_where() {
+        let with = Compiler {
+            ccache: Some(("/c/ccache".into(), "/c/kernel-builds/k-1".into())),
+        };
+        let make = make_command(Path::new("/src"), Path::new("/obj"), &with);
+        let args: Vec<String> = make
+            .get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        assert!(args.contains(&"CC=ccache gcc".to_owned()), "{args:?}");
+        let envs: Vec<(String, String)> = make
+            .get_envs()
+            .filter_map(|(k, v)| {
+                Some((
+                    k.to_string_lossy().into_owned(),
+                    v?.to_string_lossy().into_owned(),
+                ))
+            })
+            .collect();
+        assert!(envs.contains(&(
+            "CCACHE_BASEDIR".to_owned(),
+            "/c/kernel-builds/k-1".to_owned()
+        )));
+        assert!(envs.contains(&("CCACHE_DIR".to_owned(), "/c/ccache".to_owned())));
+        let without = make_command(
+            Path::new("/src"),
+            Path::new("/obj"),
+            &Compiler { ccache: None },
+        );
+        assert!(!without
+            .get_args()
+            .any(|a| a.to_string_lossy().starts_with("CC=")));
+        assert!(!without
+            .get_envs()
+            .any(|(k, _)| k.to_string_lossy().starts_with("CCACHE")));
+    }
+
+    #[test]
+    fn ccache_counts_sum_direct_and_preprocessed_hits() {
+        let text = "cache_miss\t12\ndirect_cache_hit\t300\ndirect_cache_miss\t12\n\
+                    preprocessed_cache_hit\t5\nlocal_storage_hit\t305\n";
+        assert_eq!(ccache_counts(text), (305, 12));
+        assert_eq!(ccache_counts(""), (0, 0));
+    }
 
     #[test]
     fn fragment_settings_take_values_and_unset_lines() {
