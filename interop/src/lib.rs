@@ -13,6 +13,7 @@
 
 pub mod apt;
 pub mod bench;
+pub mod bisect;
 pub mod cache;
 pub mod capture;
 pub mod changelog;

@@ -89,6 +89,46 @@ enum Command {
         #[command(flatten)]
         run: RunArgs,
     },
+    /// `just interop bisect`: git bisect a tree between a good and a bad revision on one case
+    /// (each step a cached build and N runs; a harness failure skips the commit), then revert
+    /// the first bad commit on top of --bad and run the case again.
+    Bisect(BisectArgs),
+}
+
+#[derive(clap::Args)]
+struct BisectArgs {
+    /// The git tree to bisect. It is never touched: the bisection runs in a worktree of it
+    /// (under target/vm/bisect/).
+    #[arg(long)]
+    kernel_src: PathBuf,
+    /// A revision where the case passes.
+    #[arg(long)]
+    good: String,
+    /// A revision where it fails.
+    #[arg(long)]
+    bad: String,
+    /// The suite of the case.
+    #[arg(long)]
+    suite: String,
+    /// The case (a name or glob, as `--case` of `run`).
+    #[arg(long)]
+    case: String,
+    /// Runs of the case per commit: a commit is bad when one fails, good when all pass.
+    #[arg(long, default_value_t = 1)]
+    repeat: u32,
+    /// Optional config fragments beyond `rig` (as `run --kernel-fragment`).
+    #[arg(long = "kernel-fragment")]
+    kernel_fragments: Vec<String>,
+    /// Extra kernel command-line words (as `run --kernel-cmdline`).
+    #[arg(long = "kernel-cmdline")]
+    kernel_cmdline: Vec<String>,
+}
+
+/// `run`'s options from words, for the runs a bisection makes.
+#[derive(Parser)]
+struct RunOnly {
+    #[command(flatten)]
+    run: RunArgs,
 }
 
 #[derive(clap::Args)]
@@ -217,6 +257,7 @@ fn main() -> ExitCode {
         Command::FuzzWire(args) => interop::fuzz_wire::run(&args),
         Command::Run { kernels, run: args } if args.list => list(&kernels, &args),
         Command::Run { kernels, run: args } => run(&kernels, &args),
+        Command::Bisect(args) => bisect(&args),
     };
     // Belt and braces: no process group outlives the command.
     kill_all_groups();
@@ -635,6 +676,80 @@ fn retry_harness_failures(
 }
 
 fn run(kernels: &KernelArgs, args: &RunArgs) -> Result<bool> {
+    Ok(run_report(kernels, args)?.passed())
+}
+
+/// `interop bisect`: each step builds the worktree's commit as the custom kernel `bisect` and
+/// runs the case; the verdict is read from the run's report.
+fn bisect(args: &BisectArgs) -> Result<bool> {
+    use interop::bisect::{Step, StepVerdict, Worktree};
+    let tree = args
+        .kernel_src
+        .canonicalize()
+        .with_context(|| format!("--kernel-src {}", args.kernel_src.display()))?;
+    let good = interop::bisect::resolve(&tree, &args.good)?;
+    let bad = interop::bisect::resolve(&tree, &args.bad)?;
+    let dir = interop::cache::cache_root()
+        .join("bisect")
+        .join(format!("{}", std::process::id()));
+    std::fs::create_dir_all(dir.parent().unwrap_or(&dir))?;
+    let worktree = Worktree::add(&tree, &dir, &bad)?;
+    println!(
+        "bisect: {} between good {} and bad {} on {} {} (x{}), in {}",
+        tree.display(),
+        &good[..12],
+        &bad[..12],
+        args.suite,
+        args.case,
+        args.repeat,
+        worktree.dir.display()
+    );
+    let repeat = args.repeat.to_string();
+    let mut test = |worktree: &std::path::Path, commit: &str| -> Result<StepVerdict> {
+        let kernels = KernelArgs {
+            kernels: Vec::new(),
+            kernel_image: None,
+            modules_dir: None,
+            kernel_src: Some(worktree.to_path_buf()),
+            kernel_patches: Vec::new(),
+            kernel_fragments: args.kernel_fragments.clone(),
+            kernel_cmdline: args.kernel_cmdline.clone(),
+            kernel_name: "bisect".to_owned(),
+        };
+        let run = RunOnly::try_parse_from([
+            "run",
+            "--suite",
+            &args.suite,
+            "--case",
+            &args.case,
+            "--repeat",
+            &repeat,
+        ])?
+        .run;
+        println!("bisect: testing {}", &commit[..12]);
+        Ok(match run_report(&kernels, &run) {
+            Ok(report) => interop::bisect::verdict_of(&report, &args.case),
+            // A commit that does not build (or boot) cannot be judged: git bisect skip.
+            Err(e) => {
+                println!("bisect: {} not judged: {e:#}", &commit[..12]);
+                StepVerdict::Skip
+            }
+        })
+    };
+    let found = interop::bisect::bisect(&worktree.dir, &good, &bad, &mut test, |step: &Step| {
+        println!(
+            "bisect: {} {:<4} {:>5.0} s  {}",
+            &step.commit[..12],
+            format!("{:?}", step.verdict).to_lowercase(),
+            step.took.as_secs_f64(),
+            step.subject
+        );
+    })?;
+    print!("{}", found.summary());
+    Ok(found.confirmed())
+}
+
+fn run_report(kernels: &KernelArgs, args: &RunArgs) -> Result<Report> {
     let progress = Progress::default();
     let suites = load_suites(args)?;
     let extra_files = args
@@ -832,5 +947,5 @@ fn run(kernels: &KernelArgs, args: &RunArgs) -> Result<bool> {
     for pruned in prune_runs(&runs_root, args.keep_runs)? {
         progress.done(Phase::Report, "prune", &pruned.display().to_string(), None);
     }
-    Ok(report.passed())
+    Ok(report)
 }
