@@ -189,6 +189,19 @@ fn first_bad_in(output: &str) -> Option<String> {
     })
 }
 
+/// Test the commit checked out in `worktree` (a bisection step, or the revert check).
+fn test_head(worktree: &Path, test: &mut dyn StepTest) -> Result<Step> {
+    let commit = resolve(worktree, "HEAD")?;
+    let started = Instant::now();
+    let verdict = test.test(worktree, &commit)?;
+    Ok(Step {
+        subject: subject(worktree, &commit)?,
+        commit,
+        verdict,
+        took: started.elapsed(),
+    })
+}
+
 /// Bisect between `good` and `bad` (full hashes) in `worktree`, testing each commit git checks
 /// out with `test`; then revert the first bad commit on top of `bad` and test that.
 pub fn bisect(
@@ -215,16 +228,9 @@ pub fn bisect(
         if output.contains(ONLY_SKIPPED) {
             break;
         }
-        let commit = resolve(worktree, "HEAD")?;
-        let started = Instant::now();
-        let verdict = test.test(worktree, &commit)?;
-        let step = Step {
-            subject: subject(worktree, &commit)?,
-            commit,
-            verdict,
-            took: started.elapsed(),
-        };
+        let step = test_head(worktree, test)?;
         report(&step);
+        let verdict = step.verdict;
         steps.push(step);
         output = git_bisect(worktree, &["bisect", verdict.git_word()])?;
     }
@@ -248,15 +254,7 @@ pub fn bisect(
         bisection.revert_note = Some(format!("the revert does not apply on --bad: {e:#}"));
         return Ok(bisection);
     }
-    let commit = resolve(worktree, "HEAD")?;
-    let started = Instant::now();
-    let verdict = test.test(worktree, &commit)?;
-    let step = Step {
-        subject: subject(worktree, &commit)?,
-        commit,
-        verdict,
-        took: started.elapsed(),
-    };
+    let step = test_head(worktree, test)?;
     report(&step);
     bisection.revert = Some(step);
     Ok(bisection)
