@@ -223,7 +223,7 @@ const EXIT_FAIL: u8 = 1;
 const EXIT_SKIP: u8 = 3;
 
 pub fn run(args: Args) -> Result<u8> {
-    let (result, code) = match args.command {
+    let result = match args.command {
         Command::ScenarioResult {
             who,
             verdict,
@@ -237,8 +237,7 @@ pub fn run(args: Args) -> Result<u8> {
             let stderr = read_quote(&stderr);
             let mut result = scenario_result(&who, first.as_ref(), &scenario, &label, &rc, &stderr);
             add_words(&mut result, &words);
-            let code = exit_code(&result.verdict);
-            (result, code)
+            result
         }
         Command::JudgedResult { who, judged, words } => {
             let failure = first_verdict(&judged.verdict)
@@ -247,16 +246,14 @@ pub fn run(args: Args) -> Result<u8> {
             let output = read_text(&judged.judge_output);
             let mut result = judged_result(&who, judged.judge_rc, &failure, &output);
             add_words(&mut result, &words);
-            let code = exit_code(&result.verdict);
-            (result, code)
+            result
         }
         Command::CountedResult { who, judged, words } => {
             let first = first_verdict(&judged.verdict).ok();
             let output = read_text(&judged.judge_output);
             let mut result = counted_result(&who, judged.judge_rc, first.as_ref(), &output);
             add_words(&mut result, &words);
-            let code = exit_code(&result.verdict);
-            (result, code)
+            result
         }
         Command::V41Result {
             who,
@@ -267,8 +264,7 @@ pub fn run(args: Args) -> Result<u8> {
             let first = v41.into_iter().next().context("verdict JSON: no verdict")?;
             let mut result = v41_result(&who, &first);
             add_words(&mut result, &words);
-            let code = exit_code(&result.verdict);
-            (result, code)
+            result
         }
         Command::BenchResult {
             who,
@@ -279,7 +275,7 @@ pub fn run(args: Args) -> Result<u8> {
             let mut result = GuestResult::new(&who.case, &who.role, "pass");
             add_words(&mut result, &words);
             bench_fields(&mut result, &m);
-            (result, EXIT_PASS)
+            result
         }
         Command::FuzzResult {
             who,
@@ -296,8 +292,7 @@ pub fn run(args: Args) -> Result<u8> {
             let mut result = GuestResult::new(&who.case, &who.role, verdict);
             add_words(&mut result, &words);
             fuzz_fields(&mut result, &report, stopped_by_kernel_watch);
-            let code = exit_code(&result.verdict);
-            (result, code)
+            result
         }
         Command::FailedResult {
             who,
@@ -314,15 +309,14 @@ pub fn run(args: Args) -> Result<u8> {
                 .field("rc", rc)
                 .field("error", squeezed(&read_quote(&stderr)));
             add_words(&mut result, &words);
-            (result, EXIT_FAIL)
+            result
         }
         Command::ServeStatsResult { who, stats, words } => {
             let bytes = crate::input::read_bounded(&stats, MAX_INPUT, "serve stats")?;
             let counts = ServeCounts::parse(&String::from_utf8_lossy(&bytes))?;
             let mut result = serve_stats_result(&who, &counts, bytes.len());
             add_words(&mut result, &words);
-            let code = exit_code(&result.verdict);
-            (result, code)
+            result
         }
         Command::NfsdDeltas {
             counters,
@@ -412,7 +406,7 @@ pub fn run(args: Args) -> Result<u8> {
         }
     };
     crate::outln!("{}", result.to_line())?;
-    Ok(code)
+    Ok(exit_code(&result.verdict))
 }
 
 fn exit_code(verdict: &str) -> u8 {
