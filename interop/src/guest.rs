@@ -143,8 +143,9 @@ pub(crate) fn qemu_command(
         // watchdog_thresh=60: a vCPU starved by the host for 20 s tripped the default 20 s
         // soft-lockup detector (seen at load 14); a real lockup still shows after 120 s.
         .arg(format!(
-            "console=ttyS0 quiet panic=-1 no_timer_check watchdog_thresh=60 rig.name={} rig.ip={ip} rig.peer={peer}{}{}",
+            "console=ttyS0 quiet panic=-1 no_timer_check watchdog_thresh=60 rig.name={} rig.ip={ip} rig.peer={peer} {}{}{}",
             role.as_str(),
+            image.transport.cmdline_word(),
             if matches!(boot, Boot::Save { .. }) {
                 " rig.snapshot=1"
             } else {

@@ -23,7 +23,7 @@ use crate::kbuild::{
     all_series_patches, compiler_identity, fragment_path, tree_head, SourceBuild, SourceTree,
 };
 use crate::kmod::{missing_config_options, parse_show_depends, ModuleIndex, Provided};
-use crate::matrix::{parse_package_list, KernelOrigin, KernelSpec, Matrix};
+use crate::matrix::{parse_package_list, KernelOrigin, KernelSpec, Matrix, Transport};
 use crate::mbox::SeriesName;
 use crate::process::run_logged;
 use crate::progress::{human_size, Phase, Progress};
@@ -43,6 +43,8 @@ pub struct KernelImage {
     pub cmdline: Vec<String>,
     /// The suites this kernel runs (all when empty).
     pub suites: Vec<String>,
+    /// The soft-RDMA provider its guests bring up (`rig.transport=` on their command line).
+    pub transport: Transport,
     /// The kernel's Debian version (`6.1.192-3`; a source build's source version; a developer's
     /// kernel: its release), what a report names beside the release.
     pub version: String,
@@ -72,6 +74,8 @@ pub struct Images {
 pub struct CustomKernel {
     pub name: String,
     pub kind: CustomKind,
+    /// The soft-RDMA provider its guests run over (`--transport`, default rxe).
+    pub transport: Transport,
 }
 
 /// A developer's kernel: already built, or a tree the harness builds.

@@ -167,7 +167,10 @@ fn test(run: &KernelRun, run_id: &str, case: &CaseOutcome) -> Value {
     t.insert(
         "environment".into(),
         json!({
-            "comment": format!("two qemu guests ({}) over soft-RoCE (rdma_rxe), kernel {}", run.accel, run.release),
+            "comment": format!("two qemu guests ({}) over {}, kernel {}", run.accel, match run.transport {
+                crate::matrix::Transport::Rxe => "soft-RoCE (rdma_rxe)",
+                crate::matrix::Transport::Siw => "soft-iWARP (siw)",
+            }, run.release),
             "misc": {"accel": run.accel, "release": run.release}
         }),
     );

@@ -59,6 +59,11 @@ struct KernelArgs {
     /// Name of the custom kernel in reports.
     #[arg(long, default_value = "custom")]
     kernel_name: String,
+    /// Soft-RDMA providers to run over (repeatable: rxe, siw): only the matrix entries whose
+    /// `transport` is one of them (default: kernels.toml's `default_transports`). A custom kernel runs over
+    /// the first one given, else rxe.
+    #[arg(long = "transport", value_enum)]
+    transports: Vec<interop::matrix::Transport>,
 }
 
 #[derive(Subcommand)]
@@ -122,6 +127,9 @@ struct BisectArgs {
     /// Extra kernel command-line words (as `run --kernel-cmdline`).
     #[arg(long = "kernel-cmdline")]
     kernel_cmdline: Vec<String>,
+    /// The soft-RDMA provider of every step (as `run --transport`; default rxe).
+    #[arg(long, value_enum)]
+    transport: Option<interop::matrix::Transport>,
 }
 
 /// `run`'s options from words, for the runs a bisection makes.
@@ -211,6 +219,7 @@ fn custom(args: &KernelArgs) -> Result<Option<CustomKernel>> {
     Ok(Some(CustomKernel {
         name: args.kernel_name.clone(),
         kind,
+        transport: args.transports.first().copied().unwrap_or_default(),
     }))
 }
 
@@ -715,6 +724,7 @@ fn bisect(args: &BisectArgs) -> Result<bool> {
             kernel_fragments: args.kernel_fragments.clone(),
             kernel_cmdline: args.kernel_cmdline.clone(),
             kernel_name: "bisect".to_owned(),
+            transports: args.transport.into_iter().collect(),
         };
         let run = RunOnly::try_parse_from([
             "run",
@@ -792,12 +802,30 @@ fn run_report(kernels: &KernelArgs, args: &RunArgs) -> Result<Report> {
             .kernels
             .iter()
             .filter(|k| suites.iter().any(|s| k.runs_suite(&s.name)))
+            .filter(|k| k.runs_over(&kernels.transports, &matrix.default_transports))
             .map(|k| k.name.clone())
             .collect();
         ensure!(
             !kernels.kernels.is_empty(),
-            "no kernel of vm-images/kernels.toml runs the chosen suites"
+            "no kernel of vm-images/kernels.toml runs the chosen suites over the chosen transports"
         );
+    } else if !kernels.transports.is_empty() && custom(&kernels)?.is_none() {
+        // `--kernel X --transport siw`: a named entry runs over its own transport only.
+        for name in &kernels.kernels {
+            if let Some(spec) = matrix.kernels.iter().find(|k| &k.name == name) {
+                ensure!(
+                    kernels.transports.contains(&spec.transport),
+                    "kernel {name} runs over {}, not {}",
+                    spec.transport,
+                    kernels
+                        .transports
+                        .iter()
+                        .map(|t| t.as_str())
+                        .collect::<Vec<_>>()
+                        .join("/")
+                );
+            }
+        }
     }
     // A shard runs its share of the kernel × suite pairs and builds only the kernels they need.
     let share: Option<Vec<(String, String)>> = match args.shard {

@@ -54,6 +54,63 @@ pub struct KernelSpec {
     /// The suites this entry runs (all when empty): a mutant kernel exists for the DRC suites.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub suites: Vec<String>,
+    /// The soft-RDMA provider its guests bring up (default soft-RoCE).
+    #[serde(default, skip_serializing_if = "Transport::is_default")]
+    pub transport: Transport,
+}
+
+/// The soft-RDMA provider a lane's guests run over: soft-RoCE (`rdma_rxe`, RoCEv2 over UDP
+/// 4791) or soft-iWARP (`siw`, MPA/DDP/RDMAP over TCP). The guests learn it from the kernel
+/// command line (`rig.transport=`) and bring up `<transport>0` on eth0.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Transport {
+    #[default]
+    Rxe,
+    Siw,
+}
+
+impl Transport {
+    /// The word reports, the command line and `rig.transport=` use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Transport::Rxe => "rxe",
+            Transport::Siw => "siw",
+        }
+    }
+
+    /// The kernel module (or built-in) that provides it.
+    pub fn module(self) -> &'static str {
+        match self {
+            Transport::Rxe => "rdma_rxe",
+            Transport::Siw => "siw",
+        }
+    }
+
+    /// The kernel config option that builds [`Transport::module`].
+    pub fn config_option(self) -> &'static str {
+        match self {
+            Transport::Rxe => "CONFIG_RDMA_RXE",
+            Transport::Siw => "CONFIG_RDMA_SIW",
+        }
+    }
+
+    /// The kernel command-line word that tells the guests.
+    pub fn cmdline_word(self) -> String {
+        format!("rig.transport={}", self.as_str())
+    }
+
+    fn is_default(&self) -> bool {
+        *self == Transport::default()
+    }
+}
+
+impl std::fmt::Display for Transport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// Where a matrix entry's kernel comes from.
@@ -128,6 +185,10 @@ pub struct Matrix {
     #[serde(default)]
     pub security_mirror: Option<String>,
     pub modules: ModuleSets,
+    /// The transports a run covers when `--transport` is not given (absent: every transport an
+    /// entry names).
+    #[serde(default)]
+    pub default_transports: Vec<Transport>,
     #[serde(rename = "kernel")]
     pub kernels: Vec<KernelSpec>,
 }
@@ -286,6 +347,13 @@ impl KernelSpec {
         pockets_of(&self.suite)
     }
 
+    /// Whether a run over `chosen` transports (`--transport`; empty: the matrix's
+    /// `default_transports`, and when those are empty too, every transport) covers this entry.
+    pub fn runs_over(&self, chosen: &[Transport], defaults: &[Transport]) -> bool {
+        let chosen = if chosen.is_empty() { defaults } else { chosen };
+        chosen.is_empty() || chosen.contains(&self.transport)
+    }
+
     /// Whether this entry runs `suite` (entries without a `suites` list run every suite).
     pub fn runs_suite(&self, suite: &str) -> bool {
         runs_suite(&self.suites, suite)
@@ -357,7 +425,7 @@ version_prefix = "7."
     }
 
     #[test]
-    fn the_committed_matrix_parses_with_three_debian_kernels_an_old_6_1_three_mutants_and_a_kasan_lane(
+    fn the_committed_matrix_parses_with_three_debian_kernels_an_old_6_1_siw_lanes_mutants_and_a_kasan_lane(
     ) {
         let path = crate::cache::workspace_root().join("vm-images/kernels.toml");
         let matrix = Matrix::load(&path).unwrap();
@@ -369,17 +437,22 @@ version_prefix = "7."
                 "linux-6.12",
                 "linux-7.x",
                 "linux-6.1.176",
+                "linux-6.1-siw",
+                "linux-6.12-siw",
+                "linux-7.x-siw",
                 "linux-6.12-acked-evict",
                 "linux-6.12-no-checksum",
                 "linux-6.12-inprog-doit",
+                "linux-6.12-acked-evict-siw",
                 "linux-6.12-kasan"
             ]
         );
+        let named = |name: &str| matrix.kernels.iter().find(|k| k.name == name).unwrap();
         // The KASAN lane and the pinned 6.1.176 are wire fuzzing only (findings replays): the
         // default suites never build them.
-        let kasan = &matrix.kernels[7];
+        let kasan = named("linux-6.12-kasan");
         assert_eq!(kasan.fragments, ["kasan"]);
-        let old = &matrix.kernels[3];
+        let old = named("linux-6.1.176");
         assert_eq!(old.binary_version.as_deref(), Some("6.1.176-1"));
         for kernel in [kasan, old] {
             assert!(kernel.runs_suite("wire-fuzz"));
@@ -387,6 +460,46 @@ version_prefix = "7."
                 assert!(!kernel.runs_suite(suite), "{} {suite}", kernel.name);
             }
         }
+        // Each line's siw lane is built from that line's source package at the version its
+        // binary entry tests (Debian's kernels do not ship siw), and runs every suite.
+        for (line, binary_release) in [
+            ("linux-6.1", "6.1.192"),
+            ("linux-6.12", "6.12.118"),
+            ("linux-7.x", "7.2.13"),
+        ] {
+            let siw = named(&format!("{line}-siw"));
+            assert_eq!(siw.transport, Transport::Siw);
+            assert!(
+                matches!(siw.origin().unwrap(), KernelOrigin::Source { version, .. } if version.starts_with(binary_release))
+            );
+            assert!(
+                siw.suites.is_empty() && siw.patches.is_empty(),
+                "{}",
+                siw.name
+            );
+            assert_eq!(siw.suite, named(line).suite);
+        }
+        assert_eq!(
+            named("linux-6.12-acked-evict-siw").cmdline,
+            named("linux-6.12-acked-evict").cmdline
+        );
+        assert!(matrix
+            .kernels
+            .iter()
+            .filter(|k| k.transport == Transport::Rxe)
+            .all(|k| !k.name.ends_with("-siw")));
+        // Without --transport a run covers the matrix's default transports; --transport picks.
+        let siw = named("linux-6.1-siw");
+        let rxe = named("linux-6.1");
+        let defaults = &matrix.default_transports;
+        assert_eq!(
+            siw.runs_over(&[], defaults),
+            defaults.is_empty() || defaults.contains(&Transport::Siw)
+        );
+        assert!(siw.runs_over(&[Transport::Siw], defaults));
+        assert!(!rxe.runs_over(&[Transport::Siw], defaults));
+        assert!(rxe.runs_over(&[Transport::Rxe, Transport::Siw], defaults));
+        assert!(siw.runs_over(&[], &[]) && rxe.runs_over(&[], &[]));
         // The three lines resolve from the pockets users install from.
         assert_eq!(matrix.kernels[0].pockets(), pockets_of("bookworm"));
         assert!(matrix.kernels[0]

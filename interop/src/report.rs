@@ -67,6 +67,9 @@ pub struct KernelRun {
     pub provenance: Provenance,
     /// `kvm` or `tcg`.
     pub accel: String,
+    /// The soft-RDMA provider the guests ran over (`rxe`, `siw`).
+    #[serde(default)]
+    pub transport: crate::matrix::Transport,
     pub suite: String,
     pub wall_ms: u64,
     /// Time from starting qemu until both guest drivers started.
@@ -392,6 +395,7 @@ fn junit_suite(run: &KernelRun) -> quick_junit::TestSuite {
     suite.add_property(("version", run.version.as_str()));
     suite.add_property(("origin", run.origin.as_str()));
     suite.add_property(("accel", run.accel.as_str()));
+    suite.add_property(("transport", run.transport.as_str()));
     suite.add_property(("suite", run.suite.as_str()));
     suite.add_property(("attempt", run.attempt.to_string().as_str()));
     if let Some(boot) = run.boot_ms {
@@ -525,6 +529,7 @@ mod tests {
             error: None,
             attempt: 1,
             guest_died: None,
+            transport: Default::default(),
             retried_after: None,
             gate: None,
         }

@@ -457,6 +457,7 @@ mod tests {
             error: None,
             attempt: 1,
             guest_died: None,
+            transport: Default::default(),
             retried_after: None,
             gate: None,
         }

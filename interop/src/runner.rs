@@ -273,6 +273,7 @@ pub fn run_kernel(
         error: None,
         attempt: 1,
         guest_died: None,
+        transport: image.transport,
         retried_after: None,
         gate: None,
     };
@@ -864,6 +865,7 @@ mod tests {
             error: None,
             attempt: 1,
             guest_died: None,
+            transport: Default::default(),
             retried_after: None,
             gate: None,
         };
@@ -881,6 +883,7 @@ mod tests {
             key: "0eba1aa1b956211a".into(),
             cmdline: vec!["nfsd.drc_mutation=none".into()],
             suites: Vec::new(),
+            transport: Default::default(),
             version: "6.12.117-1".into(),
             origin: "source linux-source-6.12 + drc-mutants".into(),
             provenance: Default::default(),

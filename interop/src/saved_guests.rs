@@ -114,6 +114,7 @@ pub(crate) fn pair_key(launch: &Launch<'_>, qemu_version: &str) -> String {
         .add("memory", launch.settings.memory_mib.to_string().as_bytes())
         .add("vcpus", launch.settings.vcpus.to_string().as_bytes())
         .add("cmdline", launch.image.cmdline.join(" ").as_bytes())
+        .add("transport", launch.image.transport.as_str().as_bytes())
         .finish()
 }
 

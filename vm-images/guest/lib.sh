@@ -9,6 +9,21 @@ RIG_SYNC=/rig/out/sync
 RIG_SERVER_IP=10.99.0.1
 RIG_CLIENT_IP=10.99.0.2
 
+# The run's soft-RDMA provider (interop puts rig.transport= on the kernel command line, from the
+# matrix entry's `transport`): rxe (soft-RoCE, RoCEv2 over UDP 4791) or siw (soft-iWARP: MPA,
+# DDP and RDMAP over TCP). RIG_RDMA_DEV is the device rdma_up adds on eth0; RIG_CAPTURE_FILTER
+# the tcpdump filter that keeps its RDMA traffic (siw's is all TCP: NFS/RDMA connects to 20049
+# and rig's own listeners to others, over TCP itself).
+RIG_TRANSPORT=rxe
+for rig_word in $(cat /proc/cmdline); do
+  case "$rig_word" in rig.transport=*) RIG_TRANSPORT=${rig_word#rig.transport=} ;; esac
+done
+case "$RIG_TRANSPORT" in
+  siw) RIG_RDMA_MODULE=siw RIG_CAPTURE_FILTER=tcp ;;
+  *) RIG_TRANSPORT=rxe RIG_RDMA_MODULE=rdma_rxe RIG_CAPTURE_FILTER='udp port 4791' ;;
+esac
+RIG_RDMA_DEV=${RIG_TRANSPORT}0
+
 # `set -x` traces carry the guest uptime, so slow steps show up in the case logs. PS4 is expanded
 # for every traced line: reading the uptime with builtins costs a fork, where `cut` cost a fork and
 # an exec (0.03-0.1 s a line under TCG, a third of a short case's time).
@@ -103,4 +118,13 @@ rig_mount_nfs_rdma() {
   rig_check mount mount -t nfs -o "$2" "$3" "$1"
   grep " $1 " /proc/mounts
   grep " $1 " /proc/mounts | grep -q 'proto=rdma' || { rig_result fail step=proto-not-rdma; exit 1; }
+}
+
+# rdma_up: the run's soft-RDMA device on eth0 (idempotent). Source-built kernels have the
+# provider built in, where modprobe of a builtin answers 0 from modules.builtin.
+rdma_up() {
+  rdma link show 2>/dev/null | grep -q "link $RIG_RDMA_DEV/" && return 0
+  rig_check modprobe modprobe "$RIG_RDMA_MODULE"
+  rig_check "$RIG_TRANSPORT" rdma link add "$RIG_RDMA_DEV" type "$RIG_TRANSPORT" netdev eth0
+  rdma link show
 }

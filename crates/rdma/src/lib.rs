@@ -19,6 +19,7 @@ pub mod pool;
 pub mod relay_control;
 pub mod requester;
 pub mod scenarios;
+pub mod send_completion;
 pub mod serve;
 pub mod serve_control;
 pub mod v41;

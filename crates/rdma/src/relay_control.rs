@@ -49,6 +49,8 @@ pub const ACK_LOST: &str = "ack-lost";
 pub const REPLY_AGAIN: &str = "reply-again";
 /// The rule that drops the next CM message of the kind [`Hold::CmLost`] names.
 pub const CM_LOST: &str = "cm-lost";
+/// The rule of [`RelayControl::cut_from_server`].
+pub const SERVER_CUT: &str = "server-cut";
 
 /// Why the relay could not be used.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -80,6 +82,36 @@ impl std::fmt::Display for RelayError {
 }
 
 impl std::error::Error for RelayError {}
+
+/// What the guests' link carries, which decides what the relay can hold on it (the device
+/// says: `verbs::DeviceTransport`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RdmaLink {
+    /// RoCEv2 (soft-RoCE): RC packets, RC ACKs and IB CM MADs, each of which the relay selects.
+    #[default]
+    RoceV2,
+    /// iWARP (soft-iWARP): RDMAP/DDP/MPA over TCP.
+    Iwarp,
+}
+
+impl RdmaLink {
+    /// The link this host's RDMA devices speak: iWARP when every device is an iWARP one (the
+    /// guests have one device, `rxe0` or `siw0`), else RoCEv2 (also when none can be listed:
+    /// the connection then fails with the verbs error that says why).
+    pub fn of_this_host() -> RdmaLink {
+        match verbs::list_devices() {
+            Ok(devices)
+                if !devices.is_empty()
+                    && devices
+                        .iter()
+                        .all(|d| d.transport == verbs::DeviceTransport::Iwarp) =>
+            {
+                RdmaLink::Iwarp
+            }
+            _ => RdmaLink::RoceV2,
+        }
+    }
+}
 
 /// The control channel to the relay of one case.
 pub struct RelayControl {
@@ -118,7 +150,30 @@ impl RelayControl {
         Ok(control)
     }
 
-    /// Whether the wire can provide `hold`.
+    /// Why the wire cannot provide `hold` over `link`, when it cannot: over RoCEv2 every
+    /// [`RelayControl::can_hold`] hold is provided; over iWARP none yet (the relay selects
+    /// RoCEv2 frames), each for the reason the transport gives.
+    pub fn cannot_hold_on(link: RdmaLink, hold: Hold) -> Option<&'static str> {
+        if !Self::can_hold(hold) {
+            return Some(
+                "needs the server's software held back, which only the simulator controls",
+            );
+        }
+        match (link, hold) {
+            (RdmaLink::RoceV2, _) => None,
+            (RdmaLink::Iwarp, Hold::ServerSendCompletions) => Some(
+                "needs the server's Send completion held on the wire; over iWARP (siw) a Send completes once TCP has taken the message, before the peer acknowledges anything, so no frame holds it (docs/findings.md, \"The Send-completion premise over iWARP\")",
+            ),
+            (RdmaLink::Iwarp, Hold::ReplyLost | Hold::ReplyAckLost) => Some(
+                "needs a reply or its acknowledgement lost once on the wire while the server's Send completion is held, which iWARP (siw) cannot hold: its Send completes when TCP has the message (docs/findings.md, \"The Send-completion premise over iWARP\")",
+            ),
+            (RdmaLink::Iwarp, _) => Some(
+                "needs an InfiniBand CM message (REP, RTU or DREP) lost; iWARP connects with TCP and MPA start frames, which have no RTU or DREP",
+            ),
+        }
+    }
+
+    /// Whether the wire can provide `hold` (over RoCEv2: [`RelayControl::cannot_hold_on`]).
     pub fn can_hold(hold: Hold) -> bool {
         matches!(
             hold,
@@ -186,6 +241,37 @@ impl RelayControl {
                 .iter()
                 .find(|rule| rule.name == name)
                 .map_or(0, |rule| rule.hits)),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// Lose every frame the server sends, from now until [`RelayControl::mend`]: nothing it
+    /// sends reaches the client (RC ACKs, TCP segments and retransmissions alike), so whatever
+    /// completes on the server meanwhile completed without the client having the message. The
+    /// Send-completion measurement (`crate::send_completion`) is its one user; a drop, unlike
+    /// a hold, has no RC-safe time limit, since nothing is ever delivered late.
+    pub fn cut_from_server(&mut self) -> Result<(), RelayError> {
+        let rule = Rule {
+            name: SERVER_CUT.to_string(),
+            select: Selector::Direction(Direction::FromServer),
+            action: Action::Drop { times: u32::MAX },
+            max_hits: None,
+        };
+        let set = RuleSet::new(self.case.clone(), vec![rule]).map_err(|e| RelayError::Refused {
+            message: e.to_string(),
+        })?;
+        match self.request(&ControlRequest::SetRules(set))? {
+            ControlReply::Ok { .. } => Ok(()),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// End [`RelayControl::cut_from_server`]: the frames it lost (counted by the relay), and
+    /// the wire without rules again.
+    pub fn mend(&mut self) -> Result<u64, RelayError> {
+        let lost = self.rule_hits(SERVER_CUT)?;
+        match self.request(&ControlRequest::Clear)? {
+            ControlReply::Ok { .. } => Ok(lost),
             other => Err(unexpected(other)),
         }
     }

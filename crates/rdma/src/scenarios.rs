@@ -23,7 +23,7 @@ use wire::nfs3::{
 };
 use wire::nfs_client::{self, Procedure};
 
-use crate::relay_control::{self, RelayControl};
+use crate::relay_control::{self, RdmaLink, RelayControl};
 use crate::requester::{ClientError, RdmaClient};
 use crate::serve_control::ServeControl;
 use verdict::judge::{Basis, LOST_REPLY};
@@ -60,6 +60,8 @@ pub struct Options {
     /// The execution hold's server is `rig hold-export` beside kernel nfsd, which also holds
     /// nfsd's export cache ([`Hold::ExportCacheUpcall`]: the `deferred` scenario runs).
     pub export_cache_hold: bool,
+    /// What the link carries (RoCEv2 or iWARP), which decides the holds the relay provides.
+    pub link: RdmaLink,
 }
 
 #[derive(Debug, Clone)]
@@ -132,10 +134,10 @@ fn empty_verdict(
 /// What a run with `options` lets a scenario control: a real link's, the relay's holds with
 /// `--relay`, and nfsd's export cache with `rig hold-export` (`--export-cache-hold`).
 fn supports_with(options: &Options) -> impl Fn(Control) -> Result<(), &'static str> {
-    let base: fn(Control) -> Result<(), &'static str> = if options.relay {
-        Session::supports_over_relay
-    } else {
-        Session::supports
+    let base: fn(Control) -> Result<(), &'static str> = match (options.relay, options.link) {
+        (true, RdmaLink::RoceV2) => Session::supports_over_relay,
+        (true, RdmaLink::Iwarp) => Session::supports_over_iwarp_relay,
+        (false, _) => Session::supports,
     };
     let export_cache_hold = options.export_cache_hold && options.execution_hold.is_some();
     move |control| match control {
@@ -336,6 +338,20 @@ impl Session {
     fn supports_over_relay(control: Control) -> Result<(), &'static str> {
         match control {
             Control::Hold(hold) if RelayControl::can_hold(hold) => Ok(()),
+            other => Session::supports(other),
+        }
+    }
+
+    /// [`Session::supports_over_relay`] over iWARP: a wire hold only where the transport lets
+    /// one stand for the ordering ([`RelayControl::cannot_hold_on`] says why not).
+    fn supports_over_iwarp_relay(control: Control) -> Result<(), &'static str> {
+        match control {
+            Control::Hold(hold) if RelayControl::can_hold(hold) => {
+                match RelayControl::cannot_hold_on(RdmaLink::Iwarp, hold) {
+                    None => Ok(()),
+                    Some(reason) => Err(reason),
+                }
+            }
             other => Session::supports(other),
         }
     }
@@ -1004,6 +1020,7 @@ mod tests {
             relay: false,
             execution_hold: None,
             export_cache_hold: false,
+            link: RdmaLink::RoceV2,
         };
         let mut v = empty_verdict(scenario, &options, "ok", String::new());
         v.xid = 0x5a3f_0012;
@@ -1108,6 +1125,49 @@ mod tests {
     }
 
     #[test]
+    fn over_iwarp_the_relay_holds_nothing_and_each_scenario_says_why() {
+        let options = |link| Options {
+            server: "10.99.0.1:20049".parse().unwrap(),
+            root: RootSource::MountRdma,
+            export: b"/export".to_vec(),
+            label: "nfsd".into(),
+            timeout: Duration::from_secs(10),
+            prefix: "t".into(),
+            relay: true,
+            execution_hold: Some("10.99.0.1:4793".parse().unwrap()),
+            export_cache_hold: true,
+            link,
+        };
+        let unsupported = |link| -> Vec<(&'static str, &'static str)> {
+            catalogue()
+                .iter()
+                .filter_map(|s| Some((s.name, s.unsupported_by(supports_with(&options(link)))?)))
+                .collect()
+        };
+        let over_roce: Vec<&str> = unsupported(RdmaLink::RoceV2).iter().map(|u| u.0).collect();
+        assert_eq!(over_roce, ["passive-first", "passive-first-exhausted"]);
+        let over_iwarp = unsupported(RdmaLink::Iwarp);
+        let names: Vec<&str> = over_iwarp.iter().map(|u| u.0).collect();
+        assert_eq!(
+            names,
+            [
+                "after-reply-before-ack",
+                "after-reconnect-rep-lost",
+                "after-reconnect-rtu-lost",
+                "after-reconnect-drep-lost",
+                "reply-lost-live",
+                "ack-lost",
+                "passive-first",
+                "passive-first-exhausted"
+            ]
+        );
+        // The wire's scenarios name iWARP as the reason, not a missing relay.
+        for (name, why) in &over_iwarp[..6] {
+            assert!(why.contains("iWARP"), "{name}: {why}");
+        }
+    }
+
+    #[test]
     fn deferred_runs_only_beside_rig_hold_export() {
         let deferred = catalogue()
             .into_iter()
@@ -1123,6 +1183,7 @@ mod tests {
             relay: true,
             execution_hold: None,
             export_cache_hold: true,
+            link: RdmaLink::RoceV2,
         };
         // The flag alone is not the control: without the hold's address nothing answers.
         assert!(deferred.unsupported_by(supports_with(&options)).is_some());

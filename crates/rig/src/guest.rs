@@ -18,6 +18,7 @@ use verdict::counted::ServeCounts;
 use verdict::guest::{json_text, squeezed, word, GuestResult};
 use verdict::nfsd_stats::{self, Counters};
 use verdict::record::{Verdict, UNSUPPORTED};
+use verdict::send_completion::{judge_premise, ClientMeasurement};
 
 use crate::bench_rpc::Measurement;
 use crate::svcrdma_rules::Row;
@@ -106,6 +107,24 @@ enum Command {
         who: Who,
         #[arg(long)]
         verdict: PathBuf,
+        words: Vec<String>,
+    },
+    /// The RESULT of the Send-completion measurement: `rig send-completion`'s JSON (client)
+    /// judged with the server's svcrdma trace copied while the cut stood (pass when the
+    /// measurement holds, whatever it found: the finding is in the fields).
+    SendCompletionResult {
+        #[command(flatten)]
+        who: Who,
+        /// The client's measurement (`rig send-completion` output).
+        #[arg(long)]
+        client: PathBuf,
+        /// The server's ftrace text, copied while every frame from it was cut.
+        #[arg(long)]
+        trace_during_cut: PathBuf,
+        /// Also write the finding as `key=value` lines here (the case's kernel.txt: its
+        /// snapshot).
+        #[arg(long)]
+        kernel_txt: Option<PathBuf>,
         words: Vec<String>,
     },
     /// The RESULT of one `rig bench-rpc` measurement.
@@ -266,6 +285,32 @@ pub fn run(args: Args) -> Result<u8> {
             add_words(&mut result, &words);
             result
         }
+        Command::SendCompletionResult {
+            who,
+            client,
+            trace_during_cut,
+            kernel_txt,
+            words,
+        } => {
+            let mut result = match read_json::<ClientMeasurement>(&client) {
+                Ok(measured) => {
+                    let (result, finding) =
+                        send_completion_result(&who, &measured, &read_text(&trace_during_cut));
+                    if let (Some(path), Some(finding)) = (&kernel_txt, finding) {
+                        std::fs::write(path, finding)
+                            .with_context(|| format!("{}", path.display()))?;
+                    }
+                    result
+                }
+                Err(e) => {
+                    let mut failed = GuestResult::new(&who.case, &who.role, "fail");
+                    failed.field("reason", squeezed(&format!("{e:#}")));
+                    failed
+                }
+            };
+            add_words(&mut result, &words);
+            result
+        }
         Command::BenchResult {
             who,
             measurement,
@@ -414,6 +459,42 @@ fn exit_code(verdict: &str) -> u8 {
         "pass" => EXIT_PASS,
         "skip" => EXIT_SKIP,
         _ => EXIT_FAIL,
+    }
+}
+
+/// The Send-completion measurement as a RESULT: the premise judged, or why it could not be;
+/// with the finding's `key=value` lines for the case's snapshot when it was judged.
+fn send_completion_result(
+    who: &Who,
+    client: &ClientMeasurement,
+    trace: &str,
+) -> (GuestResult, Option<String>) {
+    match judge_premise(client, trace) {
+        Ok(premise) => {
+            let mut result = GuestResult::new(&who.case, &who.role, "pass");
+            // What the snapshot compares: the finding, not its timing (how the Send ended, after
+            // how long, and how the reply got through once mended are the evidence the case log
+            // prints, see the suite's script).
+            result
+                .field("link", text_word(&premise.link))
+                .field("sends_posted", premise.sends_posted.to_string())
+                .field("premise_holds", premise.premise_holds.to_string());
+            let finding = format!(
+                "link={}\nsends_posted={}\nsend_while_cut={}\npremise_holds={}\n",
+                text_word(&premise.link),
+                premise.sends_posted,
+                premise.completion_while_cut.word(),
+                premise.premise_holds
+            );
+            (result, Some(finding))
+        }
+        Err(void) => {
+            let mut result = GuestResult::new(&who.case, &who.role, "fail");
+            result
+                .field("link", text_word(&client.link))
+                .field("reason", squeezed(&void.to_string()));
+            (result, None)
+        }
     }
 }
 

@@ -13,6 +13,7 @@ mod mount_tcp;
 mod output;
 mod rdma_target;
 mod scenarios;
+mod send_completion;
 mod serve;
 mod svcrdma_rules;
 #[cfg(test)]
@@ -59,6 +60,10 @@ enum Command {
     HoldExport(hold_export::Args),
     /// Guest scripts: a case's RESULT line written from rig's own JSON outputs, read by type.
     Guest(guest::Args),
+    /// Client guest: cut the server off on the rig's relay after one answered call, send
+    /// another, let the server copy its svcrdma trace, mend (the Send-completion premise).
+    #[command(name = "send-completion")]
+    SendCompletion(send_completion::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -75,6 +80,7 @@ fn main() -> std::process::ExitCode {
         Command::SvcrdmaRules(args) => svcrdma_rules::run(args),
         Command::HoldExport(args) => hold_export::run(args),
         Command::Guest(args) => guest::run(args),
+        Command::SendCompletion(args) => send_completion::run(args),
     };
     // Output still buffered fails here, as a clear error, not silently at exit.
     let result = result.and_then(|code| output::flush().map(|()| code));

@@ -151,6 +151,7 @@ fn run_rdma(args: &Args) -> Result<u8> {
         relay: args.relay,
         execution_hold: args.execution_hold,
         export_cache_hold: args.export_cache_hold,
+        link: rdma::relay_control::RdmaLink::of_this_host(),
     };
     let verdicts =
         rdma::scenarios::run(&options, args.scenario.as_deref()).map_err(|e| anyhow::anyhow!(e))?;

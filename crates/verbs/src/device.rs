@@ -89,6 +89,30 @@ pub struct DeviceInfo {
     pub max_qp_rd_atom: i32,
     pub max_qp_init_rd_atom: i32,
     pub ports: Vec<PortInfo>,
+    /// The transport the device speaks (`ibv_device.transport_type`): soft-RoCE reports
+    /// InfiniBand (RoCE is IB transport over Ethernet), soft-iWARP iWARP.
+    pub transport: DeviceTransport,
+}
+
+/// `ibv_device.transport_type`, the part the rig tells apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeviceTransport {
+    /// InfiniBand transport: InfiniBand itself and RoCE (rxe).
+    InfiniBand,
+    /// iWARP: RDMAP/DDP/MPA over TCP (siw).
+    Iwarp,
+    /// Anything else libibverbs reports (usNIC, unknown), with its raw value.
+    Other(i32),
+}
+
+impl DeviceTransport {
+    fn from_raw(raw: sys::ibv_transport_type) -> DeviceTransport {
+        match raw {
+            sys::IBV_TRANSPORT_IB => DeviceTransport::InfiniBand,
+            sys::IBV_TRANSPORT_IWARP => DeviceTransport::Iwarp,
+            other => DeviceTransport::Other(other),
+        }
+    }
 }
 
 /// Every RDMA device libibverbs can open. Empty when the machine has none; an error only when
@@ -165,6 +189,8 @@ fn describe_device(device: *mut sys::ibv_device) -> Result<DeviceInfo> {
         return Err(VerbsError::from_errno("ibv_query_device", rc));
     }
     let firmware = fixed_c_string(&attr.fw_ver);
+    // SAFETY: `device` is a non-NULL entry of a live device list; the field is a plain int.
+    let transport = DeviceTransport::from_raw(unsafe { (*device).transport_type });
     let mut ports = Vec::with_capacity(usize::from(attr.phys_port_cnt));
     for port_num in 1..=attr.phys_port_cnt {
         ports.push(describe_port(context.0, port_num)?);
@@ -176,6 +202,7 @@ fn describe_device(device: *mut sys::ibv_device) -> Result<DeviceInfo> {
         max_qp_rd_atom: attr.max_qp_rd_atom,
         max_qp_init_rd_atom: attr.max_qp_init_rd_atom,
         ports,
+        transport,
     })
 }
 

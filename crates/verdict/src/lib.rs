@@ -10,3 +10,4 @@ pub mod guest;
 pub mod judge;
 pub mod nfsd_stats;
 pub mod record;
+pub mod send_completion;

@@ -197,6 +197,7 @@ fn a_commits_verdict_is_read_from_its_runs_of_the_case() {
             error: None,
             attempt: 1,
             guest_died: None,
+            transport: Default::default(),
             retried_after: None,
             gate: None,
         }],

@@ -35,7 +35,7 @@ impl<'a> Builder<'a> {
         if !build.is_cached(&self.cache)? {
             self.download(&source, &spec.name)?;
         }
-        self.built_kernel(&spec.name, &build, base_cpio, base_key)
+        self.built_kernel(&spec.name, &build, base_cpio, base_key, spec.transport)
     }
 
     /// `rig` first, then the named optional fragments.
@@ -53,6 +53,7 @@ impl<'a> Builder<'a> {
         build: &SourceBuild,
         base_cpio: &Path,
         base_key: &str,
+        transport: Transport,
     ) -> Result<KernelImage> {
         let installed = ensure_kernel_build_packages(&self.log("kernel-build-packages.log"))?;
         if !installed.is_empty() {
@@ -84,6 +85,7 @@ impl<'a> Builder<'a> {
             &built.bzimage,
             base_cpio,
             &key,
+            transport,
         )
     }
 
@@ -115,7 +117,13 @@ impl<'a> Builder<'a> {
                     patches: patches.clone(),
                     fragments: self.fragments(fragments)?,
                 };
-                return self.built_kernel(&custom.name, &build, base_cpio, base_key);
+                return self.built_kernel(
+                    &custom.name,
+                    &build,
+                    base_cpio,
+                    base_key,
+                    custom.transport,
+                );
             }
         };
         let modules_dir = modules_dir
@@ -153,6 +161,7 @@ impl<'a> Builder<'a> {
             image,
             base_cpio,
             &key,
+            custom.transport,
         )?;
         self.progress.done(
             Phase::Modules,

@@ -60,12 +60,14 @@ impl<'a> Builder<'a> {
                     };
                     image.cmdline = spec.cmdline.clone();
                     image.suites = spec.suites.clone();
+                    image.transport = spec.transport;
                     Ok(image)
                 })
                 .collect::<Result<Vec<_>>>()
         })?;
         if let Some(custom) = custom {
             let mut image = self.custom_kernel(custom, base_cpio, base_key)?;
+            image.transport = custom.transport;
             image.origin = match &custom.kind {
                 CustomKind::Prebuilt { image, .. } => format!("--kernel-image {}", image.display()),
                 CustomKind::Source { tree, series, .. } => {
@@ -193,6 +195,7 @@ impl<'a> Builder<'a> {
             &vmlinuz,
             base_cpio,
             &key,
+            spec.transport,
         )?;
         drop(scratch);
         self.progress.done(
@@ -232,6 +235,7 @@ impl<'a> Builder<'a> {
             key: key.to_owned(),
             cmdline: Vec::new(),
             suites: Vec::new(),
+            transport: Transport::default(),
             version: release,
             origin: String::new(),
             provenance: Default::default(),

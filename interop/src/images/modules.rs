@@ -3,6 +3,16 @@
 
 use super::*;
 
+/// The modules a kernel must provide to run the suites over `transport`: the matrix's required
+/// set and the transport's own module (rdma_rxe is in the set; siw is not in Debian's kernels).
+pub(super) fn required_for(required: &[String], transport: Transport) -> Vec<String> {
+    let mut all = required.to_vec();
+    if !all.iter().any(|m| m == transport.module()) {
+        all.push(transport.module().to_owned());
+    }
+    all
+}
+
 impl<'a> Builder<'a> {
     pub(super) fn wanted_modules(&self) -> Vec<String> {
         let sets = &self.matrix.modules;
@@ -25,17 +35,20 @@ impl<'a> Builder<'a> {
         vmlinuz: &Path,
         base_cpio: &Path,
         key: &str,
+        transport: Transport,
     ) -> Result<KernelImage> {
         let check_started = Instant::now();
         let index = ModuleIndex::parse(
             &fs::read_to_string(modules_dir.join("modules.dep")).unwrap_or_default(),
             &fs::read_to_string(modules_dir.join("modules.builtin")).unwrap_or_default(),
         );
-        let missing = index.missing(&self.matrix.modules.required);
+        let required = required_for(&self.matrix.modules.required, transport);
+        let missing = index.missing(&required);
         if !missing.is_empty() {
             bail!(
-                "kernel {name} ({release}) cannot run the suites: missing {} (neither in modules.dep nor modules.builtin; enable CONFIG_RDMA_RXE / CONFIG_SUNRPC_XPRT_RDMA / CONFIG_NFSD)",
-                missing.join(", ")
+                "kernel {name} ({release}) cannot run the suites over {transport}: missing {} (neither in modules.dep nor modules.builtin; enable {} / CONFIG_SUNRPC_XPRT_RDMA / CONFIG_NFSD)",
+                missing.join(", "),
+                transport.config_option()
             );
         }
         self.progress.done(
@@ -43,7 +56,7 @@ impl<'a> Builder<'a> {
             name,
             &format!(
                 "{} required modules present ({} known)",
-                self.matrix.modules.required.len(),
+                required.len(),
                 index.len()
             ),
             Some(check_started.elapsed()),
@@ -164,6 +177,7 @@ impl<'a> Builder<'a> {
             key: key.to_owned(),
             cmdline: Vec::new(),
             suites: Vec::new(),
+            transport: Transport::default(),
             version: release.to_owned(),
             origin: String::new(),
             provenance: Default::default(),

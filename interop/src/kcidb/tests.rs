@@ -40,6 +40,7 @@ fn run(kernel: &str, suite: &str, provenance: Provenance, cases: Vec<CaseOutcome
         error: None,
         attempt: 1,
         guest_died: None,
+        transport: Default::default(),
         retried_after: None,
         gate: None,
     }

@@ -2,4 +2,4 @@
 . /rig/lib/rig-suite.sh
 set -x
 client_up
-rig_result pass rxe=rxe0 kernel=$(uname -r)
+rig_result pass $RIG_TRANSPORT=$RIG_RDMA_DEV kernel=$(uname -r)

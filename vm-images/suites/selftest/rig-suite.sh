@@ -1,7 +1,7 @@
 # Shared helpers of the selftest, drc, kclient and bench-interop suites (put into the share as
 # /rig/lib/rig-suite.sh by each suite's extra_files; sourced by their scripts after lib.sh).
 #   RIG            the rig binary built on the host (bookworm, same as the guests)
-#   rxe_up         soft-RoCE on eth0 (idempotent)
+#   rxe_up         the run's soft-RDMA device on eth0 (rdma_up of lib.sh; idempotent)
 #   capture_start / capture_stop   a per-case RoCEv2 capture into /rig/out/<case>.pcap
 #   run_scenario   one `rig scenarios --transport rdma` run → /rig/out/<case>.verdict.json + RESULT
 #   rig_guest      `rig guest <command>`: a RESULT line rig writes from its own JSON, read with its
@@ -26,12 +26,7 @@ MOUNT_TCP_PORT=20048
 # `rig serve --control` (selftest) or `rig hold-export` beside kernel nfsd (drc).
 EXECUTION_HOLD_PORT=4793
 
-rxe_up() {
-  rdma link show 2>/dev/null | grep -q rxe0 && return 0
-  rig_check modprobe modprobe rdma_rxe
-  rig_check rxe rdma link add rxe0 type rxe netdev eth0
-  rdma link show
-}
+rxe_up() { rdma_up; }
 
 # client_up: the client side every suite starts from: soft-RoCE on eth0 and a reachable server
 # (it may still be booting: up to 60 one-second pings, then one that must answer).
@@ -94,7 +89,7 @@ nfsd_rdma_up() {
 capture_start() {
   if ! kill -0 "$(cat /tmp/suite-capture.pid 2>/dev/null)" 2>/dev/null; then
     # Its own session: a case killed by its timeout must not take the suite capture with it.
-    setsid tcpdump -i eth0 -s 0 -U -w /tmp/suite.pcap udp port 4791 2>/tmp/suite-capture.err &
+    setsid tcpdump -i eth0 -s 0 -U -w /tmp/suite.pcap $RIG_CAPTURE_FILTER 2>/tmp/suite-capture.err &
     echo $! > /tmp/suite-capture.pid
     # tcpdump needs a moment to open the socket under TCG; without it the CM handshake is lost.
     i=0

@@ -3,4 +3,4 @@
 set -x
 rxe_up
 ldd "$RIG" | grep -q 'not found' && { ldd "$RIG"; rig_result fail step=ldd; exit 1; }
-rig_result pass rxe=rxe0 kernel=$(uname -r) rig=$("$RIG" --version | tr ' ' '_')
+rig_result pass $RIG_TRANSPORT=$RIG_RDMA_DEV kernel=$(uname -r) rig=$("$RIG" --version | tr ' ' '_')

@@ -1,9 +1,7 @@
 # Server: soft-RoCE on eth0, RoCEv2 capture, nfsd with an RDMA listener on 20049 and /export.
 set -x
-rig_check modprobe modprobe rdma_rxe
-rig_check rxe rdma link add rxe0 type rxe netdev eth0
-rdma link show
-tcpdump -i eth0 -s 0 -U -w /tmp/srv.pcap udp port 4791 2>/tmp/tcpdump.err &
+rdma_up
+tcpdump -i eth0 -s 0 -U -w /tmp/srv.pcap $RIG_CAPTURE_FILTER 2>/tmp/tcpdump.err &
 echo $! > /tmp/tcpdump.pid
 mkdir -p /proc/fs/nfsd /export /var/lib/nfs/v4recovery /run/rpcbind
 rig_check nfsd-fs mount -t nfsd nfsd /proc/fs/nfsd
@@ -20,4 +18,4 @@ rig_check nfsd rpc.nfsd 8
 rig_check rdma-listener sh -c "echo 'rdma 20049' > /proc/fs/nfsd/portlist"
 cat /proc/fs/nfsd/portlist
 grep -q 'rdma 20049' /proc/fs/nfsd/portlist || { rig_result fail step=portlist; exit 1; }
-rig_result pass rxe=rxe0 nfsd_rdma_port=20049 kernel=$(uname -r)
+rig_result pass $RIG_TRANSPORT=$RIG_RDMA_DEV nfsd_rdma_port=20049 kernel=$(uname -r)

@@ -1,8 +1,6 @@
 set -x
-rig_check modprobe modprobe rdma_rxe
 modprobe rdma_ucm; modprobe ib_uverbs
-rig_check rxe rdma link add rxe0 type rxe netdev eth0
-rdma link show
+rdma_up
 ls -l /dev/infiniband
 if [ "$RIG_name" = cli ]; then
   for i in $(seq 60); do ping -c 1 -W 1 "$RIG_SERVER_IP" > /dev/null && break; done
