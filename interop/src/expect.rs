@@ -203,11 +203,13 @@ pub fn apply(report: &mut Report, expectations: &[Expectation], chosen: &[String
 }
 
 /// "the gate caught N of M expected": of the `catch` and `known` cases of `run` that ran, how many
-/// ended caught or known (failed as expected); a known case that passed was not caught.
+/// ended caught or known (failed as expected); a known case that passed was not caught. A case
+/// skipped on this run (a scenario its transport cannot force) is listed apart, not expected.
 fn gate_line(run: &crate::report::KernelRun, expectations: &[Expectation]) -> String {
     let mut expected = 0;
     let mut caught = 0;
     let mut missed = Vec::new();
+    let mut skipped = Vec::new();
     for expectation in expectations
         .iter()
         .filter(|e| e.matches(&run.kernel, &run.suite))
@@ -215,6 +217,11 @@ fn gate_line(run: &crate::report::KernelRun, expectations: &[Expectation]) -> St
         let Some(case) = run.cases.iter().find(|c| c.name == expectation.case) else {
             continue;
         };
+        if case.verdict == Verdict::Skip {
+            // Not run on this kernel's transport (its skip says why): nothing to catch.
+            skipped.push(case.name.as_str());
+            continue;
+        }
         expected += 1;
         if matches!(case.verdict, Verdict::Caught | Verdict::Known) {
             caught += 1;
@@ -225,6 +232,9 @@ fn gate_line(run: &crate::report::KernelRun, expectations: &[Expectation]) -> St
     let mut line = format!("the gate caught {caught} of {expected} expected");
     if !missed.is_empty() {
         line.push_str(&format!(" (not caught: {})", missed.join(", ")));
+    }
+    if !skipped.is_empty() {
+        line.push_str(&format!("; skipped here: {}", skipped.join(", ")));
     }
     line
 }
@@ -419,6 +429,32 @@ link = "docs/findings.md#burst"
         };
         apply(&mut plain, &expectations, &[]);
         assert_eq!(plain.runs[0].gate, None);
+    }
+
+    #[test]
+    fn a_catch_case_skipped_on_this_transport_is_not_counted_as_missed() {
+        let file = format!(
+            "{FILE}[[expect]]\nkernel = 'mutant-siw'\nsuite = 'drc'\ncase = 'nfsd.reply-chunk'\n\
+             kind = 'catch'\nreason = 'needs the hold'\nfailure = 'CREATE executed'\n"
+        );
+        let expectations = parse(&file).unwrap();
+        let mut report = Report {
+            runs: vec![run(
+                "mutant-siw",
+                &[
+                    ("nfsd.after-ack", Verdict::Fail),
+                    ("nfsd.reply-chunk", Verdict::Skip),
+                ],
+            )],
+        };
+        apply(&mut report, &expectations, &[]);
+        assert_eq!(report.runs[0].cases[1].verdict, Verdict::Skip);
+        let gate = report.runs[0].gate.as_deref().unwrap();
+        assert!(
+            gate.ends_with("; skipped here: nfsd.reply-chunk")
+                && !gate.contains("not caught: nfsd.reply"),
+            "{gate}"
+        );
     }
 
     #[test]

@@ -145,6 +145,10 @@ pub enum Control {
     LateReceivePosting,
     /// RNR retries that run out deterministically before a Receive is posted.
     RnrRetryExhaustion,
+    /// A Send that finds no Receive posted is retried by the sender (an RC RNR NAK), not fatal:
+    /// InfiniBand/RoCE. iWARP has no RNR: DDP reports it as an untagged buffer error and
+    /// terminates the stream (RFC 5041 §7.1, RFC 5040 §7.4.1).
+    RnrRetry,
 }
 
 /// A transport the catalogue runs on: what a scenario may ask of it. Everything a transport
@@ -308,7 +312,10 @@ pub fn catalogue() -> Vec<Scenario> {
             proves: "a different REMOVE (same length) reusing the XID: classic's checksum tells \
                      them apart; without it (acked, acked-mark) the first reply answers the \
                      second call and it is never executed",
-            requires: &[],
+            // The reuse must find the first reply unacknowledged at the server: an ordering
+            // only a held Send completion forces (over iWARP none can be held, and whether
+            // acked has evicted a's entry would be left to timing).
+            requires: &[Control::Hold(Hold::ServerSendCompletions)],
             run: changed_args_same_xid,
         },
         Scenario {
@@ -316,7 +323,7 @@ pub fn catalogue() -> Vec<Scenario> {
             procedure: "MKDIR",
             proves: "a transmission beyond the credit grant finds no Receive posted: RNR NAK, \
                      and the retry succeeds once the server reposts",
-            requires: &[],
+            requires: &[Control::RnrRetry],
             run: over_credit,
         },
         Scenario {
@@ -370,7 +377,7 @@ pub fn catalogue() -> Vec<Scenario> {
             proves: "the cached reply goes back through the retransmit's own Reply chunk (the \
                      first one is invalidated; reusing it would be a remote access error), the \
                      retransmit arriving before the first reply's Send completed",
-            requires: &[],
+            requires: &[Control::Hold(Hold::ServerSendCompletions)],
             run: reply_chunk,
         },
         Scenario {
@@ -634,8 +641,8 @@ fn changed_args_same_xid(d: &mut dyn Driver) -> Result<Outcome, DriverError> {
     let first = d.nfs_call(xid, &first);
     let second = remove(d, &b);
     let second = d.nfs_call(xid, &second);
-    // Where it can, the XID is reused while the first reply is still unacknowledged at the
-    // server (so even acked has it).
+    // The XID is reused while the first reply is still unacknowledged at the server (so even
+    // acked has it): the scenario requires this hold.
     d.hold(Hold::ServerSendCompletions);
     d.send(first, Credits::Honour)?;
     d.await_replies(xid, 1);
@@ -959,9 +966,12 @@ mod tests {
             [
                 "deferred",
                 "after-reply-before-ack",
+                "changed-args-same-xid",
+                "over-credit",
                 "after-reconnect-rep-lost",
                 "after-reconnect-rtu-lost",
                 "after-reconnect-drep-lost",
+                "reply-chunk",
                 "reply-lost-live",
                 "ack-lost",
                 "passive-first",

@@ -1,6 +1,6 @@
 //! What one Ethernet frame is, as far as the rules care: its direction, and whether it is an RC
 //! packet (opcode class, QP, PSN, ACK kind, the RPC it starts), a CM MAD, the relay's own control
-//! datagram, or anything else.
+//! datagram, a TCP segment (soft-iWARP rides on TCP), or anything else.
 //!
 //! Every frame is untrusted: the layers are sliced by `trace::link` (bounded by the captured
 //! bytes) and decoded by `trace::ib`, `trace::cm` and `wire::rpcrdma`, which return typed errors;
@@ -201,6 +201,11 @@ pub enum FrameKind {
     Cm(CmInfo),
     /// A request to the relay itself (UDP to [`udp::CONTROL_PORT`] from the client side).
     Control,
+    /// A TCP segment: soft-iWARP's frames (MPA/DDP/RDMAP over TCP), and MOUNT or NFS over TCP.
+    /// Only rules that select by direction alone (`Any`, `Direction`) apply to it: nothing
+    /// RDMA-level is decoded here, so a rule naming an opcode, QP, PSN, CM message or RPC
+    /// never matches one.
+    Tcp,
     /// ARP, IPv6 neighbour discovery, RoCE packets this relay does not decode (UD other than CM,
     /// unknown opcodes, malformed headers), anything else: always forwarded untouched, no rule
     /// applies to it.
@@ -241,6 +246,7 @@ impl FrameInfo {
             }
             FrameKind::Cm(cm) => cm.kind.name().to_string(),
             FrameKind::Control => "relay control datagram".to_string(),
+            FrameKind::Tcp => "TCP segment".to_string(),
             FrameKind::Other => "non-RoCE frame".to_string(),
         }
     }
@@ -256,7 +262,11 @@ pub fn classify(direction: Direction, frame: &[u8]) -> FrameInfo {
     let kind = if direction == Direction::FromClient && udp::control_datagram(frame).is_some() {
         FrameKind::Control
     } else {
-        roce_kind(direction, frame).unwrap_or(FrameKind::Other)
+        roce_kind(direction, frame).unwrap_or(if udp::is_tcp(frame) {
+            FrameKind::Tcp
+        } else {
+            FrameKind::Other
+        })
     };
     FrameInfo { direction, kind }
 }

@@ -167,7 +167,10 @@ impl Installed {
     fn matches(&self, selector: &Selector, facts: &Facts) -> bool {
         let roce = match facts.info.kind {
             FrameKind::Roce(roce) => Some(roce),
-            FrameKind::Cm(_) => None,
+            // A TCP segment (soft-iWARP) is selected by direction only: every selector below
+            // that needs RC or RPC facts finds none (`roce`, `send` and the tracked sets are
+            // empty for it).
+            FrameKind::Cm(_) | FrameKind::Tcp => None,
             // Rules never select ARP, neighbour discovery or control datagrams.
             FrameKind::Control | FrameKind::Other => return false,
         };

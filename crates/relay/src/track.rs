@@ -260,7 +260,7 @@ impl Tracker {
             {
                 facts.read_responses_for = self.calls_outstanding(roce.dest_qp);
             }
-            FrameKind::Roce(_) | FrameKind::Control | FrameKind::Other => {}
+            FrameKind::Roce(_) | FrameKind::Control | FrameKind::Tcp | FrameKind::Other => {}
         }
         facts
     }

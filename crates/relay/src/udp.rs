@@ -13,6 +13,8 @@ pub(crate) const ETHERNET_HEADER_LEN: usize = 14;
 pub(crate) const IPV4_HEADER_LEN: usize = 20;
 pub(crate) const UDP_HEADER_LEN: usize = 8;
 pub(crate) const IP_PROTOCOL_UDP: u8 = 17;
+pub(crate) const IP_PROTOCOL_TCP: u8 = 6;
+pub(crate) const ETHERTYPE_IPV6: u16 = 0x86dd;
 pub(crate) const IPV4_MORE_FRAGMENTS: u16 = 0x2000;
 pub(crate) const IPV4_OFFSET_MASK: u16 = 0x1fff;
 pub(crate) const REPLY_TTL: u8 = 64;
@@ -108,6 +110,27 @@ pub(crate) fn ipv4_udp(frame: &[u8]) -> Option<Ipv4Udp<'_>> {
         header_checksum_ok: internet_checksum(header) == 0,
         ip_payload,
     })
+}
+
+/// Whether `frame` carries a TCP segment (IPv4, or IPv6 with TCP as its first next header):
+/// what soft-iWARP's MPA/DDP/RDMAP ride on. Only the headers' bytes that are present are read.
+pub(crate) fn is_tcp(frame: &[u8]) -> bool {
+    let (l2, ethertype) = match be16(frame, 12) {
+        Some(ETHERTYPE_VLAN) => (ETHERNET_HEADER_LEN + 4, be16(frame, 16)),
+        other => (ETHERNET_HEADER_LEN, other),
+    };
+    let Some(ip) = frame.get(l2..) else {
+        return false;
+    };
+    match ethertype {
+        Some(ETHERTYPE_IPV4) => {
+            ip.first().is_some_and(|b| b >> 4 == 4) && ip.get(9) == Some(&IP_PROTOCOL_TCP)
+        }
+        Some(ETHERTYPE_IPV6) => {
+            ip.first().is_some_and(|b| b >> 4 == 6) && ip.get(6) == Some(&IP_PROTOCOL_TCP)
+        }
+        _ => false,
+    }
 }
 
 /// The datagram to [`CONTROL_PORT`] in `frame`, if it is one (IPv4, UDP, first or only

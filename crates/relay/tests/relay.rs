@@ -427,6 +427,42 @@ fn non_roce_frames_never_satisfy_a_condition_nor_match_a_rule() {
 }
 
 #[test]
+fn tcp_segments_are_selected_by_direction_only() {
+    // Soft-iWARP: the server's Sends are TCP segments. A cut of everything from the server
+    // (Direction) drops them, IPv4 and IPv6; a rule that names an RC opcode never matches one;
+    // ARP stays untouched; the client's segments pass.
+    let mut relay = relay_with(vec![
+        rule(
+            "sends",
+            Selector::Opcode(OpcodeClass::SendOnly),
+            Action::Drop { times: u32::MAX },
+        ),
+        rule(
+            "cut",
+            Selector::Direction(FromServer),
+            Action::Drop { times: u32::MAX },
+        ),
+    ]);
+    let out = run(
+        &mut relay,
+        &[
+            (0, FromServer, server_tcp(b"mpa", false)),
+            (1, FromServer, server_tcp(b"mpa", true)),
+            (2, FromServer, arp()),
+            (3, FromClient, arp()),
+        ],
+    );
+    let (dropped, passed): (Vec<_>, Vec<_>) = out
+        .iter()
+        .partition(|o| matches!(o, Output::Dropped { .. }));
+    assert_eq!((dropped.len(), passed.len()), (2, 2), "{out:?}");
+    assert!(passed.iter().all(|o| forwarded(o).1 == arp().as_slice()));
+    let stats = relay.stats().rules;
+    let hits = |name: &str| stats.iter().find(|s| s.name == name).unwrap().hits;
+    assert_eq!((hits("sends"), hits("cut")), (0, 2));
+}
+
+#[test]
 fn reorder_swaps_a_frame_with_the_next_one_the_same_way() {
     let mut relay = relay_with(vec![Rule {
         max_hits: Some(1),

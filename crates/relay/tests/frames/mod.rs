@@ -207,3 +207,18 @@ pub fn control(payload: &[u8]) -> Vec<u8> {
     builder.write(&mut frame, payload).unwrap();
     frame
 }
+
+/// A TCP segment from the server (soft-iWARP's frames: MPA/DDP/RDMAP ride on TCP; the payload
+/// is opaque to the relay), IPv4 or IPv6.
+pub fn server_tcp(payload: &[u8], ipv6: bool) -> Vec<u8> {
+    let builder = etherparse::PacketBuilder::ethernet2(SERVER_MAC, CLIENT_MAC);
+    let builder = if ipv6 {
+        builder.ipv6([0xfe; 16], [0xfd; 16], 64)
+    } else {
+        builder.ipv4(SERVER_IP, CLIENT_IP, 64)
+    };
+    let builder = builder.tcp(20049, 40001, 1, 65535).ack(1);
+    let mut frame = Vec::new();
+    builder.write(&mut frame, payload).unwrap();
+    frame
+}
