@@ -55,7 +55,12 @@ pub fn is_rc_level(event: &TransportEvent) -> bool {
         | TransportEvent::UnmatchedResponse { .. }
         | TransportEvent::Orphan { .. }
         | TransportEvent::BadIcrc { .. }
-        | TransportEvent::Unfilled { .. } => true,
+        | TransportEvent::Unfilled { .. }
+        | TransportEvent::TcpRetransmission { .. }
+        | TransportEvent::TcpOutOfOrder { .. }
+        | TransportEvent::TcpOutOfWindow { .. }
+        | TransportEvent::TcpLost { .. }
+        | TransportEvent::BadMpaCrc { .. } => true,
         // PSN sequence errors and RNR NAKs start a retransmission; the other NAKs (invalid
         // request, remote access or operational error) end the connection: behaviour.
         TransportEvent::Nak { syndrome, .. } => matches!(
@@ -65,22 +70,26 @@ pub fn is_rc_level(event: &TransportEvent) -> bool {
         TransportEvent::Overlong { .. }
         | TransportEvent::Undecodable { .. }
         | TransportEvent::LimitReached { .. }
-        | TransportEvent::RigFault { .. } => false,
+        | TransportEvent::RigFault { .. }
+        | TransportEvent::Terminate { .. } => false,
     }
 }
 
 /// RC-level transport events of a trace, counted (not compared: they vary with host load).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct TransportCounts {
-    /// Request PSNs (or READ responses) seen again: RC retransmissions and RNR retries.
+    /// Request PSNs (or READ responses) seen again: RC retransmissions and RNR retries; for
+    /// iWARP, TCP segments whose bytes were delivered already.
     pub duplicates: u64,
     /// NAK PSN_SEQUENCE_ERROR: the responder asking the requester to go back.
     pub naks: u64,
     /// RNR NAKs: no Receive posted; the requester retries after the timer.
     pub rnr_naks: u64,
-    /// Packets that arrived ahead of the PSN sequence (held, or ignored for READ responses).
+    /// Packets that arrived ahead of the PSN sequence (held, or ignored for READ responses); for
+    /// iWARP, TCP segments ahead of the stream (held) or out of its window (dropped).
     pub out_of_sequence: u64,
-    /// Gaps taken as final (PSNs not in the capture).
+    /// Gaps taken as final (PSNs not in the capture; for iWARP, TCP bytes, the stream then
+    /// undecodable past them).
     pub gaps: u64,
     /// Packets filling an earlier final gap.
     pub late_fills: u64,
@@ -90,7 +99,7 @@ pub struct TransportCounts {
     pub orphans: u64,
     /// Multi-packet operations cut short.
     pub incomplete: u64,
-    /// Packets dropped for a wrong ICRC.
+    /// Packets dropped for a wrong ICRC (iWARP: FPDUs for a wrong MPA CRC).
     pub bad_icrc: u64,
     /// PSNs of gaps never filled.
     pub lost_psns: u64,
@@ -111,7 +120,14 @@ impl TransportCounts {
     /// Count one event (events that are not RC-level are ignored).
     pub fn add(&mut self, event: &TransportEvent) {
         let slot = match event {
-            TransportEvent::Duplicate { .. } => &mut self.duplicates,
+            TransportEvent::Duplicate { .. } | TransportEvent::TcpRetransmission { .. } => {
+                &mut self.duplicates
+            }
+            TransportEvent::TcpOutOfOrder { .. } | TransportEvent::TcpOutOfWindow { .. } => {
+                &mut self.out_of_sequence
+            }
+            TransportEvent::TcpLost { .. } => &mut self.gaps,
+            TransportEvent::BadMpaCrc { .. } => &mut self.bad_icrc,
             TransportEvent::Nak {
                 syndrome: AckSyndrome::RnrNak { .. },
                 ..
@@ -182,6 +198,8 @@ pub enum Incompleteness {
     LostPackets { psns: u64 },
     /// Multi-packet operations whose packets were not all captured.
     Unfinished { operations: u64 },
+    /// iWARP: TCP streams not decoded past bytes the capture lacks.
+    LostStreams { streams: u64 },
 }
 
 impl fmt::Display for Incompleteness {
@@ -198,6 +216,9 @@ impl fmt::Display for Incompleteness {
             Incompleteness::LostPackets { psns } => write!(f, "{psns} PSNs never captured"),
             Incompleteness::Unfinished { operations } => {
                 write!(f, "{operations} RC operations not captured whole")
+            }
+            Incompleteness::LostStreams { streams } => {
+                write!(f, "{streams} TCP streams with bytes never captured")
             }
         }
     }
@@ -246,7 +267,10 @@ impl Teardown {
     /// The state after CM message `name` (one that is not part of a teardown reopens it).
     fn after_cm(self, name: &str) -> Teardown {
         match name {
-            "CM_DREP" | "CM_REJ" => Teardown::Closed,
+            "CM_DREP" | "CM_REJ" | "MPA_REJ" | "TCP_RST" => Teardown::Closed,
+            // iWARP: the second FIN closes the connection; the first asks for it, as a DREQ.
+            "TCP_FIN" if self == Teardown::Open => Teardown::Requested,
+            "TCP_FIN" => Teardown::Closed,
             // A second DREQ (the peer's, crossing ours, or a retransmission) after the DREP
             // does not undo it.
             "CM_DREQ" if self == Teardown::Closed => Teardown::Closed,
@@ -278,6 +302,8 @@ pub struct StatusOfEvents {
     /// Per connection id: how far its teardown got after its last other event. Grown to the
     /// highest id seen (ids are dense, one per connection of the capture).
     teardown: Vec<Teardown>,
+    /// iWARP TCP streams lost (kept out of [`TransportCounts`], whose fields are RoCE's).
+    lost_streams: u64,
 }
 
 impl StatusOfEvents {
@@ -285,6 +311,9 @@ impl StatusOfEvents {
     pub fn add(&mut self, e: &Event) {
         if let EventBody::Transport(t) = &e.body {
             self.counts.add(t);
+            if matches!(t, TransportEvent::TcpLost { .. }) {
+                self.lost_streams += 1;
+            }
         }
         let Some(conn) = e.conn else { return };
         if conn >= self.teardown.len() {
@@ -302,11 +331,19 @@ impl StatusOfEvents {
     /// connections and capture error; its `events` are not read).
     pub fn finish(self, trace: &Trace) -> (TransportCounts, CaptureStatus) {
         let counts = self.counts;
-        (counts, status_of(trace, &self.teardown, counts))
+        (
+            counts,
+            status_of(trace, &self.teardown, counts, self.lost_streams),
+        )
     }
 }
 
-fn status_of(trace: &Trace, teardown: &[Teardown], counts: TransportCounts) -> CaptureStatus {
+fn status_of(
+    trace: &Trace,
+    teardown: &[Teardown],
+    counts: TransportCounts,
+    lost_streams: u64,
+) -> CaptureStatus {
     let mut reasons = Vec::new();
     if let Some(error) = &trace.capture_error {
         reasons.push(Incompleteness::Truncated {
@@ -349,6 +386,11 @@ fn status_of(trace: &Trace, teardown: &[Teardown], counts: TransportCounts) -> C
     if counts.incomplete > 0 {
         reasons.push(Incompleteness::Unfinished {
             operations: counts.incomplete,
+        });
+    }
+    if lost_streams > 0 {
+        reasons.push(Incompleteness::LostStreams {
+            streams: lost_streams,
         });
     }
     if reasons.is_empty() {
