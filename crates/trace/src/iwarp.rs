@@ -366,6 +366,7 @@ impl Ctx<'_> {
             return;
         }
         let mut buf = std::mem::take(&mut side.buf);
+        *self.partial_bytes = self.partial_bytes.saturating_sub(buf.len());
         let from_buf = !buf.is_empty();
         let head_frame = if from_buf {
             side.buf_frame
@@ -390,8 +391,26 @@ impl Ctx<'_> {
             } else {
                 self.at.frame
             };
-            side.buf = rest.to_vec();
+            self.keep(conn, d, rest.to_vec());
         }
+    }
+
+    /// Keep the bytes of side `d`'s next frame (less than a frame) until the rest comes: within
+    /// the total for bytes under way, else the side is not decoded further.
+    fn keep(&mut self, conn: &mut Conn<IwarpConn>, d: usize, rest: Vec<u8>) {
+        if self.partial_bytes.saturating_add(rest.len()) > self.limits.max_partial_bytes {
+            self.event(
+                conn,
+                d,
+                TransportEvent::LimitReached {
+                    what: "iwarp bytes under way",
+                },
+            );
+            self.kill(conn, d);
+            return;
+        }
+        *self.partial_bytes += rest.len();
+        conn.user.sides[d].buf = rest;
     }
 
     /// Parse the frames at the head of `input`; returns the bytes used.
@@ -418,8 +437,13 @@ impl Ctx<'_> {
                         StartKind::Reply
                     };
                     if d == 1 && !conn.user.iwarp {
-                        // The server spoke first, or the client's Request is not there.
-                        self.kill(conn, 1);
+                        // The client's Request is not there yet (its segment held, or the
+                        // server spoke first): wait for it, a start frame at most.
+                        if conn.user.sides[0].phase == Phase::Dead
+                            || rest.len() > mpa::START_HEADER_LEN + mpa::MAX_PRIVATE_DATA
+                        {
+                            self.kill(conn, 1);
+                        }
                         return used;
                     }
                     match mpa::parse_start(kind, rest) {
@@ -516,6 +540,7 @@ impl Ctx<'_> {
             conn.user.sides[0].skip_rtr = p2p;
             let rpcrdma = rfc8797.is_some() || port == crate::session::NFS_RDMA_PORT;
             self.connection(conn, 0, "MPA_REQ", detail, rpcrdma);
+            self.resume(conn, 1);
             if frame.markers {
                 // The initiator asks to receive markers: the server's stream has them.
                 self.undecodable(conn, 1, MpaError::MarkersUnsupported.to_string(), true);
@@ -538,13 +563,21 @@ impl Ctx<'_> {
             self.undecodable(conn, 0, MpaError::MarkersUnsupported.to_string(), true);
         }
         // The client's FPDUs that waited for the Reply.
-        if conn.user.sides[0].phase == Phase::Fpdus && !conn.user.sides[0].buf.is_empty() {
-            let frame = conn.user.sides[0].buf_frame;
-            let buf = std::mem::take(&mut conn.user.sides[0].buf);
-            let used = self.frames(conn, 0, &buf, frame);
-            if conn.user.sides[0].phase != Phase::Dead {
-                conn.user.sides[0].buf = buf.get(used..).unwrap_or_default().to_vec();
-            }
+        self.resume(conn, 0);
+    }
+
+    /// Parse what side `d` kept while it waited for the other side's start frame.
+    fn resume(&mut self, conn: &mut Conn<IwarpConn>, d: usize) {
+        if conn.user.sides[d].phase == Phase::Dead || conn.user.sides[d].buf.is_empty() {
+            return;
+        }
+        let frame = conn.user.sides[d].buf_frame;
+        let buf = std::mem::take(&mut conn.user.sides[d].buf);
+        *self.partial_bytes = self.partial_bytes.saturating_sub(buf.len());
+        let used = self.frames(conn, d, &buf, frame);
+        let rest = buf.get(used..).unwrap_or_default();
+        if conn.user.sides[d].phase != Phase::Dead && !rest.is_empty() {
+            self.keep(conn, d, rest.to_vec());
         }
     }
 
@@ -827,9 +860,26 @@ impl Ctx<'_> {
     /// A connection leaving the decoder: what is under way is incomplete.
     fn finish(&mut self, conn: &mut Conn<IwarpConn>) {
         if !conn.user.iwarp {
+            for d in 0..2 {
+                self.kill(conn, d);
+            }
             return;
         }
         for d in 0..2 {
+            let side = &mut conn.user.sides[d];
+            let cut = std::mem::take(&mut side.buf);
+            *self.partial_bytes = self.partial_bytes.saturating_sub(cut.len());
+            if side.phase == Phase::Fpdus && !cut.is_empty() {
+                // The stream ends inside an FPDU (or the capture does).
+                self.event(
+                    conn,
+                    d,
+                    TransportEvent::Incomplete {
+                        what: "mpa_fpdu",
+                        psn: cut.len() as u32,
+                    },
+                );
+            }
             let side = &mut conn.user.sides[d];
             let parts = [
                 (side.untagged.take(), "send"),
