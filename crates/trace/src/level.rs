@@ -200,6 +200,8 @@ pub enum Incompleteness {
     Unfinished { operations: u64 },
     /// iWARP: TCP streams not decoded past bytes the capture lacks.
     LostStreams { streams: u64 },
+    /// iWARP: connections one side closed (TCP FIN) and the other never did in the capture.
+    HalfClosed { open: usize, of: usize },
 }
 
 impl fmt::Display for Incompleteness {
@@ -216,6 +218,9 @@ impl fmt::Display for Incompleteness {
             Incompleteness::LostPackets { psns } => write!(f, "{psns} PSNs never captured"),
             Incompleteness::Unfinished { operations } => {
                 write!(f, "{operations} RC operations not captured whole")
+            }
+            Incompleteness::HalfClosed { open, of } => {
+                write!(f, "one TCP FIN only on {open} of {of} connections")
             }
             Incompleteness::LostStreams { streams } => {
                 write!(f, "{streams} TCP streams with bytes never captured")
@@ -259,7 +264,9 @@ enum Teardown {
     Open,
     /// A DREQ came last and no DREP answered it.
     Requested,
-    /// A DREP or REJ ended it.
+    /// iWARP: one side's TCP FIN came last, the other's never did.
+    HalfClosed,
+    /// A DREP or REJ ended it (iWARP: both FINs, a RST or an MPA reject).
     Closed,
 }
 
@@ -269,8 +276,10 @@ impl Teardown {
         match name {
             "CM_DREP" | "CM_REJ" | "MPA_REJ" | "TCP_RST" => Teardown::Closed,
             // iWARP: the second FIN closes the connection; the first asks for it, as a DREQ.
-            "TCP_FIN" if self == Teardown::Open => Teardown::Requested,
-            "TCP_FIN" => Teardown::Closed,
+            "TCP_FIN" if self == Teardown::HalfClosed || self == Teardown::Closed => {
+                Teardown::Closed
+            }
+            "TCP_FIN" => Teardown::HalfClosed,
             // A second DREQ (the peer's, crossing ours, or a retransmission) after the DREP
             // does not undo it.
             "CM_DREQ" if self == Teardown::Closed => Teardown::Closed,
@@ -378,6 +387,13 @@ fn status_of(
             of: rpcrdma.len(),
         });
     }
+    let half_closed = in_state(Teardown::HalfClosed);
+    if half_closed > 0 {
+        reasons.push(Incompleteness::HalfClosed {
+            open: half_closed,
+            of: rpcrdma.len(),
+        });
+    }
     if counts.lost_psns > 0 {
         reasons.push(Incompleteness::LostPackets {
             psns: counts.lost_psns,
@@ -448,6 +464,43 @@ mod tests {
             counts.to_string(),
             "duplicates=0 naks=1 rnr_naks=2 out_of_sequence=0 gaps=0 late_fills=0 unmatched=0 \
              orphans=0 incomplete=0 bad_icrc=0 lost_psns=0"
+        );
+    }
+
+    #[test]
+    fn an_iwarp_connection_is_closed_by_both_fins_or_a_reset() {
+        let cm = |name: &str| {
+            event(EventBody::Cm {
+                name: name.into(),
+                detail: String::new(),
+            })
+        };
+        let mut trace = Trace {
+            connections: vec![crate::model::Connection {
+                rpcrdma: true,
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        trace.events = vec![cm("MPA_REQ"), cm("MPA_REP"), cm("TCP_FIN")];
+        assert_eq!(
+            capture_status(&trace).to_string(),
+            "incomplete (one TCP FIN only on 1 of 1 connections)"
+        );
+        trace.events.push(cm("TCP_FIN"));
+        assert_eq!(capture_status(&trace), CaptureStatus::Complete);
+        trace.events.push(event(EventBody::Send { length: 4 }));
+        trace.events.push(cm("TCP_RST"));
+        assert_eq!(capture_status(&trace), CaptureStatus::Complete);
+        let lost = TransportEvent::TcpLost {
+            expected: 1,
+            got: 9,
+        };
+        assert!(is_rc_level(&lost));
+        trace.events.push(event(EventBody::Transport(lost)));
+        assert_eq!(
+            capture_status(&trace).to_string(),
+            "incomplete (1 TCP streams with bytes never captured)"
         );
     }
 

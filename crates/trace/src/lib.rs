@@ -1,6 +1,7 @@
-//! RoCE captures to RPC-over-RDMA / ONC RPC / NFS traces: pcap and pcapng in, one event per
-//! RPC-over-RDMA message, per RDMA data movement, per CM message and per transport anomaly out,
-//! rendered raw or normalised (for insta snapshots and `rig trace diff`), or as JSON lines.
+//! RoCE and soft-iWARP captures to RPC-over-RDMA / ONC RPC / NFS traces: pcap and pcapng in, one
+//! event per RPC-over-RDMA message, per RDMA data movement, per CM message (iWARP: MPA exchange,
+//! TCP FIN/RST) and per transport anomaly out, rendered raw or normalised (for insta snapshots
+//! and `rig trace diff`), or as JSON lines.
 //!
 //! Code map, bottom up:
 //! - [`capture`]: pcap/pcapng frames (borrowed, numbered as Wireshark does).
@@ -41,8 +42,9 @@
 //! (the one exception: a caller that gives `render::diff_until` a deadline has it checked).
 //! Architecture Invariant: limits hold in total, not per item: chunk data gathered, comparisons
 //! of segments with data movements and flows tracked are budgeted over the whole capture
-//! (`session::GATHER_*`, `reassembly::Limits`), and every lookup is indexed, so time and memory
-//! stay linear in the capture (`tests/hostile.rs`).
+//! (`session::GATHER_*`, `reassembly::Limits`, iWARP's `reassembly::Limits::iwarp`: TCP holds,
+//! connections, MPA bytes and DDP messages under way), and every lookup is indexed, so time and
+//! memory stay linear in the capture (`tests/hostile.rs`, `tests/iwarp.rs`).
 #![forbid(unsafe_code)]
 
 pub mod capture;

@@ -528,3 +528,113 @@ fn advance<C>(
         on(conn, d, StreamEvent::Fin);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::Ipv4Addr;
+
+    fn seg(from_client: bool, seq: u32, syn: bool, fin: bool, payload: &[u8]) -> TcpSegment<'_> {
+        let c = Endpoint {
+            addr: IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2)),
+            port: 40000,
+        };
+        let s = Endpoint {
+            addr: IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1)),
+            port: 20049,
+        };
+        let (src, dst) = if from_client { (c, s) } else { (s, c) };
+        TcpSegment {
+            src,
+            dst,
+            seq,
+            syn,
+            ack: !from_client || !syn,
+            fin,
+            rst: false,
+            payload,
+        }
+    }
+
+    /// Feed segments, returning what the stream said, as text.
+    fn run(streams: &mut Streams<()>, segs: &[TcpSegment<'_>]) -> Vec<String> {
+        let mut out = Vec::new();
+        for s in segs {
+            streams.segment(s, &mut |_, d, e| out.push(format!("{d} {e:?}")));
+        }
+        out
+    }
+
+    #[test]
+    fn sequence_wraps_and_fin_follows_held_data() {
+        let mut s = Streams::new(TcpLimits::default());
+        let isn = u32::MAX - 2;
+        let out = run(
+            &mut s,
+            &[
+                seg(true, isn, true, false, &[]),
+                // bytes 4.. (wrapped) with the FIN, then bytes 0..4
+                seg(true, isn.wrapping_add(5), false, true, b"efg"),
+                seg(true, isn.wrapping_add(1), false, false, b"abcd"),
+                seg(true, isn.wrapping_add(1), false, false, b"ab"),
+            ],
+        );
+        assert_eq!(
+            out,
+            [
+                "0 OutOfOrder { expected: 4294967294, seq: 2 }",
+                "0 Data([97, 98, 99, 100])",
+                "0 Data([101, 102, 103])",
+                "0 Fin",
+                "0 Retransmission { seq: 4294967294, len: 2 }",
+            ]
+        );
+        assert_eq!(s.held_bytes(), 0);
+    }
+
+    #[test]
+    fn a_full_hold_makes_the_gap_final() {
+        let mut s = Streams::new(TcpLimits {
+            max_held_per_direction: 2 * (HELD_OVERHEAD + 10),
+            ..TcpLimits::default()
+        });
+        let mut segs = vec![seg(true, 0, true, false, &[])];
+        // Byte 1 never comes; three 10-byte segments after it: two fit.
+        for i in 0..3 {
+            segs.push(seg(true, 11 + 10 * i, false, false, &[0; 10]));
+        }
+        segs.push(seg(true, 1, false, false, &[0; 10]));
+        let out = run(&mut s, &segs);
+        assert_eq!(out.len(), 3, "{out:?}");
+        assert!(out[2].starts_with("0 Lost"), "{out:?}");
+        assert_eq!(s.held_bytes(), 0);
+        // At the end a hole still open is lost too.
+        let mut s = Streams::new(TcpLimits::default());
+        run(
+            &mut s,
+            &[
+                seg(true, 0, true, false, &[]),
+                seg(true, 5, false, false, b"x"),
+            ],
+        );
+        let mut out = Vec::new();
+        let conns = s.finish(&mut |_, d, e| out.push(format!("{d} {e:?}")));
+        assert_eq!(conns.len(), 1);
+        assert_eq!(out, ["0 Lost { expected: 1, got: 5 }"]);
+    }
+
+    #[test]
+    fn connections_are_bounded_and_a_new_syn_replaces_an_old_one() {
+        let mut s = Streams::<()>::new(TcpLimits {
+            max_connections: 8,
+            ..TcpLimits::default()
+        });
+        for port in 0..100u16 {
+            let mut sg = seg(true, 7, true, false, &[]);
+            sg.src.port = port;
+            run(&mut s, &[sg]);
+            assert!(s.connections() <= 8);
+        }
+        assert_eq!(s.evicted.len(), 92);
+    }
+}

@@ -503,3 +503,51 @@ fn real_siw_captures_decode() {
         assert_eq!(errors(&t), 0, "{}: {text}", path.display());
     }
 }
+
+#[test]
+fn markers_are_reported_unsupported_and_a_reject_closes() {
+    use trace::mpa::{emit_start, StartFrame, StartKind};
+    let frame = |kind, markers, reject| {
+        let mut out = Vec::new();
+        emit_start(
+            &StartFrame {
+                kind,
+                markers,
+                crc: true,
+                reject,
+                revision: 1,
+                ird_ord: None,
+                private_data: &[],
+            },
+            &mut out,
+        );
+        out
+    };
+    let mut s = Siw::new(40001, true);
+    s.handshake();
+    s.bytes(Role::Client, &frame(StartKind::Request, true, false));
+    s.bytes(Role::Server, &frame(StartKind::Reply, false, false));
+    s.send(
+        Role::Server,
+        &trace::synth::reply(1, Default::default(), &[]),
+    );
+    let t = traced(&s.into_pcap());
+    assert_eq!(t.messages().count(), 0);
+    let text = render::render(&t, Style::Normalised, Level::Exchange).to_text();
+    assert!(
+        text.contains("MPA markers negotiated (RFC 5044 §4.3): not supported"),
+        "{text}"
+    );
+
+    let mut s = Siw::new(40001, true);
+    s.handshake();
+    s.bytes(Role::Client, &frame(StartKind::Request, false, false));
+    s.bytes(Role::Server, &frame(StartKind::Reply, false, true));
+    let t = traced(&s.into_pcap());
+    let text = render::render(&t, Style::Normalised, Level::Exchange).to_text();
+    assert!(
+        text.starts_with("c1 C MPA_REQ port=20049 crc\nc1 S MPA_REJ crc\n"),
+        "{text}"
+    );
+    assert_eq!(capture_status(&t), CaptureStatus::Complete);
+}
