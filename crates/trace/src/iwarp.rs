@@ -750,7 +750,14 @@ impl Ctx<'_> {
         at: At,
     ) {
         let write = seg.opcode == RdmapOpcode::Write;
-        conn.user.sides[d].skip_rtr = false;
+        if std::mem::take(&mut conn.user.sides[d].skip_rtr)
+            && write
+            && seg.last
+            && seg.payload.is_empty()
+        {
+            // RFC 6581's zero-length RDMA Write as the ready-to-receive message.
+            return;
+        }
         fn slot(side: &mut Side, write: bool) -> &mut Option<Partial> {
             if write {
                 &mut side.write

@@ -624,6 +624,31 @@ mod tests {
     }
 
     #[test]
+    fn finds_tcp_over_ipv4_and_ipv6_and_nothing_in_cut_frames() {
+        let builder = etherparse::PacketBuilder::ethernet2([1; 6], [2; 6])
+            .ipv6([1; 16], [2; 16], 64)
+            .tcp(40000, 20049, 77, 1000)
+            .syn();
+        let mut frame = Vec::new();
+        builder.write(&mut frame, b"hi").unwrap();
+        let s = tcp_segment(LinkType::Ethernet, &frame).unwrap();
+        assert_eq!(
+            (s.src.port, s.dst.port, s.seq, s.syn, s.payload),
+            (40000, 20049, 77, true, &b"hi"[..])
+        );
+        assert_eq!(s.dst.addr, IpAddr::from([2u8; 16]));
+        for cut in 0..frame.len() - 2 {
+            assert!(tcp_segment(LinkType::Ethernet, &frame[..cut]).is_none());
+        }
+        let builder = etherparse::PacketBuilder::ethernet2([1; 6], [2; 6])
+            .ipv4([10, 0, 0, 2], [10, 0, 0, 1], 64)
+            .udp(1, 4791);
+        let mut frame = Vec::new();
+        builder.write(&mut frame, b"hi").unwrap();
+        assert!(tcp_segment(LinkType::Ethernet, &frame).is_none());
+    }
+
+    #[test]
     fn connections_are_bounded_and_a_new_syn_replaces_an_old_one() {
         let mut s = Streams::<()>::new(TcpLimits {
             max_connections: 8,

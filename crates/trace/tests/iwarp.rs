@@ -551,3 +551,39 @@ fn markers_are_reported_unsupported_and_a_reject_closes() {
     );
     assert_eq!(capture_status(&t), CaptureStatus::Complete);
 }
+
+#[test]
+fn the_peer_to_peer_ready_to_receive_message_is_not_an_rdma_write() {
+    use trace::mpa::{emit_start, IrdOrd, StartFrame, StartKind};
+    let mut s = Siw::new(40001, true);
+    s.handshake();
+    for (role, kind) in [
+        (Role::Client, StartKind::Request),
+        (Role::Server, StartKind::Reply),
+    ] {
+        let mut out = Vec::new();
+        emit_start(
+            &StartFrame {
+                kind,
+                markers: false,
+                crc: true,
+                reject: false,
+                revision: 2,
+                ird_ord: Some(IrdOrd {
+                    ird: 8,
+                    ord: 8,
+                    peer_to_peer: true,
+                    rtr: (0, 2),
+                }),
+                private_data: &[],
+            },
+            &mut out,
+        );
+        s.bytes(role, &out);
+    }
+    s.write(Role::Client, 0, 0, &[]);
+    siw::nfs3_chunks(&mut s);
+    s.close();
+    let t = traced(&s.into_pcap());
+    assert_eq!(exchange(&t), exchange(&traced(&siw::nfs3_chunks_roce())));
+}
