@@ -77,7 +77,13 @@ struct Partial {
     opcode: RdmapOpcode,
     /// Untagged: the ULP field (Invalidate STag); tagged: the first TO.
     start: u64,
+    /// An untagged message's bytes.
     data: Vec<u8>,
+    /// A tagged message's data: ranges of the capture where its FPDUs lie whole in the frame
+    /// fed with its place ([`Decoder::captured_segment`]), else copied.
+    rdma: RdmaData,
+    /// What it counts against [`IwarpLimits::max_partial_bytes`].
+    charged: usize,
     /// Bytes carried, stored or not.
     len: u64,
     truncated: bool,
@@ -133,6 +139,8 @@ struct Ctx<'a> {
     out: &'a mut Vec<Delivery>,
     at: At,
     serials: &'a mut u32,
+    /// The segment's payload and its offset in the capture, when known.
+    captured: Option<(&'a [u8], usize)>,
 }
 
 impl Decoder {
@@ -163,6 +171,29 @@ impl Decoder {
 
     /// Feed one TCP segment of frame `frame`.
     pub fn segment(&mut self, frame: u32, time: Duration, seg: &TcpSegment<'_>) {
+        self.segment_from(frame, time, seg, None);
+    }
+
+    /// [`Decoder::segment`] for a segment whose payload is at `payload_at` in the capture bytes:
+    /// RDMA Write and Read data in FPDUs lying whole in it is kept as ranges of those bytes (as
+    /// the RoCE path keeps its packets'), not copied.
+    pub fn captured_segment(
+        &mut self,
+        frame: u32,
+        time: Duration,
+        seg: &TcpSegment<'_>,
+        payload_at: usize,
+    ) {
+        self.segment_from(frame, time, seg, Some(payload_at));
+    }
+
+    fn segment_from(
+        &mut self,
+        frame: u32,
+        time: Duration,
+        seg: &TcpSegment<'_>,
+        payload_at: Option<usize>,
+    ) {
         let at = At {
             frame,
             first_frame: frame,
@@ -174,6 +205,7 @@ impl Decoder {
             out: &mut self.out,
             at,
             serials: &mut self.serials,
+            captured: payload_at.map(|at| (seg.payload, at)),
         };
         self.streams.segment(seg, &mut |conn, d, event| {
             if event == StreamEvent::Midstream {
@@ -209,6 +241,7 @@ impl Decoder {
             out: &mut self.out,
             at,
             serials: &mut self.serials,
+            captured: None,
         };
         let conns = self
             .streams
@@ -248,8 +281,12 @@ fn flow(conn: &Conn<IwarpConn>, d: usize) -> Option<FlowKey> {
 }
 
 fn partial_cost(p: &Option<Partial>) -> usize {
-    p.as_ref().map_or(0, |p| p.data.len())
+    p.as_ref().map_or(0, |p| p.charged)
 }
+
+/// What a piece of a tagged message costs beyond any bytes it copies (its bookkeeping), so that
+/// messages of many tiny FPDUs are bounded too.
+const PIECE_COST: usize = 32;
 
 impl Ctx<'_> {
     fn event(&mut self, conn: &Conn<IwarpConn>, d: usize, event: TransportEvent) {
@@ -581,27 +618,46 @@ impl Ctx<'_> {
         }
     }
 
-    /// Take `bytes` into a message under way, within its own bound and the total one.
-    fn append(&mut self, p: &mut Partial, bytes: &[u8], max: usize) -> bool {
+    /// Where `part` lies in the capture, if inside the segment fed with its place (addresses
+    /// compared, as `session` does for RoCE payloads; bytes held or buffered are elsewhere).
+    fn capture_at(&self, part: &[u8]) -> Option<usize> {
+        let (payload, base) = self.captured?;
+        let start = (part.as_ptr() as usize).checked_sub(payload.as_ptr() as usize)?;
+        (start.checked_add(part.len())? <= payload.len()).then_some(base.checked_add(start)?)
+    }
+
+    /// Take `bytes` into a message under way (`tagged`: into its RDMA data), within its own
+    /// bound and the total one.
+    fn append(&mut self, p: &mut Partial, bytes: &[u8], max: usize, tagged: bool) -> bool {
         p.len = p.len.saturating_add(bytes.len() as u64);
-        let room = max.saturating_sub(p.data.len()).min(bytes.len());
-        let total_room = self
-            .limits
-            .max_partial_bytes
-            .saturating_sub(*self.partial_bytes);
+        let stored = if tagged { p.rdma.len() } else { p.data.len() };
+        let room = max.saturating_sub(stored).min(bytes.len());
         if room < bytes.len() {
             p.truncated = true;
         }
-        if room > total_room {
+        let bytes = &bytes[..room];
+        let at = if tagged { self.capture_at(bytes) } else { None };
+        let cost = match (tagged, at) {
+            _ if bytes.is_empty() => 0,
+            (true, Some(_)) => PIECE_COST,
+            (true, None) => PIECE_COST + bytes.len(),
+            (false, _) => bytes.len(),
+        };
+        if self.partial_bytes.saturating_add(cost) > self.limits.max_partial_bytes {
             return false;
         }
-        p.data.extend_from_slice(&bytes[..room]);
-        *self.partial_bytes += room;
+        if tagged {
+            p.rdma.push(bytes, at);
+        } else {
+            p.data.extend_from_slice(bytes);
+        }
+        p.charged += cost;
+        *self.partial_bytes += cost;
         true
     }
 
     fn release(&mut self, p: &Partial) {
-        *self.partial_bytes = self.partial_bytes.saturating_sub(p.data.len());
+        *self.partial_bytes = self.partial_bytes.saturating_sub(p.charged);
     }
 
     fn incomplete(&mut self, conn: &Conn<IwarpConn>, d: usize, p: Partial, what: &'static str) {
@@ -688,11 +744,13 @@ impl Ctx<'_> {
                 opcode: seg.opcode,
                 start: u64::from(ulp),
                 data: Vec::new(),
+                rdma: RdmaData::default(),
+                charged: 0,
                 len: 0,
                 truncated: false,
             },
         };
-        if !self.append(&mut p, seg.payload, self.limits.max_send_bytes) {
+        if !self.append(&mut p, seg.payload, self.limits.max_send_bytes, false) {
             self.release(&p);
             self.event(
                 conn,
@@ -776,6 +834,8 @@ impl Ctx<'_> {
             opcode: seg.opcode,
             start: to,
             data: Vec::new(),
+            rdma: RdmaData::default(),
+            charged: 0,
             len: 0,
             truncated: false,
         });
@@ -798,7 +858,7 @@ impl Ctx<'_> {
                 return;
             }
         }
-        if !self.append(&mut p, seg.payload, self.limits.max_rdma_bytes) {
+        if !self.append(&mut p, seg.payload, self.limits.max_rdma_bytes, true) {
             self.release(&p);
             self.event(
                 conn,
@@ -838,7 +898,7 @@ impl Ctx<'_> {
                     rkey: stag,
                     dma_length: p.len.min(u64::from(u32::MAX)) as u32,
                 },
-                data: RdmaData::from(p.data),
+                data: p.rdma,
                 immediate: None,
             });
             return;
@@ -860,7 +920,7 @@ impl Ctx<'_> {
                 rkey: rr.source_stag,
                 dma_length: rr.size,
             },
-            data: RdmaData::from(p.data),
+            data: p.rdma,
         });
     }
 

@@ -324,7 +324,7 @@ impl RdmaData {
 
     /// Append `bytes`, found at `capture_at` in the capture when given (kept as that range,
     /// merged with the previous piece when they touch), else copied.
-    fn push(&mut self, bytes: &[u8], capture_at: Option<usize>) {
+    pub(crate) fn push(&mut self, bytes: &[u8], capture_at: Option<usize>) {
         let n = bytes.len();
         if n == 0 {
             return;

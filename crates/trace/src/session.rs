@@ -201,7 +201,12 @@ fn reassemble_frame(
     let Some(roce) = link::roce_packet(frame.link, &frame.data) else {
         // Not RoCE: iWARP over TCP, or nothing this crate decodes.
         if let Some(segment) = crate::tcp::tcp_segment(frame.link, &frame.data) {
-            iwarp.segment(frame.number, time, &segment);
+            match capture_offset(window.bytes, segment.payload)
+                .and_then(|at| at.checked_add(window.offset))
+            {
+                Some(at) => iwarp.captured_segment(frame.number, time, &segment, at),
+                None => iwarp.segment(frame.number, time, &segment),
+            }
             reassembler.push_deliveries(iwarp.drain());
         }
         return;

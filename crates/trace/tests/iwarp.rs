@@ -587,3 +587,73 @@ fn the_peer_to_peer_ready_to_receive_message_is_not_an_rdma_write() {
     let t = traced(&s.into_pcap());
     assert_eq!(exchange(&t), exchange(&traced(&siw::nfs3_chunks_roce())));
 }
+
+#[test]
+fn rdma_data_stays_in_the_capture_and_streamed_reads_agree() {
+    // Decoder level: a Write's FPDU fed with its place is kept as a range of the capture.
+    let mut d = Decoder::default();
+    let start = |kind| {
+        let mut out = Vec::new();
+        trace::mpa::emit_start(
+            &trace::mpa::StartFrame {
+                kind,
+                markers: false,
+                crc: true,
+                reject: false,
+                revision: 1,
+                ird_ord: None,
+                private_data: &[],
+            },
+            &mut out,
+        );
+        out
+    };
+    let (request, reply) = (
+        start(trace::mpa::StartKind::Request),
+        start(trace::mpa::StartKind::Reply),
+    );
+    let data: Vec<u8> = (0..1000u32).map(|i| i as u8).collect();
+    let mut ulpdu = Vec::new();
+    ddp::emit(
+        true,
+        RdmapOpcode::Write,
+        Placement::Tagged { stag: 9, to: 64 },
+        &data,
+        &mut ulpdu,
+    );
+    let mut capture = vec![0xcc; 10];
+    trace::mpa::emit_fpdu(&ulpdu, true, &mut capture);
+    let mut server = segment(40000, 500, true, &[]);
+    (server.src, server.dst) = (server.dst, server.src);
+    server.ack = true;
+    d.segment(1, Duration::ZERO, &segment(40000, 99, true, &[]));
+    d.segment(2, Duration::ZERO, &server);
+    d.segment(3, Duration::ZERO, &segment(40000, 100, false, &request));
+    server.syn = false;
+    server.seq = 501;
+    server.payload = &reply;
+    d.segment(4, Duration::ZERO, &server);
+    server.seq = 501 + reply.len() as u32;
+    server.payload = &capture[10..];
+    d.captured_segment(5, Duration::ZERO, &server, 10);
+    let out = d.drain();
+    let Some(Delivery::Write {
+        data: got, reth, ..
+    }) = out.last()
+    else {
+        panic!("{out:?}")
+    };
+    assert_eq!((reth.rkey, reth.va, reth.dma_length), (9, 64, 1000));
+    assert_eq!(got.to_vec::<[u8]>(&[]), None, "kept as a range, not copied");
+    assert_eq!(got.to_vec(&capture).unwrap(), data);
+    assert_eq!(d.partial_bytes(), 0);
+
+    // Whole captures: read through a reader (ranges resolved against the bytes) as in memory.
+    let bytes = siw::nfs3_chunks_siw(true);
+    let whole = traced(&bytes);
+    let streamed = trace::trace_capture_read(&mut &bytes[..], &bytes, &Options::default()).unwrap();
+    assert_eq!(
+        render::text(&streamed, Style::Raw),
+        render::text(&whole, Style::Raw)
+    );
+}
