@@ -55,7 +55,12 @@ pub fn is_rc_level(event: &TransportEvent) -> bool {
         | TransportEvent::UnmatchedResponse { .. }
         | TransportEvent::Orphan { .. }
         | TransportEvent::BadIcrc { .. }
-        | TransportEvent::Unfilled { .. } => true,
+        | TransportEvent::Unfilled { .. }
+        | TransportEvent::TcpRetransmission { .. }
+        | TransportEvent::TcpOutOfOrder { .. }
+        | TransportEvent::TcpOutOfWindow { .. }
+        | TransportEvent::TcpLost { .. }
+        | TransportEvent::BadMpaCrc { .. } => true,
         // PSN sequence errors and RNR NAKs start a retransmission; the other NAKs (invalid
         // request, remote access or operational error) end the connection: behaviour.
         TransportEvent::Nak { syndrome, .. } => matches!(
@@ -65,22 +70,26 @@ pub fn is_rc_level(event: &TransportEvent) -> bool {
         TransportEvent::Overlong { .. }
         | TransportEvent::Undecodable { .. }
         | TransportEvent::LimitReached { .. }
-        | TransportEvent::RigFault { .. } => false,
+        | TransportEvent::RigFault { .. }
+        | TransportEvent::Terminate { .. } => false,
     }
 }
 
 /// RC-level transport events of a trace, counted (not compared: they vary with host load).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct TransportCounts {
-    /// Request PSNs (or READ responses) seen again: RC retransmissions and RNR retries.
+    /// Request PSNs (or READ responses) seen again: RC retransmissions and RNR retries; for
+    /// iWARP, TCP segments whose bytes were delivered already.
     pub duplicates: u64,
     /// NAK PSN_SEQUENCE_ERROR: the responder asking the requester to go back.
     pub naks: u64,
     /// RNR NAKs: no Receive posted; the requester retries after the timer.
     pub rnr_naks: u64,
-    /// Packets that arrived ahead of the PSN sequence (held, or ignored for READ responses).
+    /// Packets that arrived ahead of the PSN sequence (held, or ignored for READ responses); for
+    /// iWARP, TCP segments ahead of the stream (held) or out of its window (dropped).
     pub out_of_sequence: u64,
-    /// Gaps taken as final (PSNs not in the capture).
+    /// Gaps taken as final (PSNs not in the capture; for iWARP, TCP bytes, the stream then
+    /// undecodable past them).
     pub gaps: u64,
     /// Packets filling an earlier final gap.
     pub late_fills: u64,
@@ -90,7 +99,7 @@ pub struct TransportCounts {
     pub orphans: u64,
     /// Multi-packet operations cut short.
     pub incomplete: u64,
-    /// Packets dropped for a wrong ICRC.
+    /// Packets dropped for a wrong ICRC (iWARP: FPDUs for a wrong MPA CRC).
     pub bad_icrc: u64,
     /// PSNs of gaps never filled.
     pub lost_psns: u64,
@@ -111,7 +120,14 @@ impl TransportCounts {
     /// Count one event (events that are not RC-level are ignored).
     pub fn add(&mut self, event: &TransportEvent) {
         let slot = match event {
-            TransportEvent::Duplicate { .. } => &mut self.duplicates,
+            TransportEvent::Duplicate { .. } | TransportEvent::TcpRetransmission { .. } => {
+                &mut self.duplicates
+            }
+            TransportEvent::TcpOutOfOrder { .. } | TransportEvent::TcpOutOfWindow { .. } => {
+                &mut self.out_of_sequence
+            }
+            TransportEvent::TcpLost { .. } => &mut self.gaps,
+            TransportEvent::BadMpaCrc { .. } => &mut self.bad_icrc,
             TransportEvent::Nak {
                 syndrome: AckSyndrome::RnrNak { .. },
                 ..
@@ -182,6 +198,10 @@ pub enum Incompleteness {
     LostPackets { psns: u64 },
     /// Multi-packet operations whose packets were not all captured.
     Unfinished { operations: u64 },
+    /// iWARP: TCP streams not decoded past bytes the capture lacks.
+    LostStreams { streams: u64 },
+    /// iWARP: connections one side closed (TCP FIN) and the other never did in the capture.
+    HalfClosed { open: usize, of: usize },
 }
 
 impl fmt::Display for Incompleteness {
@@ -198,6 +218,12 @@ impl fmt::Display for Incompleteness {
             Incompleteness::LostPackets { psns } => write!(f, "{psns} PSNs never captured"),
             Incompleteness::Unfinished { operations } => {
                 write!(f, "{operations} RC operations not captured whole")
+            }
+            Incompleteness::HalfClosed { open, of } => {
+                write!(f, "one TCP FIN only on {open} of {of} connections")
+            }
+            Incompleteness::LostStreams { streams } => {
+                write!(f, "{streams} TCP streams with bytes never captured")
             }
         }
     }
@@ -238,7 +264,9 @@ enum Teardown {
     Open,
     /// A DREQ came last and no DREP answered it.
     Requested,
-    /// A DREP or REJ ended it.
+    /// iWARP: one side's TCP FIN came last, the other's never did.
+    HalfClosed,
+    /// A DREP or REJ ended it (iWARP: both FINs, a RST or an MPA reject).
     Closed,
 }
 
@@ -246,7 +274,12 @@ impl Teardown {
     /// The state after CM message `name` (one that is not part of a teardown reopens it).
     fn after_cm(self, name: &str) -> Teardown {
         match name {
-            "CM_DREP" | "CM_REJ" => Teardown::Closed,
+            "CM_DREP" | "CM_REJ" | "MPA_REJ" | "TCP_RST" => Teardown::Closed,
+            // iWARP: the second FIN closes the connection; the first asks for it, as a DREQ.
+            "TCP_FIN" if self == Teardown::HalfClosed || self == Teardown::Closed => {
+                Teardown::Closed
+            }
+            "TCP_FIN" => Teardown::HalfClosed,
             // A second DREQ (the peer's, crossing ours, or a retransmission) after the DREP
             // does not undo it.
             "CM_DREQ" if self == Teardown::Closed => Teardown::Closed,
@@ -278,6 +311,8 @@ pub struct StatusOfEvents {
     /// Per connection id: how far its teardown got after its last other event. Grown to the
     /// highest id seen (ids are dense, one per connection of the capture).
     teardown: Vec<Teardown>,
+    /// iWARP TCP streams lost (kept out of [`TransportCounts`], whose fields are RoCE's).
+    lost_streams: u64,
 }
 
 impl StatusOfEvents {
@@ -285,6 +320,9 @@ impl StatusOfEvents {
     pub fn add(&mut self, e: &Event) {
         if let EventBody::Transport(t) = &e.body {
             self.counts.add(t);
+            if matches!(t, TransportEvent::TcpLost { .. }) {
+                self.lost_streams += 1;
+            }
         }
         let Some(conn) = e.conn else { return };
         if conn >= self.teardown.len() {
@@ -302,11 +340,19 @@ impl StatusOfEvents {
     /// connections and capture error; its `events` are not read).
     pub fn finish(self, trace: &Trace) -> (TransportCounts, CaptureStatus) {
         let counts = self.counts;
-        (counts, status_of(trace, &self.teardown, counts))
+        (
+            counts,
+            status_of(trace, &self.teardown, counts, self.lost_streams),
+        )
     }
 }
 
-fn status_of(trace: &Trace, teardown: &[Teardown], counts: TransportCounts) -> CaptureStatus {
+fn status_of(
+    trace: &Trace,
+    teardown: &[Teardown],
+    counts: TransportCounts,
+    lost_streams: u64,
+) -> CaptureStatus {
     let mut reasons = Vec::new();
     if let Some(error) = &trace.capture_error {
         reasons.push(Incompleteness::Truncated {
@@ -341,6 +387,13 @@ fn status_of(trace: &Trace, teardown: &[Teardown], counts: TransportCounts) -> C
             of: rpcrdma.len(),
         });
     }
+    let half_closed = in_state(Teardown::HalfClosed);
+    if half_closed > 0 {
+        reasons.push(Incompleteness::HalfClosed {
+            open: half_closed,
+            of: rpcrdma.len(),
+        });
+    }
     if counts.lost_psns > 0 {
         reasons.push(Incompleteness::LostPackets {
             psns: counts.lost_psns,
@@ -349,6 +402,11 @@ fn status_of(trace: &Trace, teardown: &[Teardown], counts: TransportCounts) -> C
     if counts.incomplete > 0 {
         reasons.push(Incompleteness::Unfinished {
             operations: counts.incomplete,
+        });
+    }
+    if lost_streams > 0 {
+        reasons.push(Incompleteness::LostStreams {
+            streams: lost_streams,
         });
     }
     if reasons.is_empty() {
@@ -406,6 +464,43 @@ mod tests {
             counts.to_string(),
             "duplicates=0 naks=1 rnr_naks=2 out_of_sequence=0 gaps=0 late_fills=0 unmatched=0 \
              orphans=0 incomplete=0 bad_icrc=0 lost_psns=0"
+        );
+    }
+
+    #[test]
+    fn an_iwarp_connection_is_closed_by_both_fins_or_a_reset() {
+        let cm = |name: &str| {
+            event(EventBody::Cm {
+                name: name.into(),
+                detail: String::new(),
+            })
+        };
+        let mut trace = Trace {
+            connections: vec![crate::model::Connection {
+                rpcrdma: true,
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        trace.events = vec![cm("MPA_REQ"), cm("MPA_REP"), cm("TCP_FIN")];
+        assert_eq!(
+            capture_status(&trace).to_string(),
+            "incomplete (one TCP FIN only on 1 of 1 connections)"
+        );
+        trace.events.push(cm("TCP_FIN"));
+        assert_eq!(capture_status(&trace), CaptureStatus::Complete);
+        trace.events.push(event(EventBody::Send { length: 4 }));
+        trace.events.push(cm("TCP_RST"));
+        assert_eq!(capture_status(&trace), CaptureStatus::Complete);
+        let lost = TransportEvent::TcpLost {
+            expected: 1,
+            got: 9,
+        };
+        assert!(is_rc_level(&lost));
+        trace.events.push(event(EventBody::Transport(lost)));
+        assert_eq!(
+            capture_status(&trace).to_string(),
+            "incomplete (1 TCP streams with bytes never captured)"
         );
     }
 

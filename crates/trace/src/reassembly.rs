@@ -65,6 +65,8 @@ pub struct Limits {
     /// Bytes of request packets held ahead of a PSN gap, over all flows (payload plus a fixed
     /// overhead per packet).
     pub max_held_bytes: usize,
+    /// Bounds of iWARP decoding (TCP streams, MPA, DDP messages), [`crate::iwarp`].
+    pub iwarp: crate::iwarp::IwarpLimits,
 }
 
 impl Default for Limits {
@@ -76,6 +78,7 @@ impl Default for Limits {
             max_reserved_read_bytes: 64 << 20,
             max_flows: 4096,
             max_held_bytes: 8 << 20,
+            iwarp: crate::iwarp::IwarpLimits::default(),
         }
     }
 }
@@ -139,6 +142,23 @@ pub enum Delivery {
         flow: Option<FlowKey>,
         event: TransportEvent,
     },
+    /// An iWARP connection opening (its MPA Request and Reply, RFC 5044 §7.1) or closing (TCP
+    /// FIN or RST): what CM messages are to RoCE ([`crate::iwarp`]). `client` and `server` are
+    /// the flows of each side's messages (their `dest_qp` a number standing for the TCP
+    /// connection, above the 24 bits of an IB QP number); `from` sent it.
+    Connection {
+        at: At,
+        client: FlowKey,
+        server: FlowKey,
+        from: crate::model::Role,
+        /// `MPA_REQ`, `MPA_REP`, `MPA_REJ`, `TCP_FIN`, `TCP_RST`.
+        name: &'static str,
+        detail: String,
+        /// The server's TCP port.
+        port: u16,
+        /// Whether the MPA private data or the port says RPC-over-RDMA (set on `MPA_REQ`).
+        rpcrdma: bool,
+    },
 }
 
 impl Delivery {
@@ -149,7 +169,8 @@ impl Delivery {
             | Delivery::Write { at, .. }
             | Delivery::Read { at, .. }
             | Delivery::Cm { at, .. }
-            | Delivery::Event { at, .. } => *at,
+            | Delivery::Event { at, .. }
+            | Delivery::Connection { at, .. } => *at,
         }
     }
 }
@@ -194,6 +215,24 @@ pub enum TransportEvent {
     /// delayed, duplicated or reordered by a rule the case set. Behaviour the case asked for, so
     /// shown at every level.
     RigFault { text: String },
+    /// iWARP: a TCP segment whose bytes were delivered already (a TCP retransmission).
+    TcpRetransmission { seq: u32, len: u32 },
+    /// iWARP: a TCP segment ahead of the expected sequence, held until the bytes before it come.
+    TcpOutOfOrder { expected: u32, seq: u32 },
+    /// iWARP: a TCP segment too far from the expected sequence (or before the SYN), dropped.
+    TcpOutOfWindow { expected: u32, seq: u32 },
+    /// iWARP: TCP bytes from `expected` never captured (or not held, the hold being full): the
+    /// stream is not decoded past them (MPA without markers cannot find its next FPDU).
+    TcpLost { expected: u32, got: u32 },
+    /// iWARP: an FPDU whose MPA CRC32c did not match (RFC 5044 §4.4): dropped, as the receiver
+    /// would.
+    BadMpaCrc { ulpdu_len: u32 },
+    /// iWARP: an RDMAP Terminate (RFC 5040 §4.8): the sender ends the stream with this error.
+    Terminate {
+        layer: u8,
+        error_type: u8,
+        error_code: u8,
+    },
 }
 
 /// A multi-packet SEND (`D` = the bytes) or RDMA WRITE (`D` = [`RdmaData`]) under way.
@@ -285,7 +324,7 @@ impl RdmaData {
 
     /// Append `bytes`, found at `capture_at` in the capture when given (kept as that range,
     /// merged with the previous piece when they touch), else copied.
-    fn push(&mut self, bytes: &[u8], capture_at: Option<usize>) {
+    pub(crate) fn push(&mut self, bytes: &[u8], capture_at: Option<usize>) {
         let n = bytes.len();
         if n == 0 {
             return;
@@ -599,6 +638,12 @@ impl Reassembler {
     /// [`Limits::max_reserved_read_bytes`]).
     pub fn peak_reserved_read_bytes(&self) -> usize {
         self.read_reservations.peak
+    }
+
+    /// Add deliveries made elsewhere (iWARP's, [`crate::iwarp`]) after those so far, so that
+    /// one delivery stream keeps capture order across transports.
+    pub fn push_deliveries(&mut self, deliveries: impl IntoIterator<Item = Delivery>) {
+        self.out.extend(deliveries);
     }
 
     /// Take everything delivered so far.
@@ -1495,6 +1540,7 @@ mod tests {
                 } => "limit".into(),
                 Delivery::Event { event, .. } => transport_name(event),
                 Delivery::Cm { .. } => "cm".into(),
+                Delivery::Connection { name, .. } => name.to_string(),
             })
             .collect()
     }

@@ -648,6 +648,30 @@ fn transport_text(t: &TransportEvent, raw: bool) -> String {
         TransportEvent::LimitReached { what } => format!("LIMIT {what}"),
         TransportEvent::RigFault { text } if raw => format!("RIG {text}"),
         TransportEvent::RigFault { text } => format!("RIG {}", normalise_rig_text(text)),
+        TransportEvent::TcpRetransmission { seq, len } if raw => {
+            format!("TCP_RETRANSMISSION seq={seq} len={len}")
+        }
+        TransportEvent::TcpRetransmission { len, .. } => format!("TCP_RETRANSMISSION len={len}"),
+        TransportEvent::TcpOutOfOrder { expected, seq } if raw => {
+            format!("TCP_OUT_OF_ORDER expected={expected} seq={seq}")
+        }
+        TransportEvent::TcpOutOfOrder { .. } => "TCP_OUT_OF_ORDER".into(),
+        TransportEvent::TcpOutOfWindow { expected, seq } if raw => {
+            format!("TCP_OUT_OF_WINDOW expected={expected} seq={seq}")
+        }
+        TransportEvent::TcpOutOfWindow { .. } => "TCP_OUT_OF_WINDOW".into(),
+        TransportEvent::TcpLost { expected, got } if raw => {
+            format!("TCP_LOST expected={expected} got={got}")
+        }
+        TransportEvent::TcpLost { expected, got } => {
+            format!("TCP_LOST bytes={}", got.wrapping_sub(*expected))
+        }
+        TransportEvent::BadMpaCrc { ulpdu_len } => format!("BAD_MPA_CRC len={ulpdu_len}"),
+        TransportEvent::Terminate {
+            layer,
+            error_type,
+            error_code,
+        } => format!("TERMINATE layer={layer} type={error_type} code={error_code:#04x}"),
     }
 }
 

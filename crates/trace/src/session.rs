@@ -142,6 +142,7 @@ fn reassemble(
     scan: impl FnOnce(&mut dyn FnMut(&Frame<'_>, Window<'_>)) -> Result<Scanned, CaptureError>,
 ) -> Result<Reassembled, CaptureError> {
     let mut reassembler = Reassembler::new(options.limits.clone());
+    let mut iwarp = crate::iwarp::Decoder::new(options.limits.iwarp.clone());
     let mut origin = None;
     let mut last = (0u32, Duration::ZERO);
     // The link type of the first frame, while every frame so far has one we do not decode.
@@ -155,11 +156,20 @@ fn reassemble(
         };
         let time = frame.time.saturating_sub(origin);
         last = (frame.number, time);
-        reassemble_frame(&mut reassembler, window, frame, time, options.check_icrc);
+        reassemble_frame(
+            &mut reassembler,
+            &mut iwarp,
+            window,
+            frame,
+            time,
+            options.check_icrc,
+        );
     })?;
     if let Some(linktype) = undecodable_link {
         return Err(CaptureError::UnsupportedLink { linktype });
     }
+    iwarp.finish(last.0, last.1);
+    reassembler.push_deliveries(iwarp.drain());
     reassembler.finish(last.0, last.1);
     Ok(Reassembled {
         deliveries: reassembler.drain(),
@@ -171,6 +181,7 @@ fn reassemble(
 /// Feed one frame (taken `time` after the first; its data in `window`) to the reassembler.
 fn reassemble_frame(
     reassembler: &mut Reassembler,
+    iwarp: &mut crate::iwarp::Decoder,
     window: Window<'_>,
     frame: &Frame<'_>,
     time: Duration,
@@ -188,6 +199,16 @@ fn reassemble_frame(
         return;
     }
     let Some(roce) = link::roce_packet(frame.link, &frame.data) else {
+        // Not RoCE: iWARP over TCP, or nothing this crate decodes.
+        if let Some(segment) = crate::tcp::tcp_segment(frame.link, &frame.data) {
+            match capture_offset(window.bytes, segment.payload)
+                .and_then(|at| at.checked_add(window.offset))
+            {
+                Some(at) => iwarp.captured_segment(frame.number, time, &segment, at),
+                None => iwarp.segment(frame.number, time, &segment),
+            }
+            reassembler.push_deliveries(iwarp.drain());
+        }
         return;
     };
     match ib::decode(roce.transport) {
@@ -498,6 +519,15 @@ fn build_deliveries(
                 Some((c, r)) => (Some(*c), Some(*r)),
                 None => (None, None),
             },
+            Delivery::Connection {
+                client,
+                server,
+                from,
+                name,
+                port,
+                rpcrdma,
+                ..
+            } => b.transport_connection(*client, *server, *from, name, *port, *rpcrdma),
         };
         assigned.push(assigned_here);
     }
@@ -578,6 +608,15 @@ impl Builder<'_> {
                 return;
             }
             Delivery::Event { at, event, .. } => (at, EventBody::Transport(event)),
+            Delivery::Connection {
+                at, name, detail, ..
+            } => (
+                at,
+                EventBody::Cm {
+                    name: name.to_string(),
+                    detail,
+                },
+            ),
             Delivery::Write { at, reth, .. } => (
                 at,
                 EventBody::RdmaWrite {

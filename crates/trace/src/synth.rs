@@ -416,3 +416,5 @@ pub fn lookup_named(name: &[u8]) -> Vec<u8> {
     );
     synth.into_pcap()
 }
+
+pub mod siw;

@@ -68,6 +68,45 @@ impl Builder<'_> {
         }
     }
 
+    /// An iWARP connection's MPA Request opens a connection (both flows known from the TCP
+    /// 4-tuple); its other connection events land on it. Returns the event's connection and
+    /// sender.
+    pub(super) fn transport_connection(
+        &mut self,
+        client: FlowKey,
+        server: FlowKey,
+        from: Role,
+        name: &str,
+        port: u16,
+        rpcrdma: bool,
+    ) -> (Option<usize>, Option<Role>) {
+        if name != "MPA_REQ" {
+            return match self.flow_conn.get(&client) {
+                Some((id, _)) => (Some(*id), Some(from)),
+                None => (None, Some(from)),
+            };
+        }
+        let id = self.conns.len();
+        self.conns.push(ConnState {
+            info: Connection {
+                id,
+                client: Some(client.src),
+                server: Some(client.dst),
+                client_qp: Some(server.dest_qp),
+                server_qp: Some(client.dest_qp),
+                port: Some(port),
+                rpcrdma,
+                from_cm: true,
+            },
+            flows: [Some(client), Some(server)],
+            classified: rpcrdma,
+            ..Default::default()
+        });
+        self.flow_conn.insert(client, (id, Role::Client));
+        self.flow_conn.insert(server, (id, Role::Server));
+        (Some(id), Some(from))
+    }
+
     /// The connection and role of a flow, creating a traffic-paired connection if needed.
     pub(super) fn connection_for(
         &mut self,
