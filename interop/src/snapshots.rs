@@ -351,8 +351,8 @@ fn expected_connections(verdicts: &[BTreeMap<String, String>]) -> Option<u64> {
 }
 
 /// Why a case's capture cannot be compared (a harness failure of the case), if it cannot:
-/// the trace judged it incomplete, or it holds fewer connection requests
-/// than the client's verdicts report connections.
+/// the trace judged it incomplete, or it holds fewer connection requests (CM REQs, or MPA
+/// Requests over iWARP) than the client's verdicts report connections.
 pub fn capture_problem(
     verdicts: &[BTreeMap<String, String>],
     trace: &TraceOutput,
@@ -364,7 +364,8 @@ pub fn capture_problem(
     let captured = trace
         .lines
         .lines()
-        .filter(|l| l.split(' ').nth(2) == Some("CM_REQ"))
+        // A connection request: the CM REQ over RoCE, the MPA Request over iWARP.
+        .filter(|l| matches!(l.split(' ').nth(2), Some("CM_REQ" | "MPA_REQ")))
         .count() as u64;
     match expected_connections(verdicts) {
         Some(expected) if captured < expected => Some(format!(
@@ -785,7 +786,8 @@ fn project(body: &str) -> String {
                     let mut words = line.split(' ').skip(1);
                     let side = words.next();
                     let what = words.next().unwrap_or("");
-                    side == Some("C") || what.starts_with("CM_")
+                    // Connection lines: CM over RoCE, MPA and TCP's close over iWARP.
+                    side == Some("C") || ["CM_", "MPA_", "TCP_"].iter().any(|p| what.starts_with(p))
                 }
                 _ => true,
             };
@@ -1657,6 +1659,24 @@ mod tests {
         let junk = dir.path().join("junk.pcap");
         fs::write(&junk, b"not a capture").unwrap();
         assert!(trace_output(&junk).is_err());
+    }
+
+    #[test]
+    fn over_iwarp_mpa_requests_are_the_connection_requests() {
+        // The siw NFSv3 fixture: one NFS/RDMA connection, opened by an MPA Request.
+        let pcap =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/pcap/siw-nfs3-linux-6.12.pcap");
+        let whole = trace_output(&pcap).unwrap();
+        assert!(whole.capture.is_complete());
+        let one = parse_verdicts(r#"{"connects": 1}"#).unwrap();
+        assert_eq!(capture_problem(&one, &whole), None);
+        let two = parse_verdicts(r#"{"connects": 2}"#).unwrap();
+        assert_eq!(
+            capture_problem(&two, &whole).as_deref(),
+            Some(
+                "capture incomplete: 1 connection requests captured, the client made 2 connections"
+            )
+        );
     }
 
     #[test]

@@ -21,6 +21,13 @@ const FIXTURES: [&str; 5] = [
     "nfs41-linux-7.x",
 ];
 
+/// Soft-iWARP captures (siw on linux-6.12-siw, 6.12.118 built from Debian's source: TCP, MPA with
+/// CRC32c, DDP, RDMAP): the smoke suite's NFSv3 mount (Read chunks, a Write chunk) and an
+/// NFSv4.1 connection (Write chunks, Reply chunks), cut from one capture
+/// (fixtures/pcap-messages/README.md). The same oracle: every message Wireshark's iwarp_mpa /
+/// iwarp_ddp_rdmap / rpcordma dissectors show is ours, with the same xid, type and chunks.
+const SIW_FIXTURES: [&str; 2] = ["siw-nfs3-linux-6.12", "siw-nfs41-linux-6.12"];
+
 /// The NFSv4.1 captures (the smoke suite's NFSv4.1 mount on each kernel: its first and last
 /// connection), with Wireshark's NFSv4 view in `<name>.nfs4.tsv` too.
 const NFS41_FIXTURES: [&str; 3] = ["nfs41-linux-6.1", "nfs41-linux-6.12", "nfs41-linux-7.x"];
@@ -148,6 +155,40 @@ fn every_message_agrees_with_the_recorded_wireshark_view() {
 }
 
 #[test]
+fn every_siw_message_agrees_with_the_recorded_wireshark_view() {
+    let mut total = 0;
+    for name in SIW_FIXTURES {
+        let tsv = root().join(format!("fixtures/pcap-messages/{name}.wireshark.tsv"));
+        let rows = parse_tsv(&std::fs::read_to_string(tsv).unwrap());
+        assert_agrees(name, &rows);
+        total += rows.len();
+    }
+    assert_eq!(total, 92 + 120);
+    // Between them: Read chunks (NFSv3 WRITE), Write chunks (READ), Reply chunks (NFSv4.1).
+    let all: Vec<Row> = SIW_FIXTURES
+        .iter()
+        .flat_map(|name| {
+            let tsv = root().join(format!("fixtures/pcap-messages/{name}.wireshark.tsv"));
+            parse_tsv(&std::fs::read_to_string(tsv).unwrap())
+        })
+        .collect();
+    assert!(all.iter().any(|r| r.reads > 0));
+    assert!(all.iter().any(|r| r.writes > 0));
+    assert!(all.iter().any(|r| r.reply > 0));
+    // Nothing in them is RoCE, and both decode complete with no transport anomaly.
+    for name in SIW_FIXTURES {
+        let bytes = std::fs::read(root().join(format!("fixtures/pcap/{name}.pcap"))).unwrap();
+        let capture = trace::capture::read_capture(&bytes).unwrap();
+        assert!(capture
+            .frames
+            .iter()
+            .all(|f| trace::link::roce_packet(f.link, &f.data).is_none()));
+        let t = trace::trace_capture(&bytes, &Options::default()).unwrap();
+        assert_eq!(trace::capture_status(&t).to_string(), "complete", "{name}");
+    }
+}
+
+#[test]
 fn read_replies_wireshark_marks_malformed_decode_in_full() {
     // Wireshark flags these frames "[Malformed Packet: NFS]": the READ data came by Write chunk.
     let ours = our_messages("nfs3-linux-6.1");
@@ -181,7 +222,7 @@ fn require_tshark() {
 #[test]
 fn live_tshark_agrees() {
     require_tshark();
-    for name in FIXTURES {
+    for name in FIXTURES.into_iter().chain(SIW_FIXTURES) {
         let out = Command::new("sh")
             .arg(root().join("fixtures/pcap-messages/wireshark.sh"))
             .arg(root().join(format!("fixtures/pcap/{name}.pcap")))
