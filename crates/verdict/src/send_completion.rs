@@ -92,8 +92,12 @@ pub fn server_sends(trace: &str) -> Vec<PostedSend> {
         let Some((at, event, fields)) = event_line(line) else {
             continue;
         };
+        // 6.1's svcrdma_post_send prints `cq_id=`, its completions and later kernels `cq.id=`
+        // (include/trace/events/rpcrdma.h of each).
         let (Some(cq_id), Some(cid)) = (
-            field(fields, "cq.id").and_then(|v| v.parse::<u32>().ok()),
+            field(fields, "cq.id")
+                .or_else(|| field(fields, "cq_id"))
+                .and_then(|v| v.parse::<u32>().ok()),
             field(fields, "cid").and_then(|v| v.parse::<i64>().ok()),
         ) else {
             continue;
@@ -285,6 +289,15 @@ mod tests {
         assert_eq!(result.completion_while_cut, SendOutcome::Success);
         assert_eq!(result.completion_after_us, Some(450));
         assert!(!result.premise_holds);
+    }
+
+    #[test]
+    fn linux_6_1_names_the_posted_sends_cq_cq_id() {
+        // As 6.1.192 printed it: post_send with `cq_id=`, the completion with `cq.id=`.
+        let trace = SIW_TRACE.replace("svcrdma_post_send: cq.id=", "svcrdma_post_send: cq_id=");
+        let result = judge_premise(&client("iwarp"), &trace).unwrap();
+        assert_eq!(result.sends_posted, 2);
+        assert_eq!(result.completion_while_cut, SendOutcome::Success);
     }
 
     #[test]
