@@ -171,6 +171,66 @@ pub fn unmet_settings(fragments: &[String], config: &str) -> Vec<String> {
     unmet
 }
 
+/// Most Kconfig files read when listing a tree's symbols (Linux 7.2 has about 1,900).
+const MAX_KCONFIG_FILES: usize = 20_000;
+
+/// The `CONFIG_` symbols a kernel tree's Kconfig files define (`config X`, `menuconfig X`).
+pub fn kconfig_symbols(src: &Path) -> std::collections::HashSet<String> {
+    let mut symbols = std::collections::HashSet::new();
+    let mut dirs = vec![src.to_path_buf()];
+    let mut files = 0;
+    while let Some(dir) = dirs.pop() {
+        let Ok(entries) = fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            if kind.is_dir() {
+                dirs.push(path);
+            } else if kind.is_file()
+                && entry.file_name().to_string_lossy().starts_with("Kconfig")
+                && files < MAX_KCONFIG_FILES
+            {
+                files += 1;
+                if let Ok(text) = fs::read_to_string(&path) {
+                    symbols.extend(defined_symbols(&text));
+                }
+            }
+        }
+    }
+    symbols
+}
+
+/// The symbols one Kconfig text defines, as `CONFIG_<name>`.
+pub fn defined_symbols(kconfig: &str) -> Vec<String> {
+    kconfig
+        .lines()
+        .filter_map(|line| {
+            let mut words = line.split_whitespace();
+            match (words.next(), words.next()) {
+                (Some("config" | "menuconfig"), Some(name)) => Some(format!("CONFIG_{name}")),
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+/// Unmet settings ([`unmet_settings`]) split into those whose symbol the tree does not define
+/// at all (a newer tree that removed it: 7.2 builds NFSv4.1 into NFS_V4 and has no
+/// CONFIG_NFS_V4_1) and those it defines but dropped (a missing dependency, a failure).
+pub fn split_unmet(
+    unmet: Vec<String>,
+    defined: &std::collections::HashSet<String>,
+) -> (Vec<String>, Vec<String>) {
+    unmet.into_iter().partition(|setting| {
+        let symbol = setting.split(['=', ' ']).next().unwrap_or(setting.as_str());
+        !defined.contains(symbol)
+    })
+}
+
 /// Why `patch` refused a file: the `patching file` lines and every failed or rejected hunk.
 pub fn patch_failure_summary(output: &str) -> String {
     let mut file = "";
@@ -563,18 +623,30 @@ impl SourceBuild {
             .map(fs::read_to_string)
             .collect::<Result<_, _>>()?;
         let unmet = unmet_settings(&fragments, &config);
+        let (not_in_tree, dropped) = if unmet.is_empty() {
+            (Vec::new(), Vec::new())
+        } else {
+            split_unmet(unmet, &kconfig_symbols(src))
+        };
         ensure!(
-            unmet.is_empty(),
-            "{}: the kernel config does not hold {} after olddefconfig (a dependency is missing \
-             or the symbol does not exist in this tree)",
+            dropped.is_empty(),
+            "{}: the kernel config does not hold {} after olddefconfig (a dependency is missing)",
             self.name,
-            unmet.join(", ")
+            dropped.join(", ")
         );
+        let absent = if not_in_tree.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " (not defined in this tree, skipped: {})",
+                not_in_tree.join(", ")
+            )
+        };
         progress.done(
             Phase::KernelConfigCheck,
             &self.name,
             &format!(
-                "allnoconfig + {} fragment(s): every setting holds",
+                "allnoconfig + {} fragment(s): every setting holds{absent}",
                 self.fragments.len()
             ),
             Some(started.elapsed()),
@@ -728,6 +800,27 @@ mod tests {
                 ("CONFIG_C".to_owned(), None),
             ]
         );
+    }
+
+    #[test]
+    fn a_setting_whose_symbol_the_tree_lacks_is_skipped_not_failed() {
+        let kconfig = "config NFS_V4\n\ttristate \"NFS\"\nmenuconfig RDMA_SIW\n\tconfigure\n";
+        let defined: std::collections::HashSet<String> =
+            defined_symbols(kconfig).into_iter().collect();
+        assert_eq!(
+            defined,
+            ["CONFIG_NFS_V4", "CONFIG_RDMA_SIW"]
+                .map(String::from)
+                .into()
+        );
+        let unmet = vec![
+            "CONFIG_NFS_V4=y".to_owned(),
+            "CONFIG_NFS_V4_1=y".to_owned(),
+            "CONFIG_GONE unset".to_owned(),
+        ];
+        let (absent, dropped) = split_unmet(unmet, &defined);
+        assert_eq!(absent, ["CONFIG_NFS_V4_1=y", "CONFIG_GONE unset"]);
+        assert_eq!(dropped, ["CONFIG_NFS_V4=y"]);
     }
 
     #[test]
