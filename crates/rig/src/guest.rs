@@ -424,13 +424,17 @@ pub fn run(args: Args) -> Result<u8> {
                 .filter(|p| p.extension().is_some_and(|e| e == "toml"))
                 .collect();
             paths.sort();
-            for path in paths {
-                if read_profile(&path).is_ok_and(|p| p.release == release) {
+            let profiles: Vec<(PathBuf, KernelProfile)> = paths
+                .into_iter()
+                .filter_map(|path| read_profile(&path).ok().map(|p| (path, p)))
+                .collect();
+            return Ok(match profile_for_release(&profiles, &release) {
+                Some(path) => {
                     crate::outln!("{}", path.display())?;
-                    return Ok(0);
+                    0
                 }
-            }
-            return Ok(1);
+                None => 1,
+            });
         }
         Command::ClosedConnections { stats } => {
             crate::outln!("{}", closed_connections(&stats))?;
@@ -496,6 +500,25 @@ fn send_completion_result(
             (result, None)
         }
     }
+}
+
+/// The profile for a guest's `uname -r`: the one measured on that release (Debian's binary
+/// kernels: `6.12.118+deb13-amd64`), else, for a kernel built from Debian's source of a
+/// measured version (the siw lanes: `uname -r` is the bare `6.12.118`), that version's
+/// `debian-<version>` profile: the same svcrdma source, checked again by the suite's run.
+fn profile_for_release<'a>(
+    profiles: &'a [(PathBuf, KernelProfile)],
+    release: &str,
+) -> Option<&'a Path> {
+    profiles
+        .iter()
+        .find(|(_, p)| p.release == release)
+        .or_else(|| {
+            profiles
+                .iter()
+                .find(|(_, p)| p.kernel.strip_prefix("debian-") == Some(release))
+        })
+        .map(|(path, _)| path.as_path())
 }
 
 /// `key=value` words, as the host reads them from a `RESULT case=...` line: a word without `=`

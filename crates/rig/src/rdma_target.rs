@@ -51,6 +51,13 @@ const POLL_BATCH: usize = 32;
 const MAX_NOTES: usize = 64;
 /// Wait for each connection-setup step (address, route, ESTABLISHED).
 const SETUP_TIMEOUT: Duration = Duration::from_secs(5);
+/// Connects tried when `rdma_connect` finds its local port in use. Over iWARP each connection
+/// is a TCP connection whose port the RDMA CM picks without seeing TCP's TIME_WAIT sockets, so
+/// a fuzzer that reconnects for every case met `rdma_connect: Address already in use` on
+/// linux-6.1-siw; a fresh CM id takes another port.
+const CONNECT_ATTEMPTS_PORT_IN_USE: usize = 8;
+/// errno EADDRINUSE (Linux).
+const EADDRINUSE: i32 = 98;
 
 /// Send work requests are `WR_SEND_BASE + slot`.
 const WR_SEND_BASE: u64 = 1;
@@ -288,13 +295,25 @@ impl Target for RdmaTarget {
                 "private data over rdma_connect's {MAX_CONNECT_PRIVATE_DATA} bytes"
             )));
         }
-        match self.establish(private_data) {
-            Ok(live) => {
-                self.live = Some(live);
-                self.note(format!("cm ESTABLISHED with {}", self.server));
-                Ok(())
+        let mut attempt = 1;
+        loop {
+            match self.establish(private_data) {
+                Ok(live) => {
+                    self.live = Some(live);
+                    self.note(format!("cm ESTABLISHED with {}", self.server));
+                    return Ok(());
+                }
+                Err(VerbsError::Os {
+                    verb: "rdma_connect",
+                    errno: EADDRINUSE,
+                }) if attempt < CONNECT_ATTEMPTS_PORT_IN_USE => {
+                    self.note(format!(
+                        "rdma_connect: local port in use (attempt {attempt}), connecting again"
+                    ));
+                    attempt += 1;
+                }
+                Err(e) => return Err(TargetError::Connect(format!("{}: {e}", self.server))),
             }
-            Err(e) => Err(TargetError::Connect(format!("{}: {e}", self.server))),
         }
     }
 

@@ -313,3 +313,36 @@ fn svcrdma_results_are_one_per_rule_then_the_runs_own() {
     assert_eq!(results[1].fields["error"], "rig:_connect_refused");
     assert_eq!(results[1].fields["rules_run"], "1");
 }
+
+#[test]
+fn a_source_build_of_a_measured_version_gets_that_versions_profile() {
+    let dir =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/svcrdma-profiles");
+    let mut profiles: Vec<(PathBuf, KernelProfile)> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .map(|p| {
+            let profile = read_profile(&p).unwrap();
+            (p, profile)
+        })
+        .collect();
+    profiles.sort_by(|a, b| a.0.cmp(&b.0));
+    let name = |release: &str| {
+        profile_for_release(&profiles, release)
+            .and_then(|p| p.file_stem())
+            .map(|s| s.to_string_lossy().into_owned())
+    };
+    // Debian's binaries by their release; the siw lanes' source builds by their version.
+    assert_eq!(
+        name("6.12.118+deb13-amd64").as_deref(),
+        Some("debian-6.12.118")
+    );
+    assert_eq!(name("6.1.0-57-amd64").as_deref(), Some("debian-6.1.192"));
+    assert_eq!(name("6.12.118").as_deref(), Some("debian-6.12.118"));
+    assert_eq!(name("6.1.192").as_deref(), Some("debian-6.1.192"));
+    assert_eq!(name("7.2.13").as_deref(), Some("debian-7.2.13"));
+    // A version nobody measured gets none (the suite fails with the reason).
+    assert_eq!(name("6.12.119"), None);
+    assert_eq!(name("2026"), None);
+}
