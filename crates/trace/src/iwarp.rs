@@ -656,6 +656,31 @@ impl Ctx<'_> {
         true
     }
 
+    /// [`Self::append`], or, when the bytes under way over every connection are at their
+    /// limit, the message given up (its charge released) with a `LimitReached` event.
+    fn append_or_give_up(
+        &mut self,
+        conn: &Conn<IwarpConn>,
+        d: usize,
+        p: &mut Partial,
+        bytes: &[u8],
+        max: usize,
+        tagged: bool,
+    ) -> bool {
+        if self.append(p, bytes, max, tagged) {
+            return true;
+        }
+        self.release(p);
+        self.event(
+            conn,
+            d,
+            TransportEvent::LimitReached {
+                what: "iwarp message bytes under way",
+            },
+        );
+        false
+    }
+
     fn release(&mut self, p: &Partial) {
         *self.partial_bytes = self.partial_bytes.saturating_sub(p.charged);
     }
@@ -750,15 +775,8 @@ impl Ctx<'_> {
                 truncated: false,
             },
         };
-        if !self.append(&mut p, seg.payload, self.limits.max_send_bytes, false) {
-            self.release(&p);
-            self.event(
-                conn,
-                d,
-                TransportEvent::LimitReached {
-                    what: "iwarp message bytes under way",
-                },
-            );
+        let max = self.limits.max_send_bytes;
+        if !self.append_or_give_up(conn, d, &mut p, seg.payload, max, false) {
             return;
         }
         if !seg.last {
@@ -858,15 +876,8 @@ impl Ctx<'_> {
                 return;
             }
         }
-        if !self.append(&mut p, seg.payload, self.limits.max_rdma_bytes, true) {
-            self.release(&p);
-            self.event(
-                conn,
-                d,
-                TransportEvent::LimitReached {
-                    what: "iwarp message bytes under way",
-                },
-            );
+        let max = self.limits.max_rdma_bytes;
+        if !self.append_or_give_up(conn, d, &mut p, seg.payload, max, true) {
             return;
         }
         if !seg.last {
