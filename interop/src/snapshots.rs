@@ -1791,8 +1791,10 @@ mod tests {
         )
         .unwrap();
         let files = committed_baselines();
-        // 3 Debian kernels x (60 selftest + 21 drc + 5 v41) + 3 mutant kernels x 21 drc.
-        assert_eq!(files.len(), 3 * (60 + 21 + 5) + 3 * 21);
+        // 3 Debian kernels x (60 selftest + 22 drc + 5 v41) + 3 mutant kernels x 22 drc, then
+        // the siw lanes: 3 source builds x (60 selftest + 22 drc) + the acked-evict mutant's 22
+        // (drc: 21 scenarios and premise.send-completion).
+        assert_eq!(files.len(), 3 * (60 + 22 + 5) + 3 * 22 + 3 * (60 + 22) + 22);
         let (mut timing, mut single) = (0, 0);
         for (path, text) in &files {
             let baseline = Baseline::parse(text).unwrap_or_else(|e| panic!("{path:?}: {e}"));

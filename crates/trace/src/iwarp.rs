@@ -13,7 +13,7 @@
 //! frame ([`IwarpLimits::max_ulpdu`] bounds an FPDU, 532 bytes a start frame); messages under
 //! way are bounded each ([`IwarpLimits::max_send_bytes`], [`IwarpLimits::max_rdma_bytes`]) and
 //! together ([`IwarpLimits::max_partial_bytes`]); outstanding Read Requests per direction by
-//! [`IwarpLimits::max_outstanding_reads`]; TCP holds and connections by [`TcpLimits`].
+//! [`IwarpLimits::max_outstanding_reads`]; TCP holds and connections by [`crate::tcp::TcpLimits`].
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -22,40 +22,14 @@ use crate::ddp::{self, Placement, RdmapOpcode, ReadRequest};
 use crate::ib::Reth;
 use crate::model::Role;
 use crate::mpa::{self, MpaError, StartKind};
+// Defined beside the other decoding limits (`reassembly::Limits::iwarp`), so that the
+// reassembly module does not depend on this one.
+pub use crate::reassembly::IwarpLimits;
 use crate::reassembly::{At, Delivery, FlowKey, RdmaData, TransportEvent};
-use crate::tcp::{Conn, StreamEvent, Streams, TcpLimits, TcpSegment};
+use crate::tcp::{Conn, StreamEvent, Streams, TcpSegment};
 
 /// The `dest_qp` of iWARP flows lies above IB's 24-bit QP numbers, so it never names a RoCE QP.
 pub const QP_BASE: u32 = 0x0100_0000;
-
-/// Bounds on what iWARP decoding keeps.
-#[derive(Debug, Clone)]
-pub struct IwarpLimits {
-    pub tcp: TcpLimits,
-    /// Largest ULPDU_Length accepted (RFC 5044 §4.1's field allows 65535).
-    pub max_ulpdu: usize,
-    /// Largest Send message kept (bytes beyond are counted, not stored).
-    pub max_send_bytes: usize,
-    /// Largest RDMA Write or Read kept.
-    pub max_rdma_bytes: usize,
-    /// Bytes of messages under way, over all connections.
-    pub max_partial_bytes: usize,
-    /// Outstanding Read Requests per direction.
-    pub max_outstanding_reads: usize,
-}
-
-impl Default for IwarpLimits {
-    fn default() -> Self {
-        IwarpLimits {
-            tcp: TcpLimits::default(),
-            max_ulpdu: mpa::MAX_ULPDU,
-            max_send_bytes: 1 << 20,
-            max_rdma_bytes: 16 << 20,
-            max_partial_bytes: 64 << 20,
-            max_outstanding_reads: 1024,
-        }
-    }
-}
 
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 enum Phase {
@@ -330,7 +304,7 @@ impl Ctx<'_> {
             at: self.at,
             client,
             server,
-            from: role(d),
+            from_client: role(d) == Role::Client,
             name,
             detail,
             port: conn.server.map_or(0, |s| s.port),
@@ -380,7 +354,7 @@ impl Ctx<'_> {
     /// A connection first seen without its SYN: reported when on the NFS/RDMA port (other TCP
     /// traffic is not assumed to be iWARP), never decoded.
     fn midstream(&mut self, seg: &TcpSegment<'_>) {
-        let port = crate::session::NFS_RDMA_PORT;
+        let port = crate::link::NFS_RDMA_PORT;
         if seg.src.port != port && seg.dst.port != port {
             return;
         }
@@ -548,7 +522,11 @@ impl Ctx<'_> {
             }
         }
     }
+}
 
+/// MPA start frames (the connection's parameters: RFC 5044, RFC 6581), and the bytes of
+/// messages under way: charged against the total over every connection, released, given up.
+impl Ctx<'_> {
     fn start_frame(&mut self, conn: &mut Conn<IwarpConn>, d: usize, frame: &mpa::StartFrame<'_>) {
         let port = conn.server.map_or(0, |s| s.port);
         let rfc8797 = wire::private_data::PrivateData::decode(frame.private_data).ok();
@@ -575,7 +553,7 @@ impl Ctx<'_> {
             conn.user.iwarp = true;
             conn.user.sides[0].phase = Phase::Fpdus;
             conn.user.sides[0].skip_rtr = p2p;
-            let rpcrdma = rfc8797.is_some() || port == crate::session::NFS_RDMA_PORT;
+            let rpcrdma = rfc8797.is_some() || port == crate::link::NFS_RDMA_PORT;
             self.connection(conn, 0, "MPA_REQ", detail, rpcrdma);
             self.resume(conn, 1);
             if frame.markers {
@@ -689,7 +667,11 @@ impl Ctx<'_> {
         self.release(&p);
         self.event(conn, d, TransportEvent::Incomplete { what, psn: p.id });
     }
+}
 
+/// DDP segments into RDMAP messages: untagged (Send) by MSN and MO, tagged (RDMA Write, Read
+/// Response) by STag and TO, each handed on as the [`Delivery`] RoCE's reassembly produces.
+impl Ctx<'_> {
     fn segment(&mut self, conn: &mut Conn<IwarpConn>, d: usize, seg: ddp::Segment<'_>, at: At) {
         match seg.placement {
             Placement::Untagged {

@@ -18,6 +18,10 @@ pub const ROCEV1_ETHERTYPE: u16 = 0x8915;
 /// Size of the IB Global Route Header that starts a RoCEv1 payload.
 pub const GRH_LEN: usize = 40;
 
+/// NFS/RDMA's registered port (RFC 5666 §10 / RFC 8166), where iWARP's MPA start frames and
+/// the RoCE CM's service id point.
+pub const NFS_RDMA_PORT: u16 = 20049;
+
 /// Which RoCE encapsulation carried the packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RoceVersion {

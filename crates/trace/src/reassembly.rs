@@ -66,7 +66,7 @@ pub struct Limits {
     /// overhead per packet).
     pub max_held_bytes: usize,
     /// Bounds of iWARP decoding (TCP streams, MPA, DDP messages), [`crate::iwarp`].
-    pub iwarp: crate::iwarp::IwarpLimits,
+    pub iwarp: IwarpLimits,
 }
 
 impl Default for Limits {
@@ -78,7 +78,36 @@ impl Default for Limits {
             max_reserved_read_bytes: 64 << 20,
             max_flows: 4096,
             max_held_bytes: 8 << 20,
-            iwarp: crate::iwarp::IwarpLimits::default(),
+            iwarp: IwarpLimits::default(),
+        }
+    }
+}
+
+/// Bounds on what iWARP decoding keeps.
+#[derive(Debug, Clone)]
+pub struct IwarpLimits {
+    pub tcp: crate::tcp::TcpLimits,
+    /// Largest ULPDU_Length accepted (RFC 5044 §4.1's field allows 65535).
+    pub max_ulpdu: usize,
+    /// Largest Send message kept (bytes beyond are counted, not stored).
+    pub max_send_bytes: usize,
+    /// Largest RDMA Write or Read kept.
+    pub max_rdma_bytes: usize,
+    /// Bytes of messages under way, over all connections.
+    pub max_partial_bytes: usize,
+    /// Outstanding Read Requests per direction.
+    pub max_outstanding_reads: usize,
+}
+
+impl Default for IwarpLimits {
+    fn default() -> Self {
+        IwarpLimits {
+            tcp: crate::tcp::TcpLimits::default(),
+            max_ulpdu: crate::mpa::MAX_ULPDU,
+            max_send_bytes: 1 << 20,
+            max_rdma_bytes: 16 << 20,
+            max_partial_bytes: 64 << 20,
+            max_outstanding_reads: 1024,
         }
     }
 }
@@ -145,12 +174,12 @@ pub enum Delivery {
     /// An iWARP connection opening (its MPA Request and Reply, RFC 5044 §7.1) or closing (TCP
     /// FIN or RST): what CM messages are to RoCE ([`crate::iwarp`]). `client` and `server` are
     /// the flows of each side's messages (their `dest_qp` a number standing for the TCP
-    /// connection, above the 24 bits of an IB QP number); `from` sent it.
+    /// connection, above the 24 bits of an IB QP number); `from_client`: the client sent it.
     Connection {
         at: At,
         client: FlowKey,
         server: FlowKey,
-        from: crate::model::Role,
+        from_client: bool,
         /// `MPA_REQ`, `MPA_REP`, `MPA_REJ`, `TCP_FIN`, `TCP_RST`.
         name: &'static str,
         detail: String,

@@ -36,8 +36,7 @@ mod connections;
 mod messages;
 mod streams;
 
-/// NFS/RDMA's registered port (RFC 5666 §10 / RFC 8166).
-pub const NFS_RDMA_PORT: u16 = 20049;
+pub use crate::link::NFS_RDMA_PORT;
 /// Most Calls remembered per connection (for Reply pairing and retransmission detection).
 pub const MAX_PENDING_CALLS: usize = 65536;
 
@@ -522,12 +521,19 @@ fn build_deliveries(
             Delivery::Connection {
                 client,
                 server,
-                from,
+                from_client,
                 name,
                 port,
                 rpcrdma,
                 ..
-            } => b.transport_connection(*client, *server, *from, name, *port, *rpcrdma),
+            } => {
+                let from = if *from_client {
+                    Role::Client
+                } else {
+                    Role::Server
+                };
+                b.transport_connection(*client, *server, from, name, *port, *rpcrdma)
+            }
         };
         assigned.push(assigned_here);
     }
