@@ -74,9 +74,9 @@ fn main() {
     let mut server = UnixDatagram::bind(&server_path).expect("bind server");
     let relay = WireRelay::start(
         dir.path(),
-        &server_path,
-        &client_path,
+        (&server_path, &client_path),
         &dir.path().join("wire.pcapng"),
+        interop::wire::IWARP_ACCEPT_FENCE,
     )
     .expect("start the relay");
     println!(

@@ -32,6 +32,9 @@ pub struct RunSettings {
     /// Boot every guest from scratch instead of restoring the kernel's saved pair
     /// ([`crate::saved_guests`]).
     pub cold_boot: bool,
+    /// The wire's iWARP accept fence ([`crate::wire::IWARP_ACCEPT_FENCE`]; zero: none, to
+    /// reproduce the siw race it keeps the suites out of).
+    pub iwarp_accept_fence: std::time::Duration,
 }
 
 pub(crate) const SERVER_IP: &str = "10.99.0.1/24";

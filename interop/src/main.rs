@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use anyhow::{ensure, Context, Result};
 use clap::{Parser, Subcommand};
@@ -175,6 +176,11 @@ struct RunArgs {
     /// server and client (saved once per kernel into the image cache; TCG only).
     #[arg(long)]
     cold_boot: bool,
+    /// How long the wire holds the client's first bytes on a new soft-iWARP connection after
+    /// the server's MPA Reply, in ms (default 50; 0 turns the fence off and lets the siw race of
+    /// docs/findings.md, "siw: the first message after an accept can be left unread", happen)
+    #[arg(long, value_name = "MS")]
+    iwarp_accept_fence_ms: Option<u64>,
     /// vCPUs per guest (1 boots faster under TCG and keeps 6 guests on 2 cores responsive).
     #[arg(long, default_value_t = 1)]
     vcpus: u32,
@@ -888,6 +894,9 @@ fn run_report(kernels: &KernelArgs, args: &RunArgs) -> Result<Report> {
         extra_files,
         out_root: run_root.clone(),
         cold_boot: args.cold_boot,
+        iwarp_accept_fence: args
+            .iwarp_accept_fence_ms
+            .map_or(interop::wire::IWARP_ACCEPT_FENCE, Duration::from_millis),
     };
     std::fs::create_dir_all(&settings.out_root)?;
     let work: Vec<(usize, &Suite)> = (0..images.kernels.len())

@@ -345,7 +345,12 @@ fn boot_and_wait(
     let attempt = |boots: [Boot<'_>; 2], how: &str, boot_timeout: Duration, run: &mut KernelRun| {
         let boot_started = Instant::now();
         // The relay first: its sockets are the guests' remotes, and it must hear the first frame.
-        let relay = WireRelay::start(&sockets, &srv_sock, &cli_sock, &run_dir.join(WIRE_CAPTURE))?;
+        let relay = WireRelay::start(
+            &sockets,
+            (&srv_sock, &cli_sock),
+            &run_dir.join(WIRE_CAPTURE),
+            settings.iwarp_accept_fence,
+        )?;
         let wire = [
             (srv_sock.as_path(), relay.server_remote.as_path()),
             (cli_sock.as_path(), relay.client_remote.as_path()),
@@ -834,6 +839,7 @@ mod tests {
             extra_files: vec![(extra, "bin/rig".into())],
             out_root: dir.path().to_owned(),
             cold_boot: false,
+            iwarp_accept_fence: crate::wire::IWARP_ACCEPT_FENCE,
         };
         prepare_share(&share, &suite, &settings).unwrap();
         assert!(share.join("driver.sh").is_file());
@@ -898,6 +904,7 @@ mod tests {
             extra_files: Vec::new(),
             out_root: "/out".into(),
             cold_boot: false,
+            iwarp_accept_fence: crate::wire::IWARP_ACCEPT_FENCE,
         }
     }
 

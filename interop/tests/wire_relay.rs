@@ -57,7 +57,13 @@ impl Pair {
             s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
         }
         let capture = dir.path().join("wire.pcapng");
-        let relay = WireRelay::start(dir.path(), &server_path, &client_path, &capture).unwrap();
+        let relay = WireRelay::start(
+            dir.path(),
+            (&server_path, &client_path),
+            &capture,
+            interop::wire::IWARP_ACCEPT_FENCE,
+        )
+        .unwrap();
         Pair {
             _dir: dir,
             client,

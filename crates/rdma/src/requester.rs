@@ -9,7 +9,7 @@ use engine::endpoint::Event;
 use engine::requester::TransmissionId;
 use engine::{CallError, ConnectionConfig, OutgoingCall, Requester, RequesterOutput};
 use verbs::cq::wait_any_readable;
-use verbs::{CmEventKind, EventChannel, VerbsError};
+use verbs::{CmEventKind, EventChannel, VerbsError, CONNECT_ATTEMPTS_PORT_IN_USE};
 
 use crate::conn::{conn_params, Connection, Role};
 use crate::memory::DeviceMemory;
@@ -83,7 +83,22 @@ impl RdmaClient {
         Ok(client)
     }
 
+    /// Connect, again with a fresh CM id while `rdma_connect` finds its port in use.
     fn establish(&mut self) -> Result<(), ClientError> {
+        let mut attempt = 1;
+        loop {
+            match self.establish_once() {
+                Err(ClientError::Verbs(e))
+                    if e.is_connect_port_in_use() && attempt < CONNECT_ATTEMPTS_PORT_IN_USE =>
+                {
+                    attempt += 1;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    fn establish_once(&mut self) -> Result<(), ClientError> {
         let id = self.channel.create_id()?;
         id.resolve_addr(self.server, self.timeout)?;
         self.channel

@@ -67,6 +67,12 @@ pub struct Stats {
     pub control_errors: u64,
     pub tracked_xids: u64,
     pub rules: Vec<RuleStats>,
+    /// Client frames the iWARP accept fence held (also in `held_total`), and new soft-iWARP
+    /// connections left unfenced because `MAX_FENCED_CONNECTIONS` stood already.
+    #[serde(default)]
+    pub fenced: u64,
+    #[serde(default)]
+    pub unfenced_over_limit: u64,
 }
 
 /// What a control request asks.

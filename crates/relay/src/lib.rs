@@ -12,7 +12,8 @@
 //!   first transmission or retransmission, which replies an ACK acknowledges), bounded.
 //! - [`rules`]: [`Selector`], [`Action`], [`Condition`], [`Rule`], the validated [`RuleSet`].
 //! - [`mod@relay`]: the state machine [`Relay`] (`handle_frame`, `handle_timeout`, `poll_timeout`,
-//!   `poll_output`).
+//!   `poll_output`), and its iWARP accept fence ([`Relay::fence_iwarp_accepts`]).
+//! - `tcp`: a TCP segment's ends and payload (what the fence needs of soft-iWARP frames).
 //! - [`control`]: the in-band control channel (JSON over UDP to [`CONTROL_PORT`] from the client
 //!   side) and its reply frames.
 //! - [`pcapng`]: the capture's blocks (forwarded frames on interface 0, dropped frames on
@@ -29,6 +30,7 @@ pub mod control;
 pub mod pcapng;
 pub mod relay;
 pub mod rules;
+mod tcp;
 mod track;
 pub mod udp;
 
@@ -37,7 +39,10 @@ pub use classify::{
     RpcInfo, RpcMsg, Side,
 };
 pub use control::{ControlReply, ControlRequest, CONTROL_PORT};
-pub use relay::{Limits, Marker, Output, Relay, RuleStats, Stats, RC_SAFE_HOLD_MICROS};
+pub use relay::{
+    Limits, Marker, Output, Relay, RuleStats, Stats, FENCE_RULE, MAX_FENCED_CONNECTIONS,
+    MPA_REPLY_KEY, RC_SAFE_HOLD_MICROS,
+};
 pub use rules::{Action, Condition, Rule, RuleError, RuleSet, Selector, Xid};
 pub use track::{MAX_TRACKED_QPS, MESSAGES_PER_QP, PENDING_CM_REQUESTS, XIDS_PER_QP};
 

@@ -6,14 +6,21 @@
 //! arrival order among themselves, when their condition holds, a control request releases them or
 //! the hold limit runs out. Every fault the rig injects comes out with a [`Marker`] for the
 //! capture. The first rule (in set order) that selects a frame and has hits left acts on it.
+//! Before any rule, the iWARP accept fence (`fence`, off unless the caller sets it) holds the
+//! client's bytes on a soft-iWARP connection until a fixed time after the server's MPA Reply;
+//! rule changes do not release them.
 //!
 //! Bounds: at most `Limits::max_held_frames` frames and `max_held_bytes` bytes are held (a frame
 //! over either is forwarded at once, marked), none longer than `max_hold_micros`; tracking is
-//! bounded as `track` says. Outputs queue until polled: callers drain [`Relay::poll_output`] after
-//! every `handle_*` call (one call queues at most the held frames plus three).
+//! bounded as `track` says; at most `MAX_FENCED_CONNECTIONS` fences stand at once. Outputs queue
+//! until polled: callers drain [`Relay::poll_output`] after every `handle_*` call (one call
+//! queues at most the held frames plus three).
 
+mod fence;
 mod holding;
 mod requests;
+
+pub use fence::{FENCE_RULE, MAX_FENCED_CONNECTIONS, MPA_REPLY_KEY};
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
@@ -102,6 +109,10 @@ enum Wait {
     },
     /// The next frame forwarded the same way.
     Reorder,
+    /// The end of an iWARP accept fence (never released early by a rule change).
+    Fence {
+        fence: fence::Fence,
+    },
 }
 
 #[derive(Debug)]
@@ -121,6 +132,7 @@ impl Held {
             Wait::Until(condition) => condition_deadline(condition, self.held_at),
             Wait::Delay { micros } => Some(self.held_at.saturating_add(*micros)),
             Wait::Reorder => None,
+            Wait::Fence { fence } => Some(fence.until()),
         }
     }
 }
@@ -242,6 +254,9 @@ pub struct Relay {
     outputs: VecDeque<Output>,
     stats: Stats,
     next_ip_id: u16,
+    /// How long an iWARP accept fence lasts (0: no fences), and the fences standing.
+    fence_micros: u64,
+    fences: Vec<fence::Fence>,
 }
 
 impl Relay {
@@ -255,6 +270,8 @@ impl Relay {
             outputs: VecDeque::new(),
             stats: Stats::default(),
             next_ip_id: 1,
+            fence_micros: 0,
+            fences: Vec::new(),
         }
     }
 
@@ -272,6 +289,9 @@ impl Relay {
             return;
         }
         let facts = self.tracker.observe(info);
+        let Some((frame, facts)) = self.fence(now_us, from, frame, facts) else {
+            return;
+        };
         if facts.new_call {
             if let (Some(installed), Some(tag)) = (self.installed.as_mut(), facts.send) {
                 installed.calls_seen = installed.calls_seen.saturating_add(1);
@@ -384,6 +404,9 @@ fn release_marker(now_us: u64, held: &Held, why: Release<'_>) -> Marker {
         (Release::Waited, Wait::Reorder) => format!(
             "reordered by the rig (rule {rule}): held {waited}, forwarded after the next frame: {summary}"
         ),
+        (Release::Waited, Wait::Fence { fence }) => {
+            fence.marker_text(&waited, held.held_at, &summary)
+        }
         (Release::Waited, Wait::Until(_)) => {
             format!("held {waited} by the rig (rule {rule}): {summary}")
         }

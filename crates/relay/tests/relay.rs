@@ -951,3 +951,107 @@ fn a_lost_reply_sent_again_by_rc_is_marked_and_a_replay_is_not() {
     let stats = relay.stats();
     assert_eq!((stats.rules[0].dropped, stats.rules[1].hits), (1, 1));
 }
+
+fn fenced_relay() -> Relay {
+    let mut relay = Relay::new(Limits::default());
+    relay.fence_iwarp_accepts(50 * MS);
+    relay
+}
+
+#[test]
+fn iwarp_accept_fence_holds_the_clients_first_bytes_until_it_ends() {
+    // siw can leave bytes that arrive right after its MPA Reply unread (docs/findings.md): the
+    // client's bytes on that connection wait until 50 ms after the Reply, in order; the server's
+    // bytes and other connections pass; after the fence the connection is a plain wire.
+    let mut relay = fenced_relay();
+    let first = client_tcp(40001, b"first fpdu");
+    let second = client_tcp(40001, b"second fpdu");
+    let out = run(
+        &mut relay,
+        &[
+            (0, FromServer, mpa_reply(40001)),
+            (MS, FromClient, first.clone()),
+            (2 * MS, FromClient, second.clone()),
+            (3 * MS, FromServer, server_tcp_to(40001, b"server bytes")),
+            (4 * MS, FromClient, client_tcp(40002, b"other connection")),
+        ],
+    );
+    let sent: Vec<_> = out.iter().map(|o| forwarded(o).1.to_vec()).collect();
+    assert_eq!(
+        sent,
+        vec![
+            mpa_reply(40001),
+            server_tcp_to(40001, b"server bytes"),
+            client_tcp(40002, b"other connection")
+        ]
+    );
+    assert_eq!(relay.poll_timeout(), Some(50 * MS));
+    relay.handle_timeout(50 * MS - 1);
+    assert!(drain(&mut relay).is_empty());
+    relay.handle_timeout(50 * MS);
+    let released = drain(&mut relay);
+    assert_eq!(released.len(), 2, "{released:?}");
+    let (to, frame, marker) = forwarded(&released[0]);
+    assert_eq!((to, frame), (Side::Server, first.as_slice()));
+    let marker = marker.unwrap();
+    assert!(
+        marker.starts_with(
+            "held 49 ms by the rig's iWARP accept fence (client bytes 1 ms after the MPA Reply"
+        ),
+        "{marker}"
+    );
+    assert_eq!(forwarded(&released[1]).1, second.as_slice());
+    let later = client_tcp(40001, b"after the fence");
+    let out = run(&mut relay, &[(51 * MS, FromClient, later.clone())]);
+    assert_eq!(out.len(), 1);
+    assert_eq!(forwarded(&out[0]), (Side::Server, later.as_slice(), None));
+    let stats = relay.stats();
+    assert_eq!(
+        (stats.fenced, stats.held, stats.unfenced_over_limit),
+        (2, 0, 0)
+    );
+}
+
+#[test]
+fn iwarp_accept_fence_outlives_rule_changes_and_is_off_by_default() {
+    let mut relay = fenced_relay();
+    relay.handle_frame(0, FromServer, mpa_reply(40001));
+    relay.handle_frame(MS, FromClient, client_tcp(40001, b"fpdu"));
+    drain(&mut relay);
+    relay.set_rules(2 * MS, RuleSet::new("case".into(), vec![]).unwrap());
+    relay.clear(3 * MS);
+    assert!(
+        drain(&mut relay).is_empty(),
+        "a rule change released a fenced frame"
+    );
+    assert_eq!(relay.stats().held, 1);
+
+    let mut plain = Relay::new(Limits::default());
+    let out = run(
+        &mut plain,
+        &[
+            (0, FromServer, mpa_reply(40001)),
+            (MS, FromClient, client_tcp(40001, b"fpdu")),
+        ],
+    );
+    assert_eq!(out.len(), 2);
+    assert_eq!(plain.stats().fenced, 0);
+}
+
+#[test]
+fn iwarp_accept_fences_are_bounded_in_number() {
+    let mut relay = fenced_relay();
+    let connections = relay::MAX_FENCED_CONNECTIONS as u16 + 1;
+    for port in 0..connections {
+        relay.handle_frame(0, FromServer, mpa_reply(41000 + port));
+    }
+    for port in 0..connections {
+        relay.handle_frame(MS, FromClient, client_tcp(41000 + port, b"fpdu"));
+    }
+    let out = drain(&mut relay);
+    // Every Reply, and the one connection past the limit, went on at once.
+    assert_eq!(out.len(), usize::from(connections) + 1);
+    let stats = relay.stats();
+    assert_eq!(stats.fenced, u64::from(connections) - 1);
+    assert_eq!(stats.unfenced_over_limit, 1);
+}

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use verbs::cq::wait_any_readable;
 use verbs::{
     CmEventKind, CmId, CompletionChannel, ConnParams, Context, Cq, EventChannel, Mr, Pd, QpCaps,
-    SendOp, VerbsError, WorkCompletion,
+    SendOp, VerbsError, WorkCompletion, CONNECT_ATTEMPTS_PORT_IN_USE,
 };
 
 use wirefuzz::case::{Region, RegionKey};
@@ -51,13 +51,6 @@ const POLL_BATCH: usize = 32;
 const MAX_NOTES: usize = 64;
 /// Wait for each connection-setup step (address, route, ESTABLISHED).
 const SETUP_TIMEOUT: Duration = Duration::from_secs(5);
-/// Connects tried when `rdma_connect` finds its local port in use. Over iWARP each connection
-/// is a TCP connection whose port the RDMA CM picks without seeing TCP's TIME_WAIT sockets, so
-/// a fuzzer that reconnects for every case met `rdma_connect: Address already in use` on
-/// linux-6.1-siw; a fresh CM id takes another port.
-const CONNECT_ATTEMPTS_PORT_IN_USE: usize = 8;
-/// errno EADDRINUSE (Linux).
-const EADDRINUSE: i32 = 98;
 
 /// Send work requests are `WR_SEND_BASE + slot`.
 const WR_SEND_BASE: u64 = 1;
@@ -303,10 +296,7 @@ impl Target for RdmaTarget {
                     self.note(format!("cm ESTABLISHED with {}", self.server));
                     return Ok(());
                 }
-                Err(VerbsError::Os {
-                    verb: "rdma_connect",
-                    errno: EADDRINUSE,
-                }) if attempt < CONNECT_ATTEMPTS_PORT_IN_USE => {
+                Err(e) if e.is_connect_port_in_use() && attempt < CONNECT_ATTEMPTS_PORT_IN_USE => {
                     self.note(format!(
                         "rdma_connect: local port in use (attempt {attempt}), connecting again"
                     ));

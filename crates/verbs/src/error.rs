@@ -64,7 +64,26 @@ impl VerbsError {
     pub fn is_no_device(&self) -> bool {
         matches!(self, VerbsError::NoDevice { .. })
     }
+
+    /// Whether `rdma_connect` found its local port in use, which a fresh CM id (another port)
+    /// gets past: over iWARP each connection is a TCP connection whose port the RDMA CM picks
+    /// without seeing TCP's TIME_WAIT sockets. Seen on the siw lanes by the wire fuzzer
+    /// (linux-6.1-siw) and the scenarios client (linux-7.x-siw, selftest `acked.after-ack`).
+    /// Callers connect again up to [`CONNECT_ATTEMPTS_PORT_IN_USE`] times.
+    pub fn is_connect_port_in_use(&self) -> bool {
+        matches!(
+            self,
+            VerbsError::Os {
+                verb: "rdma_connect",
+                errno: libc::EADDRINUSE,
+            }
+        )
+    }
 }
+
+/// Connects a caller tries, each with a fresh CM id, while
+/// [`VerbsError::is_connect_port_in_use`] holds.
+pub const CONNECT_ATTEMPTS_PORT_IN_USE: usize = 8;
 
 /// Formats an errno as `strerror text (errno N)`.
 struct Errno(i32);
@@ -82,6 +101,19 @@ impl fmt::Display for Errno {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_rdma_connect_finding_its_port_in_use_is_worth_a_fresh_id() {
+        let in_use = VerbsError::from_errno("rdma_connect", libc::EADDRINUSE);
+        assert!(in_use.is_connect_port_in_use());
+        assert!(in_use.to_string().starts_with("rdma_connect: "));
+        for other in [
+            VerbsError::from_errno("rdma_bind_addr", libc::EADDRINUSE),
+            VerbsError::from_errno("rdma_connect", libc::ECONNREFUSED),
+        ] {
+            assert!(!other.is_connect_port_in_use(), "{other}");
+        }
+    }
 
     #[test]
     fn no_rdma_errnos_map_to_no_device_with_the_hint() {

@@ -41,7 +41,7 @@ mod fd;
 pub use cm::{CmEvent, CmEventKind, CmId, ConnParams, EventChannel};
 pub use cq::{CompletionChannel, Cq};
 pub use device::{list_devices, probe, Context, DeviceInfo, DeviceTransport, PortInfo};
-pub use error::{Result, VerbsError, NO_DEVICE_HINT};
+pub use error::{Result, VerbsError, CONNECT_ATTEMPTS_PORT_IN_USE, NO_DEVICE_HINT};
 pub use mem::{Mr, Mw, Pd, RemoteAccess, Sge};
 pub use qp::QpCaps;
 pub use wc::{ImmOrInv, WcFlagLayout, WcOpcode, WcStatus, WorkCompletion};

@@ -75,10 +75,15 @@ impl Relay {
         held
     }
 
+    /// Release what the rules hold (fenced frames keep their fence: it is the wire's, not a
+    /// case's).
     pub(super) fn release_all(&mut self, now_us: u64, why: Release<'_>) {
-        let all = std::mem::take(&mut self.held);
-        self.held_bytes = 0;
-        for held in all {
+        let (fenced, ruled): (Vec<Held>, Vec<Held>) = std::mem::take(&mut self.held)
+            .into_iter()
+            .partition(|held| matches!(held.wait, Wait::Fence { .. }));
+        self.held = fenced;
+        self.held_bytes = self.held.iter().map(|held| held.frame.len()).sum();
+        for held in ruled {
             self.release(now_us, held, why);
         }
     }
@@ -118,7 +123,7 @@ impl Relay {
                         .installed
                         .as_ref()
                         .is_some_and(|i| i.met_by_forward(condition, &facts)),
-                    Wait::Delay { .. } => false,
+                    Wait::Delay { .. } | Wait::Fence { .. } => false,
                 };
                 if !released {
                     index += 1;

@@ -222,3 +222,32 @@ pub fn server_tcp(payload: &[u8], ipv6: bool) -> Vec<u8> {
     builder.write(&mut frame, payload).unwrap();
     frame
 }
+
+/// A TCP segment from the client on connection `client_port` → 20049, IPv4.
+pub fn client_tcp(client_port: u16, payload: &[u8]) -> Vec<u8> {
+    let builder = etherparse::PacketBuilder::ethernet2(CLIENT_MAC, SERVER_MAC)
+        .ipv4(CLIENT_IP, SERVER_IP, 64)
+        .tcp(client_port, 20049, 1, 65535)
+        .ack(1);
+    let mut frame = Vec::new();
+    builder.write(&mut frame, payload).unwrap();
+    frame
+}
+
+/// A TCP segment from the server on connection 20049 → `client_port`, IPv4.
+pub fn server_tcp_to(client_port: u16, payload: &[u8]) -> Vec<u8> {
+    let builder = etherparse::PacketBuilder::ethernet2(SERVER_MAC, CLIENT_MAC)
+        .ipv4(SERVER_IP, CLIENT_IP, 64)
+        .tcp(20049, client_port, 1, 65535)
+        .ack(1);
+    let mut frame = Vec::new();
+    builder.write(&mut frame, payload).unwrap();
+    frame
+}
+
+/// An MPA Reply Frame (RFC 5044 §7.1) with no private data, from the server to `client_port`.
+pub fn mpa_reply(client_port: u16) -> Vec<u8> {
+    let mut payload = relay::MPA_REPLY_KEY.to_vec();
+    payload.extend_from_slice(&[0x40, 0x01, 0x00, 0x00]);
+    server_tcp_to(client_port, &payload)
+}
