@@ -47,10 +47,12 @@ pub const CASES_DIR: &str = "wire";
 /// How long the client's bytes on a new soft-iWARP connection wait after the server's MPA Reply
 /// ([`Relay::fence_iwarp_accepts`]; why in docs/findings.md, "siw: the first message after an
 /// accept can be left unread"). The window it keeps the suites out of is the server's delay
-/// between sending the Reply and handing the socket to the QP: unfenced, the client's first bytes
-/// came 0.8-1.6 ms after the Reply on all 184 connections of a run and 7 of them landed inside it.
-/// 50 ms is 30 times that, inside TCP's 200 ms minimum retransmission timeout (the client sees a
-/// slow ACK, not a loss), and costs 50 ms per soft-iWARP connection; RoCE has no MPA Reply.
+/// between sending the Reply and handing the socket to the QP: unfenced (run of 2026-12-05 18:25,
+/// 184 siw connections), 7 of the 34 connections whose first client bytes came within 1.7 ms of
+/// the Reply were left unread, none of the 150 whose bytes came later (2-126 ms). 50 ms is 30
+/// times the latest stuck one, inside TCP's 200 ms minimum retransmission timeout (the client
+/// sees a slow ACK, not a loss), and costs 50 ms per soft-iWARP connection; RoCE has no MPA
+/// Reply.
 pub const IWARP_ACCEPT_FENCE: Duration = Duration::from_millis(50);
 
 /// What the relay did during one pair's life.

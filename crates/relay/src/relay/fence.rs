@@ -10,7 +10,7 @@
 //! (`siw_qp_socket_assoc`, siw_cm.c:68-80) does not read what is already queued:
 //! the message sits in the socket, TCP-acknowledged and never delivered, until more bytes arrive.
 //! Unfenced, 7 of 184 connections of one both-transport run (rig client and kernel client alike)
-//! hung that way. The suites judge NFS and the reply cache, not this race, so the wire keeps them
+//! hung that way, all with the client's bytes 0.9-1.6 ms after the Reply. The suites judge NFS and the reply cache, not this race, so the wire keeps them
 //! out of it; the finding is measured apart. RoCE has no MPA Reply: the fence never acts on it.
 
 use super::*;
