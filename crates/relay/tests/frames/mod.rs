@@ -223,26 +223,38 @@ pub fn server_tcp(payload: &[u8], ipv6: bool) -> Vec<u8> {
     frame
 }
 
-/// A TCP segment from the client on connection `client_port` → 20049, IPv4.
-pub fn client_tcp(client_port: u16, payload: &[u8]) -> Vec<u8> {
-    let builder = etherparse::PacketBuilder::ethernet2(CLIENT_MAC, SERVER_MAC)
-        .ipv4(CLIENT_IP, SERVER_IP, 64)
-        .tcp(client_port, 20049, 1, 65535)
+/// A TCP segment on connection `client_port` ↔ 20049 (IPv4), from the client or the server.
+fn tcp_on(from_client: bool, client_port: u16, payload: &[u8]) -> Vec<u8> {
+    let (macs, ips, ports) = if from_client {
+        (
+            (CLIENT_MAC, SERVER_MAC),
+            (CLIENT_IP, SERVER_IP),
+            (client_port, 20049),
+        )
+    } else {
+        (
+            (SERVER_MAC, CLIENT_MAC),
+            (SERVER_IP, CLIENT_IP),
+            (20049, client_port),
+        )
+    };
+    let builder = etherparse::PacketBuilder::ethernet2(macs.0, macs.1)
+        .ipv4(ips.0, ips.1, 64)
+        .tcp(ports.0, ports.1, 1, 65535)
         .ack(1);
     let mut frame = Vec::new();
     builder.write(&mut frame, payload).unwrap();
     frame
 }
 
+/// A TCP segment from the client on connection `client_port` → 20049, IPv4.
+pub fn client_tcp(client_port: u16, payload: &[u8]) -> Vec<u8> {
+    tcp_on(true, client_port, payload)
+}
+
 /// A TCP segment from the server on connection 20049 → `client_port`, IPv4.
 pub fn server_tcp_to(client_port: u16, payload: &[u8]) -> Vec<u8> {
-    let builder = etherparse::PacketBuilder::ethernet2(SERVER_MAC, CLIENT_MAC)
-        .ipv4(SERVER_IP, CLIENT_IP, 64)
-        .tcp(20049, client_port, 1, 65535)
-        .ack(1);
-    let mut frame = Vec::new();
-    builder.write(&mut frame, payload).unwrap();
-    frame
+    tcp_on(false, client_port, payload)
 }
 
 /// An MPA Reply Frame (RFC 5044 §7.1) with no private data, from the server to `client_port`.
