@@ -4,10 +4,10 @@
 //! (`server → relay-srv.sock`, `client → relay-cli.sock`); the relay receives each Ethernet frame,
 //! hands it to the sans-IO [`relay::Relay`] (which applies the rules a case installed over the
 //! in-band control port, keeps soft-iWARP's first client bytes out of siw's accept window
-//! ([`IWARP_ACCEPT_FENCE`]), and forwards everything else untouched, in order), sends what comes out
-//! to the other guest's socket from the socket that guest expects to hear from, and writes every
-//! frame it forwarded or dropped to `wire.pcapng` in forwarding order, each fault marked with a
-//! comment. The capture is complete by construction: a frame reaches a guest only through it.
+//! ([`IWARP_ACCEPT_FENCE`]), and forwards everything else untouched, in order), sends what comes
+//! out to the other guest's socket from the socket that guest expects to hear from, and writes
+//! every frame it forwarded or dropped to `wire.pcapng` in forwarding order, each fault marked
+//! with a comment. The capture is complete by construction: a frame reaches a guest only through it.
 //! A case that begins over the control port (`rig scenarios --relay`) also gets its frames in a
 //! file of its own, `wire/<case>.pcapng` beside it, from its beginning to the next case's.
 //!

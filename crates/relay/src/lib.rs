@@ -12,8 +12,8 @@
 //!   first transmission or retransmission, which replies an ACK acknowledges), bounded.
 //! - [`rules`]: [`Selector`], [`Action`], [`Condition`], [`Rule`], the validated [`RuleSet`].
 //! - [`mod@relay`]: the state machine [`Relay`] (`handle_frame`, `handle_timeout`, `poll_timeout`,
-//!   `poll_output`), and its iWARP accept fence ([`Relay::fence_iwarp_accepts`]).
-//! - `tcp`: a TCP segment's ends and payload (what the fence needs of soft-iWARP frames).
+//!   `poll_output`), and its iWARP accept fence ([`Relay::fence_iwarp_accepts`]; TCP segments
+//!   sliced by `trace::tcp`).
 //! - [`control`]: the in-band control channel (JSON over UDP to [`CONTROL_PORT`] from the client
 //!   side) and its reply frames.
 //! - [`pcapng`]: the capture's blocks (forwarded frames on interface 0, dropped frames on
@@ -30,7 +30,6 @@ pub mod control;
 pub mod pcapng;
 pub mod relay;
 pub mod rules;
-mod tcp;
 mod track;
 pub mod udp;
 

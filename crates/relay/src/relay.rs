@@ -323,12 +323,14 @@ impl Relay {
                 self.forward(now_us, from, frame, facts, Some(marker));
             }
             Action::Delay { micros } => {
-                self.hold(now_us, from, frame, facts, rule, Wait::Delay { micros })
+                self.hold(now_us, from, frame, facts, rule, Wait::Delay { micros });
             }
             Action::Hold { until } => {
-                self.hold(now_us, from, frame, facts, rule, Wait::Until(until))
+                self.hold(now_us, from, frame, facts, rule, Wait::Until(until));
             }
-            Action::Reorder => self.hold(now_us, from, frame, facts, rule, Wait::Reorder),
+            Action::Reorder => {
+                self.hold(now_us, from, frame, facts, rule, Wait::Reorder);
+            }
             Action::Mark => {
                 let marker = Marker::new(format!("seen by the rig (rule {rule}): {summary}"));
                 self.forward(now_us, from, frame, facts, Some(marker));

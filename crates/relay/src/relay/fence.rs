@@ -10,11 +10,14 @@
 //! (`siw_qp_socket_assoc`, siw_cm.c:68-80) does not read what is already queued:
 //! the message sits in the socket, TCP-acknowledged and never delivered, until more bytes arrive.
 //! Unfenced, 7 of 184 connections of one both-transport run (rig client and kernel client alike)
-//! hung that way, all with the client's bytes 0.9-1.6 ms after the Reply. The suites judge NFS and the reply cache, not this race, so the wire keeps them
-//! out of it; the finding is measured apart. RoCE has no MPA Reply: the fence never acts on it.
+//! hung that way, all with the client's bytes 0.9-1.6 ms after the Reply. The suites judge NFS
+//! and the reply cache, not this race, so the wire keeps them out of it; the finding is measured
+//! apart. RoCE has no MPA Reply: the fence never acts on it.
+
+use trace::capture::LinkType;
+use trace::tcp::{tcp_segment, Endpoint};
 
 use super::*;
-use crate::tcp::{self, Endpoint};
 
 /// RFC 5044 §7.1: the key an MPA Reply Frame starts with.
 pub const MPA_REPLY_KEY: &[u8; 16] = b"MPA ID Rep Frame";
@@ -53,13 +56,13 @@ impl Relay {
             return Some((frame, facts));
         }
         self.fences.retain(|fence| fence.until > now_us);
-        let Some(segment) = tcp::segment(&frame) else {
+        let Some(segment) = tcp_segment(LinkType::Ethernet, &frame) else {
             return Some((frame, facts));
         };
         match from {
             Direction::FromServer => {
                 if segment.payload.starts_with(MPA_REPLY_KEY) {
-                    self.start_fence(now_us, segment.destination, segment.source);
+                    self.start_fence(now_us, segment.dst, segment.src);
                 }
                 Some((frame, facts))
             }
@@ -67,14 +70,15 @@ impl Relay {
                 let Some(fence) = self
                     .fences
                     .iter()
-                    .find(|f| f.client == segment.source && f.server == segment.destination)
+                    .find(|f| f.client == segment.src && f.server == segment.dst)
                     .copied()
                 else {
                     return Some((frame, facts));
                 };
-                self.stats.fenced += 1;
                 let rule = FENCE_RULE.to_string();
-                self.hold(now_us, from, frame, facts, rule, Wait::Fence { fence });
+                if self.hold(now_us, from, frame, facts, rule, Wait::Fence { fence }) {
+                    self.stats.fenced += 1;
+                }
                 None
             }
         }

@@ -33,6 +33,8 @@ impl Relay {
         }
     }
 
+    /// Hold `frame` for `wait`, or forward it at once, marked, when the hold limits are reached;
+    /// returns whether it was held.
     pub(super) fn hold(
         &mut self,
         now_us: u64,
@@ -41,7 +43,7 @@ impl Relay {
         facts: Facts,
         rule: String,
         wait: Wait,
-    ) {
+    ) -> bool {
         let frames_full = self.held.len() >= self.limits.max_held_frames;
         let bytes_full = self.held_bytes.saturating_add(frame.len()) > self.limits.max_held_bytes;
         if frames_full || bytes_full {
@@ -54,7 +56,7 @@ impl Relay {
                 facts.summary()
             ));
             self.forward(now_us, direction, frame, facts, Some(marker));
-            return;
+            return false;
         }
         self.rule_stats(&rule, |s| s.held += 1);
         self.stats.held_total += 1;
@@ -67,6 +69,7 @@ impl Relay {
             wait,
             held_at: now_us,
         });
+        true
     }
 
     pub(super) fn take_held(&mut self, index: usize) -> Held {
