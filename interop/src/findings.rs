@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::cache::workspace_root;
+use crate::matrix::Transport;
 use crate::snapshots::read_bounded;
 
 /// One entry of fixtures/findings/findings.toml.
@@ -39,7 +40,20 @@ pub struct FindingSpec {
     /// The code path, with file:line in the tested source, as analysed (copied into REPORT.md).
     #[serde(default)]
     pub root_cause: Option<String>,
+    /// The soft-RDMA provider the finding lives on: its replay runs on that provider's lane of
+    /// each kernel line (`linux-6.12` for rxe, `linux-6.12-siw` for siw).
+    #[serde(default)]
+    pub transport: Transport,
+    /// An unfixed fault every run over `transport` may meet (`kind = "finding"` only): a
+    /// kernel-log line holding `signature` on such a lane is this finding, reported as known
+    /// (the dmesg check's verdict `known`, the wire-fuzz watch's `kernel-watch.known`), not a
+    /// new problem, and the wire-fuzz run goes on past it. Any other line stays red.
+    #[serde(default)]
+    pub known: bool,
 }
+
+/// The shortest signature a `known` finding may have: it must name the fault, not a class.
+const MIN_KNOWN_SIGNATURE: usize = 12;
 
 fn default_kind() -> String {
     "finding".to_owned()
@@ -88,8 +102,99 @@ pub fn parse_findings(text: &str) -> Result<Vec<FindingSpec>> {
             finding.name,
             finding.kind
         );
+        if finding.known {
+            check_known_signature(finding)?;
+        }
     }
     Ok(file.finding)
+}
+
+/// A `known` finding's signature must single out one fault: long enough, one line, and not
+/// itself a kernel-log marker (`WARNING: CPU:` would make every WARN known).
+fn check_known_signature(finding: &FindingSpec) -> Result<()> {
+    let signature = finding.signature.as_str();
+    ensure!(
+        finding.kind == "finding",
+        "finding {}: only a finding (not a probe) can be known",
+        finding.name
+    );
+    ensure!(
+        signature.trim().len() >= MIN_KNOWN_SIGNATURE && !signature.contains('\n'),
+        "finding {}: a known finding's signature must be one line of at least \
+         {MIN_KNOWN_SIGNATURE} characters, naming the fault (got {signature:?})",
+        finding.name
+    );
+    let as_marker = [
+        kernel_log::Reader::DmesgCheck,
+        kernel_log::Reader::WireFuzzWatch,
+    ]
+    .into_iter()
+    .find_map(|reader| kernel_log::classify(signature, reader));
+    ensure!(
+        as_marker.is_none(),
+        "finding {}: signature {signature:?} is itself a kernel-log marker ({}); it would make \
+         every such line known",
+        finding.name,
+        as_marker.map_or("", kernel_log::Kind::name)
+    );
+    Ok(())
+}
+
+/// The project's findings file (fixtures/findings/findings.toml), parsed and checked.
+pub fn load_findings() -> Result<Vec<FindingSpec>> {
+    let path = workspace_root().join(FINDINGS_FILE);
+    parse_findings(&read_bounded(&path).with_context(|| format!("reading {}", path.display()))?)
+}
+
+/// Where the findings live, relative to the workspace.
+pub const FINDINGS_FILE: &str = "fixtures/findings/findings.toml";
+
+/// A known finding as the suites match it: its name and the text a kernel-log line holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KnownProblem {
+    pub finding: String,
+    pub signature: String,
+}
+
+/// The known findings of runs over `transport`.
+pub fn known_problems(findings: &[FindingSpec], transport: Transport) -> Vec<KnownProblem> {
+    findings
+        .iter()
+        .filter(|f| f.known && f.transport == transport)
+        .map(|f| KnownProblem {
+            finding: f.name.clone(),
+            signature: f.signature.clone(),
+        })
+        .collect()
+}
+
+/// The known finding `line` is, if any.
+pub fn known_problem<'a>(line: &str, known: &'a [KnownProblem]) -> Option<&'a KnownProblem> {
+    known.iter().find(|k| line.contains(&k.signature))
+}
+
+/// The lanes a finding over `transport` is replayed on by default: one per kernel line, the
+/// matrix entry that runs that line's current kernel over `transport` as it is (no patches,
+/// fragments, command-line switches, pinned older binary or suite restriction).
+pub fn line_lanes(matrix: &crate::matrix::Matrix, transport: Transport) -> Vec<String> {
+    matrix
+        .kernels
+        .iter()
+        .filter(|k| {
+            k.transport == transport
+                && k.patches.is_empty()
+                && k.fragments.is_empty()
+                && k.cmdline.is_empty()
+                && k.binary_version.is_none()
+                && k.suites.is_empty()
+        })
+        .map(|k| k.name.clone())
+        .collect()
+}
+
+/// The guest watch's `etc/kernel-watch-known.txt`: one fixed string per line (`grep -F -f`).
+pub fn kernel_watch_known_file(known: &[KnownProblem]) -> String {
+    known.iter().map(|k| format!("{}\n", k.signature)).collect()
 }
 
 /// What one replay on one kernel showed.
@@ -179,10 +284,14 @@ pub fn read_replay(
     kernel: &str,
     share_out: &Path,
 ) -> Result<(Vec<String>, Option<String>)> {
-    let hits: Vec<String> = match fs::read_to_string(share_out.join("kernel-watch.hits")) {
-        Ok(text) => text.lines().take(100).map(str::to_owned).collect(),
-        Err(_) => Vec::new(),
-    };
+    // A known finding's lines go to kernel-watch.known (the watch goes on past them): a replay
+    // judges both.
+    let hits: Vec<String> = ["kernel-watch.hits", "kernel-watch.known"]
+        .iter()
+        .filter_map(|name| fs::read_to_string(share_out.join(name)).ok())
+        .flat_map(|text| text.lines().map(str::to_owned).collect::<Vec<_>>())
+        .take(100)
+        .collect();
     let report = share_out.join("wire-fuzz.report.json");
     let answer = if report.is_file() {
         let value: Value = serde_json::from_str(&read_bounded(&report)?)
@@ -488,9 +597,13 @@ pub fn render_report(
     let _ = writeln!(
         text,
         "Generated by rpcrdma-rig (`just findings`) from the replay of `{}` alone on a fresh boot \
-         of each kernel below (two qemu guests, soft-RoCE; the case is sent, then rerun on a \
+         of each kernel below (two qemu guests, {}; the case is sent, then rerun on a \
          fresh connection).\n",
-        finding.reproducer
+        finding.reproducer,
+        match finding.transport {
+            Transport::Rxe => "soft-RoCE (rdma_rxe)",
+            Transport::Siw => "soft-iWARP (siw)",
+        }
     );
     text.push_str("## Kernels\n\n| kernel | Debian version (origin) | release | result | fix in its changelog |\n|---|---|---|---|---|\n");
     for outcome in outcomes.iter().filter(|o| o.finding == finding.name) {
@@ -712,7 +825,65 @@ mod tests {
             fix_subject: None,
             kind: "finding".into(),
             root_cause: Some("svc_rdma_rw.c:882".into()),
+            transport: Transport::Rxe,
+            known: false,
         }
+    }
+
+    #[test]
+    fn a_known_finding_must_name_one_fault() {
+        let entry = |signature: &str, kind: &str| {
+            format!(
+                "[[finding]]\nname = \"k\"\ntitle = \"t\"\nreproducer = \"fixtures/x.json\"\n\
+                 signature = \"{signature}\"\nkind = \"{kind}\"\ntransport = \"siw\"\nknown = true\n"
+            )
+        };
+        let ok = parse_findings(&entry("ib_destroy_qp_user+", "finding")).unwrap();
+        assert!(ok[0].known);
+        assert_eq!(ok[0].transport, Transport::Siw);
+        // A marker (every WARN), too short, or a probe: refused.
+        for (signature, kind) in [
+            ("WARNING: CPU:", "finding"),
+            ("kernel BUG at lib", "finding"),
+            ("verbs.c", "finding"),
+            ("ib_destroy_qp_user+", "probe"),
+        ] {
+            assert!(
+                parse_findings(&entry(signature, kind)).is_err(),
+                "{signature:?} {kind}"
+            );
+        }
+        // The project's known findings: each over its own transport only, and the guest file.
+        let findings = load_findings().unwrap();
+        let siw = known_problems(&findings, Transport::Siw);
+        assert!(siw.iter().any(|k| k.finding == "siw-mrs-used-warn"));
+        assert!(known_problems(&findings, Transport::Rxe)
+            .iter()
+            .all(|k| k.finding != "siw-mrs-used-warn"));
+        let line = "WARNING: drivers/infiniband/core/verbs.c:2160 at ib_destroy_qp_user+0x14c/0x180, CPU#0: nfsd/218";
+        assert_eq!(
+            known_problem(line, &siw).map(|k| k.finding.as_str()),
+            Some("siw-mrs-used-warn")
+        );
+        assert_eq!(
+            known_problem("WARNING: CPU: 0 PID: 1 at x.c:1 f+0x1/0x2", &siw),
+            None
+        );
+        assert!(kernel_watch_known_file(&siw).contains("ib_destroy_qp_user+\n"));
+    }
+
+    #[test]
+    fn a_finding_replays_on_the_lines_of_its_transport() {
+        let matrix =
+            crate::matrix::Matrix::load(&workspace_root().join("vm-images/kernels.toml")).unwrap();
+        assert_eq!(
+            line_lanes(&matrix, Transport::Rxe),
+            ["linux-6.1", "linux-6.12", "linux-7.x"]
+        );
+        assert_eq!(
+            line_lanes(&matrix, Transport::Siw),
+            ["linux-6.1-siw", "linux-6.12-siw", "linux-7.x-siw"]
+        );
     }
 
     #[test]

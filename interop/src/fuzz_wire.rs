@@ -230,6 +230,11 @@ fn collect(
     }
     let hits: Option<Vec<String>> =
         read_text(&share.join("kernel-watch.hits")).map(|t| t.lines().map(str::to_owned).collect());
+    // Lines of known findings over this transport (fixtures/findings/findings.toml): reported,
+    // not a hit; the run went on past them.
+    let known: Vec<String> = read_text(&share.join("kernel-watch.known"))
+        .map(|t| t.lines().map(str::to_owned).collect())
+        .unwrap_or_default();
     let mut outcome = KernelOutcome {
         kernel_log_hits: hits.as_ref().map(Vec::len),
         ..KernelOutcome::default()
@@ -249,6 +254,12 @@ fn collect(
             );
             let lines: Vec<&String> = hits.iter().flatten().take(MAX_KERNEL_LOG_LINES).collect();
             fields.insert("kernel_log_lines".into(), serde_json::to_value(lines)?);
+            fields.insert("kernel_log_known".into(), known.len().into());
+            let lines: Vec<&String> = known.iter().take(MAX_KERNEL_LOG_LINES).collect();
+            fields.insert(
+                "kernel_log_known_lines".into(),
+                serde_json::to_value(lines)?,
+            );
         }
         fs::write(
             out.join("report.json"),
@@ -259,6 +270,14 @@ fn collect(
         .unwrap_or_else(|| format!("no fuzz-wire summary (see {})\n", run.display()));
     if !summary.ends_with('\n') {
         summary.push('\n');
+    }
+    if !known.is_empty() {
+        summary.push_str(&format!(
+            "kernel_log_known {} (known findings, {}): {}\n",
+            known.len(),
+            crate::findings::FINDINGS_FILE,
+            known[0]
+        ));
     }
     summary.push_str(&format!(
         "kernel_log_hits {}\n",
@@ -501,5 +520,37 @@ mod tests {
             summary_line("linux-7.x", &dir.path().join("none")),
             "linux-7.x: no report"
         );
+    }
+
+    #[test]
+    fn a_known_findings_line_is_reported_apart_and_is_no_hit() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("wire-fuzz/linux-6.12-siw");
+        let share = share_dir(&out, "linux-6.12-siw");
+        fs::create_dir_all(&share).unwrap();
+        fs::write(
+            share.join("wire-fuzz.report.json"),
+            r#"{"cases_sent": 2500, "cases_per_sec": 14.0, "unknown_divergences": 0}"#,
+        )
+        .unwrap();
+        fs::write(share.join("wire-fuzz.summary.txt"), "cases 2500\n").unwrap();
+        fs::write(share.join("kernel-watch.hits"), "").unwrap();
+        let line = "WARNING: CPU: 0 PID: 218 at drivers/infiniband/core/verbs.c:2104 \
+                    ib_destroy_qp_user+0x14c/0x180";
+        fs::write(share.join("kernel-watch.known"), format!("{line}\n")).unwrap();
+        let findings = dir.path().join("findings");
+        let outcome = collect(&args(None, false), "linux-6.12-siw", &out, &findings).unwrap();
+        assert_eq!(outcome.kernel_log_hits, Some(0));
+        assert!(!findings.exists() || fs::read_dir(&findings).unwrap().next().is_none());
+        let report: Value =
+            serde_json::from_str(&fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+        assert_eq!(report["kernel_log_known"], 1);
+        assert_eq!(report["kernel_log_known_lines"][0], line);
+        let summary = fs::read_to_string(out.join("summary.txt")).unwrap();
+        assert!(
+            summary.contains("kernel_log_known 1 (known findings"),
+            "{summary}"
+        );
+        assert!(summary.ends_with("kernel_log_hits 0\n"), "{summary}");
     }
 }

@@ -78,7 +78,8 @@ enum Command {
     /// current kernel of each line, look its fix up in that kernel's Debian changelog, and write
     /// target/interop/findings-replay/status.md (and .json).
     Findings {
-        /// Kernels to replay on (default: linux-6.1, linux-6.12, linux-7.x).
+        /// Kernels to replay on (default: the current kernel of each line over the finding's
+        /// transport: linux-6.1, linux-6.12, linux-7.x for rxe, their -siw lanes for siw).
         #[arg(long = "kernel")]
         kernels: Vec<String>,
         /// Only these findings, by name (default: all).
@@ -286,15 +287,11 @@ fn main() -> ExitCode {
     }
 }
 
-/// The kernel lines findings are replayed on by default: the newest of each Debian line.
-const FINDINGS_KERNELS: &[&str] = &["linux-6.1", "linux-6.12", "linux-7.x"];
-
 fn replay_findings(kernels: &[String], names: &[String]) -> Result<bool> {
     use interop::findings;
     let root = interop::cache::workspace_root();
-    let all = findings::parse_findings(&std::fs::read_to_string(
-        root.join("fixtures/findings/findings.toml"),
-    )?)?;
+    let all = findings::load_findings()?;
+    let matrix = interop::matrix::Matrix::load(&root.join("vm-images/kernels.toml"))?;
     for name in names {
         ensure!(
             all.iter().any(|f| &f.name == name),
@@ -309,16 +306,17 @@ fn replay_findings(kernels: &[String], names: &[String]) -> Result<bool> {
         .into_iter()
         .filter(|f| names.is_empty() || names.contains(&f.name))
         .collect();
-    let kernels: Vec<String> = if kernels.is_empty() {
-        FINDINGS_KERNELS.iter().map(|k| (*k).to_owned()).collect()
-    } else {
-        kernels.to_vec()
-    };
     let out = findings::output_root();
     std::fs::create_dir_all(&out)?;
     let mut outcomes = Vec::new();
     for finding in &chosen {
-        for kernel in &kernels {
+        // By default the current kernel of each line, over the finding's own transport.
+        let lanes = if kernels.is_empty() {
+            findings::line_lanes(&matrix, finding.transport)
+        } else {
+            kernels.to_vec()
+        };
+        for kernel in &lanes {
             eprintln!(
                 "== finding {} on {kernel}: replaying {}",
                 finding.name, finding.reproducer

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::findings::KnownProblem;
 use crate::suite::{Case, Role};
 
 /// `RESULT case=<case> role=<role> verdict=<verdict> key=value...` from a guest script.
@@ -352,34 +353,86 @@ pub fn attribute_to_cases(problems: &mut [KernelProblem], slices: &[(String, Str
     }
 }
 
-/// Turn kernel-log problems into the report's `dmesg` pseudo-case.
-pub fn dmesg_outcome(problems: &[KernelProblem], logs_found: usize) -> CaseOutcome {
+/// The known finding (fixtures/findings/findings.toml, `known = true` over the run's transport)
+/// each problem is, if any. A WARN's cut mark goes with the known `WARNING:` line that follows
+/// it in the same log (within two lines: the kernel prints them back to back).
+fn known_findings<'a>(
+    problems: &[KernelProblem],
+    known: &'a [KnownProblem],
+) -> Vec<Option<&'a str>> {
+    let mut names: Vec<Option<&str>> = problems
+        .iter()
+        .map(|p| crate::findings::known_problem(&p.line, known).map(|k| k.finding.as_str()))
+        .collect();
+    for (index, problem) in problems.iter().enumerate() {
+        if names[index].is_some() || !problem.line.contains(kernel_log::CUT_HERE) {
+            continue;
+        }
+        let next = problems.get(index + 1).filter(|next| {
+            next.source == problem.source
+                && (1..=2).contains(&next.line_number.saturating_sub(problem.line_number))
+        });
+        if next.is_some() {
+            names[index] = names[index + 1];
+        }
+    }
+    names
+}
+
+/// Turn kernel-log problems into the report's `dmesg` pseudo-case: red on any problem that is
+/// not a known finding of this run's transport (`known`), `known` when every one is.
+pub fn dmesg_outcome(
+    problems: &[KernelProblem],
+    logs_found: usize,
+    known: &[KnownProblem],
+) -> CaseOutcome {
+    let describe = |p: &KernelProblem| {
+        let during = p
+            .case
+            .as_ref()
+            .map(|case| format!(" (during case {case})"))
+            .unwrap_or_default();
+        format!(
+            "{}:{}: {}{during}: {}",
+            p.source,
+            p.line_number,
+            p.kind,
+            p.line.trim()
+        )
+    };
+    let names = known_findings(problems, known);
     let mut reasons: Vec<String> = problems
         .iter()
+        .zip(&names)
+        .filter(|(_, name)| name.is_none())
         .take(10)
-        .map(|p| {
-            let during = p
-                .case
-                .as_ref()
-                .map(|case| format!(" (during case {case})"))
-                .unwrap_or_default();
-            format!(
-                "{}:{}: {}{during}: {}",
-                p.source,
-                p.line_number,
-                p.kind,
-                p.line.trim()
-            )
-        })
+        .map(|(p, _)| describe(p))
         .collect();
     if logs_found == 0 {
         reasons.push("no guest kernel log collected".to_owned());
     }
-    let verdict = if reasons.is_empty() {
-        Verdict::Pass
-    } else {
+    let known_lines: Vec<String> = problems
+        .iter()
+        .zip(&names)
+        .filter_map(|(p, name)| {
+            name.map(|name| {
+                format!(
+                    "known finding {name} ({}): {}",
+                    crate::findings::FINDINGS_FILE,
+                    describe(p)
+                )
+            })
+        })
+        .take(10)
+        .collect();
+    let verdict = if !reasons.is_empty() {
         Verdict::Fail
+    } else if !known_lines.is_empty() {
+        Verdict::Known
+    } else {
+        Verdict::Pass
     };
+    reasons.extend(known_lines);
     CaseOutcome {
         name: "dmesg".to_owned(),
         verdict,
@@ -602,7 +655,7 @@ RESULT case=nfs3 role=cli
     fn clean_guest_dmesg_has_no_problems() {
         let problems = scan_kernel_log(&data("clean-linux-6.1.dmesg"), "srv.dmesg");
         assert!(problems.is_empty(), "{problems:?}");
-        assert_eq!(dmesg_outcome(&problems, 2).verdict, Verdict::Pass);
+        assert_eq!(dmesg_outcome(&problems, 2, &[]).verdict, Verdict::Pass);
     }
 
     #[test]
@@ -617,7 +670,7 @@ RESULT case=nfs3 role=cli
         assert_eq!(lockup[0].kind, "soft lockup");
         let hung = scan_kernel_log(&data("hung-task.dmesg"), "srv.dmesg");
         assert!(hung.iter().any(|p| p.kind == "hung task"), "{hung:?}");
-        let outcome = dmesg_outcome(&hung, 2);
+        let outcome = dmesg_outcome(&hung, 2, &[]);
         assert_eq!(outcome.verdict, Verdict::Fail);
         assert!(outcome.reasons[0].starts_with("srv.dmesg:"));
     }
@@ -636,7 +689,7 @@ RESULT case=nfs3 role=cli
         ];
         attribute_to_cases(&mut warn, &slices);
         assert_eq!(warn[0].case.as_deref(), Some("nfsd.after-ack"));
-        let outcome = dmesg_outcome(&warn, 2);
+        let outcome = dmesg_outcome(&warn, 2, &[]);
         assert!(
             outcome.reasons[0].contains("(during case nfsd.after-ack): "),
             "{:?}",
@@ -648,7 +701,53 @@ RESULT case=nfs3 role=cli
     }
 
     #[test]
+    fn a_known_finding_of_the_runs_transport_is_known_and_nothing_else_is() {
+        use crate::findings::{known_problems, load_findings};
+        use crate::matrix::Transport;
+        let path = crate::cache::workspace_root()
+            .join("fixtures/wire-fuzz/findings/siw-mrs-used-warn/linux-6.12-siw-kmsg.log");
+        let kmsg = std::fs::read_to_string(&path).unwrap();
+        let problems = scan_kernel_log(&kmsg, "srv.dmesg");
+        // The cut mark and the WARNING line.
+        assert_eq!(problems.len(), 2, "{problems:?}");
+        let findings = load_findings().unwrap();
+        let siw = known_problems(&findings, Transport::Siw);
+        let outcome = dmesg_outcome(&problems, 2, &siw);
+        assert_eq!(outcome.verdict, Verdict::Known, "{:?}", outcome.reasons);
+        assert_eq!(outcome.reasons.len(), 2);
+        assert!(outcome
+            .reasons
+            .iter()
+            .all(|r| r.starts_with("known finding siw-mrs-used-warn")));
+        // The same lines over rxe: no known finding there.
+        let rxe = known_problems(&findings, Transport::Rxe);
+        assert_eq!(dmesg_outcome(&problems, 2, &rxe).verdict, Verdict::Fail);
+        // Another WARN beside it stays red, named first; the known one is still listed.
+        let mut more = kmsg.clone();
+        more.push_str(
+            "2026-12-05T17:11:54,000000+00:00 ------------[ cut here ]------------\n\
+             2026-12-05T17:11:54,000100+00:00 WARNING: CPU: 1 PID: 219 at \
+             net/sunrpc/xprtrdma/svc_rdma_rw.c:186 svc_rdma_cc_release+0x1/0x2\n",
+        );
+        let outcome = dmesg_outcome(&scan_kernel_log(&more, "srv.dmesg"), 2, &siw);
+        assert_eq!(outcome.verdict, Verdict::Fail);
+        assert!(
+            outcome.reasons[0].contains("[ cut here ]"),
+            "{:?}",
+            outcome.reasons
+        );
+        assert!(outcome.reasons[1].contains("svc_rdma_cc_release"));
+        assert!(outcome.reasons[2].starts_with("known finding siw-mrs-used-warn"));
+        // A cut mark not followed by a known WARNING is not known.
+        let lone = "[ 1.0] ------------[ cut here ]------------\n[ 1.1] something\n\
+                    [ 1.2] something else\n[ 1.3] WARNING: CPU: 0 PID: 1 at x.c:1 \
+                    ib_destroy_qp_user+0x1/0x2\n";
+        let outcome = dmesg_outcome(&scan_kernel_log(lone, "srv.dmesg"), 2, &siw);
+        assert_eq!(outcome.verdict, Verdict::Fail, "{:?}", outcome.reasons);
+    }
+
+    #[test]
     fn missing_logs_fail_the_dmesg_check() {
-        assert_eq!(dmesg_outcome(&[], 0).verdict, Verdict::Fail);
+        assert_eq!(dmesg_outcome(&[], 0, &[]).verdict, Verdict::Fail);
     }
 }

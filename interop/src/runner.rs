@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, ensure, Context, Result};
 
 use crate::cache::{cache_root, sha256_file, KeyBuilder};
+use crate::findings::KnownProblem;
 use crate::guest::{dgram_netdev, qemu_booting, qemu_command, Boot, Launch};
 pub use crate::guest::{AccelChoice, RunSettings};
 use crate::images::{vm_images_dir, KernelImage};
@@ -194,8 +195,15 @@ fn copy_files(from: &Path, to: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Fill the share: driver, helpers, the suite's scripts, the plan, and extra files.
-fn prepare_share(share: &Path, suite: &Suite, settings: &RunSettings) -> Result<()> {
+/// Fill the share: driver, helpers, the suite's scripts, the plan, extra files, and
+/// `etc/kernel-watch-known.txt` (the signatures of the known findings over this lane's transport:
+/// the wire-fuzz watch goes on past those lines; empty when there are none).
+fn prepare_share(
+    share: &Path,
+    suite: &Suite,
+    settings: &RunSettings,
+    known: &[KnownProblem],
+) -> Result<()> {
     if share.exists() {
         fs::remove_dir_all(share)?;
     }
@@ -223,6 +231,11 @@ fn prepare_share(share: &Path, suite: &Suite, settings: &RunSettings) -> Result<
         fs::copy(&from, &target)
             .with_context(|| format!("extra file {} → share/{to}", from.display()))?;
     }
+    fs::create_dir_all(share.join("etc"))?;
+    fs::write(
+        share.join("etc/kernel-watch-known.txt"),
+        crate::findings::kernel_watch_known_file(known),
+    )?;
     Ok(())
 }
 
@@ -316,7 +329,9 @@ fn boot_and_wait(
     run: &mut KernelRun,
 ) -> Result<()> {
     let share = run_dir.join("share");
-    prepare_share(&share, suite, settings)?;
+    let known =
+        crate::findings::known_problems(&crate::findings::load_findings()?, image.transport);
+    prepare_share(&share, suite, settings, &known)?;
     // unix socket paths are limited to 108 bytes: keep them short, under /tmp.
     remove_stale_wire_dirs(&std::env::temp_dir());
     let sockets =
@@ -400,7 +415,7 @@ fn boot_and_wait(
                         None,
                     );
                     saved.remove();
-                    prepare_share(&share, suite, settings)?;
+                    prepare_share(&share, suite, settings, &known)?;
                     attempt(
                         [Boot::Cold, Boot::Cold],
                         "cold boot",
@@ -659,7 +674,9 @@ fn judge(suite: &Suite, run_dir: &Path, run: &mut KernelRun) -> Result<()> {
             }
         }
         crate::results::attribute_to_cases(&mut problems, &slices);
-        run.cases.push(dmesg_outcome(&problems, logs));
+        let known =
+            crate::findings::known_problems(&crate::findings::load_findings()?, run.transport);
+        run.cases.push(dmesg_outcome(&problems, logs, &known));
     }
     if let Some(check) = &suite.host_checks.pcap {
         if check.applies_to(suite.cases.iter().map(|case| case.name.as_str())) {
@@ -841,7 +858,15 @@ mod tests {
             cold_boot: false,
             iwarp_accept_fence: crate::wire::IWARP_ACCEPT_FENCE,
         };
-        prepare_share(&share, &suite, &settings).unwrap();
+        let known = [crate::findings::KnownProblem {
+            finding: "f".into(),
+            signature: " some_function+".into(),
+        }];
+        prepare_share(&share, &suite, &settings, &known).unwrap();
+        assert_eq!(
+            fs::read_to_string(share.join("etc/kernel-watch-known.txt")).unwrap(),
+            " some_function+\n"
+        );
         assert!(share.join("driver.sh").is_file());
         assert!(share.join("smoke/nfs-client.sh").is_file());
         assert!(share.join("out/sync").is_dir());

@@ -84,6 +84,10 @@ const fn marker(text: &'static str, kind: Kind) -> Marker {
     }
 }
 
+/// The line the kernel prints before a WARN's `WARNING:` line (`__warn_printk`'s cut mark): a
+/// reader that sets a WARN aside sets its cut mark aside with it.
+pub const CUT_HERE: &str = "------------[ cut here ]------------";
+
 /// The table, most specific first.
 pub const MARKERS: &[Marker] = &[
     marker("watchdog: BUG: soft lockup", Kind::SoftLockup),
@@ -103,7 +107,7 @@ pub const MARKERS: &[Marker] = &[
     // The WARNING line follows it: the watch stops on (and reports) that one.
     Marker {
         only: Some(Reader::DmesgCheck),
-        ..marker("------------[ cut here ]------------", Kind::Warn)
+        ..marker(CUT_HERE, Kind::Warn)
     },
     marker("kernel BUG at", Kind::Bug),
     marker("BUG: ", Kind::Bug),

@@ -5,6 +5,8 @@ RIG_SERVE_PORT=20050
 TRACE_RELAY_PORT=20051
 WIRE_FUZZ_STOP=$RIG_OUT/wire-fuzz.stop
 WIRE_FUZZ_HITS=$RIG_OUT/kernel-watch.hits
+# Lines of known findings over this transport (the run goes on past them).
+WIRE_FUZZ_KNOWN=$RIG_OUT/kernel-watch.known
 [ -f /rig/etc/wire-fuzz.env ] && . /rig/etc/wire-fuzz.env
 WIRE_FUZZ_SECONDS=${WIRE_FUZZ_SECONDS:-180}
 WIRE_FUZZ_SEED=${WIRE_FUZZ_SEED:-1}
