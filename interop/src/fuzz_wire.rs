@@ -44,6 +44,15 @@ pub struct FuzzWireArgs {
     /// finding reproduce from that case alone? (Writes `<kernel>-replay/` directories.)
     #[arg(long, env = "WIRE_FUZZ_REPLAY_FILE")]
     pub replay: Option<PathBuf>,
+    /// With --replay: send the case this many times on the one boot (a finding that lives in
+    /// a race; `rig fuzz-wire --repeat`, at most 10000).
+    #[arg(
+        long,
+        env = "WIRE_FUZZ_REPLAY_REPEAT",
+        default_value_t = 1,
+        requires = "replay"
+    )]
+    pub replay_repeat: u32,
     /// Case families left out (space-separated), to fuzz past a known crash.
     #[arg(long, env = "WIRE_FUZZ_SKIP_FAMILIES", default_value = "")]
     pub skip_families: String,
@@ -71,6 +80,11 @@ fn flag_value(text: &str) -> Result<bool, String> {
     }
 }
 
+/// The env-file lines of a replay: the shared case, sent `repeat` times.
+pub fn replay_env_lines(repeat: u32) -> String {
+    format!("WIRE_FUZZ_REPLAY=/rig/etc/replay.json\nWIRE_FUZZ_REPLAY_REPEAT={repeat}\n")
+}
+
 impl FuzzWireArgs {
     /// The guest's `etc/wire-fuzz.env` (read by vm-images/suites/wire-fuzz/fuzz-client.sh).
     fn env_file(&self) -> String {
@@ -85,7 +99,7 @@ impl FuzzWireArgs {
             u8::from(self.keep_going),
         );
         if self.replay.is_some() {
-            text.push_str("WIRE_FUZZ_REPLAY=/rig/etc/replay.json\n");
+            text.push_str(&replay_env_lines(self.replay_repeat));
         }
         text
     }
@@ -394,6 +408,7 @@ mod tests {
             seed: 7,
             kernels: vec!["linux-6.12".into()],
             replay: replay.map(PathBuf::from),
+            replay_repeat: 40,
             skip_families: "read-overlap \"$(x)".into(),
             keep_going,
             guided: true,
@@ -409,7 +424,8 @@ mod tests {
             env,
             "WIRE_FUZZ_SECONDS=60\nWIRE_FUZZ_SEED=7\nWIRE_FUZZ_TIMEOUT_MS=1000\n\
              WIRE_FUZZ_SKIP_FAMILIES=\"read-overlap   (x)\"\nWIRE_FUZZ_GUIDED=1\n\
-             WIRE_FUZZ_KEEP_GOING=0\nWIRE_FUZZ_REPLAY=/rig/etc/replay.json\n"
+             WIRE_FUZZ_KEEP_GOING=0\nWIRE_FUZZ_REPLAY=/rig/etc/replay.json\n\
+             WIRE_FUZZ_REPLAY_REPEAT=40\n"
         );
         assert!(!args(None, false).env_file().contains("REPLAY"));
         assert_eq!(flag_value("1"), Ok(true));

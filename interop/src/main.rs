@@ -805,8 +805,13 @@ fn run_report(kernels: &KernelArgs, args: &RunArgs) -> Result<Report> {
         kernels.kernels = matrix
             .kernels
             .iter()
-            .filter(|k| suites.iter().any(|s| k.runs_suite(&s.name)))
-            .filter(|k| k.runs_over(&kernels.transports, &matrix.default_transports))
+            .filter(|k| {
+                k.selected_for(
+                    suites.iter().map(|s| s.name.as_str()),
+                    &kernels.transports,
+                    &matrix.default_transports,
+                )
+            })
             .map(|k| k.name.clone())
             .collect();
         ensure!(

@@ -57,6 +57,10 @@ pub struct KernelSpec {
     /// The soft-RDMA provider its guests bring up (default soft-RoCE).
     #[serde(default, skip_serializing_if = "Transport::is_default")]
     pub transport: Transport,
+    /// Run only when named (`--kernel`, `just findings --kernel`, `just fuzz-wire ... <kernel>`):
+    /// a test kernel for one question, never chosen by a suite or transport selection.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub explicit: bool,
 }
 
 /// The soft-RDMA provider a lane's guests run over: soft-RoCE (`rdma_rxe`, RoCEv2 over UDP
@@ -359,6 +363,17 @@ impl KernelSpec {
         runs_suite(&self.suites, suite)
     }
 
+    /// Whether a run that names no kernel picks this entry for one of `suites` over `chosen`
+    /// transports: never an `explicit` one.
+    pub fn selected_for<'a>(
+        &self,
+        mut suites: impl Iterator<Item = &'a str>,
+        chosen: &[Transport],
+        defaults: &[Transport],
+    ) -> bool {
+        !self.explicit && suites.any(|s| self.runs_suite(s)) && self.runs_over(chosen, defaults)
+    }
+
     /// Canonical text of this entry, for its cache key.
     pub fn key_material(&self) -> String {
         toml::to_string(self).unwrap_or_else(|_| format!("{self:?}"))
@@ -392,6 +407,36 @@ pub fn parse_package_list(text: &str) -> Result<Vec<String>> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn explicit_entries_are_never_chosen_by_suite_or_transport() {
+        let matrix = Matrix::load(&crate::images::vm_images_dir().join("kernels.toml")).unwrap();
+        let chosen = |suite: &str, transports: &[Transport]| -> Vec<&str> {
+            matrix
+                .kernels
+                .iter()
+                .filter(|k| {
+                    k.selected_for(
+                        std::iter::once(suite),
+                        transports,
+                        &matrix.default_transports,
+                    )
+                })
+                .map(|k| k.name.as_str())
+                .collect()
+        };
+        assert_eq!(
+            chosen("wire-fuzz", &[Transport::Siw]),
+            ["linux-6.1-siw", "linux-6.12-siw", "linux-7.x-siw"]
+        );
+        assert!(!chosen("wire-fuzz", &[]).contains(&"linux-6.12-siw-close-race"));
+        let race = matrix
+            .kernels
+            .iter()
+            .find(|k| k.name == "linux-6.12-siw-close-race")
+            .unwrap();
+        assert!(race.explicit && race.runs_suite("wire-fuzz"));
+    }
     use super::*;
 
     const SAMPLE: &str = r#"
@@ -444,6 +489,8 @@ version_prefix = "7."
                 "linux-6.12-no-checksum",
                 "linux-6.12-inprog-doit",
                 "linux-6.12-acked-evict-siw",
+                "linux-6.12-siw-close-race",
+                "linux-6.12-siw-close-flush",
                 "linux-6.12-kasan"
             ]
         );

@@ -24,6 +24,8 @@ use crate::{out, outln};
 
 /// Most generated cases drawn and skipped (`--skip-family`) while looking for the next one.
 const MAX_SKIPPED_DRAWS: u32 = 100_000;
+/// Most sends of one replayed case (`--repeat`): a few minutes of a guest run.
+pub const MAX_REPLAY_REPEAT: u64 = 10_000;
 /// Most corpus case files one run writes (new signatures beyond it are counted, not saved).
 const MAX_CORPUS_FILES: u64 = 2000;
 /// Cases between reconnection attempts to a trace relay that failed.
@@ -53,6 +55,10 @@ pub struct Args {
     /// Replay one case file instead of generating cases.
     #[arg(long)]
     replay: Option<PathBuf>,
+    /// With --replay: send the case this many times, one after another (a fault that lives in
+    /// a race with the case needs many tries on one boot), at most [`MAX_REPLAY_REPEAT`].
+    #[arg(long, default_value_t = 1, requires = "replay", value_parser = clap::value_parser!(u64).range(1..=MAX_REPLAY_REPEAT))]
+    repeat: u64,
     /// Write the JSON report here.
     #[arg(long)]
     report: Option<PathBuf>,
@@ -134,6 +140,7 @@ pub fn run(args: Args) -> Result<u8> {
         skipped.push(family.name().to_string());
     }
     let seed = args.seed;
+    let repeat = args.repeat;
     let stop_file = args.stop_file.clone();
     // The generator index runs ahead of the sent count when families are skipped; family
     // cases are counted apart from the stream index (guided runs mix mutants in).
@@ -143,7 +150,7 @@ pub fn run(args: Args) -> Result<u8> {
         let i = families_drawn;
         families_drawn += 1;
         match (&replayed, family) {
-            (Some(case), _) => (i == 0).then(|| case.clone()),
+            (Some(case), _) => (i < repeat).then(|| case.clone()),
             (None, Some(family)) => Some(generate_family_case(family, seed, i)),
             (None, None) => {
                 // Bounded: skipping every family but one still finds one within a few hundred
@@ -224,7 +231,11 @@ pub fn run(args: Args) -> Result<u8> {
     let known = read_known(&args.known)?;
     let options = RunOptions {
         seed,
-        cases: if args.replay.is_some() { 1 } else { args.cases },
+        cases: if args.replay.is_some() {
+            args.repeat
+        } else {
+            args.cases
+        },
         time: args.time.map(Duration::from_secs),
     };
     let traces = args.traces || args.replay.is_some();
@@ -652,6 +663,49 @@ mod tests {
             assert_eq!(Case::from_json(line).unwrap(), replayed);
         }
         assert_eq!(json["unconfirmed"].as_array().map(Vec::len), Some(0));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_replay_repeats_its_case_as_often_as_asked_and_no_more() {
+        let dir = scratch("repeat");
+        let report = dir.join("report.json");
+        let log = dir.join("log.jsonl");
+        let case = fixture("cases/write-segcount-zero-000000.json");
+        let args = |repeat: &str| {
+            Cli::try_parse_from([
+                "rig",
+                "--target",
+                "sim:linux-6.1",
+                "--replay",
+                &case,
+                "--repeat",
+                repeat,
+                "--report",
+                report.to_str().unwrap(),
+                "--log",
+                log.to_str().unwrap(),
+                "--save-divergences",
+                dir.join("div").to_str().unwrap(),
+            ])
+        };
+        assert_eq!(run(args("3").unwrap().args).unwrap(), 0);
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+        assert_eq!(json["cases_sent"], 3);
+        assert_eq!(json["targets"][0]["outcomes"]["err-chunk"], 3);
+        let replayed = Case::from_json(&std::fs::read_to_string(&case).unwrap()).unwrap();
+        let logged = std::fs::read_to_string(&log).unwrap();
+        assert_eq!(logged.lines().count(), 3, "{logged}");
+        assert!(logged
+            .lines()
+            .all(|line| Case::from_json(line).unwrap() == replayed));
+        // Bounded, and only with a replay.
+        assert!(args("0").is_err());
+        assert!(args(&(MAX_REPLAY_REPEAT + 1).to_string()).is_err());
+        assert!(
+            Cli::try_parse_from(["rig", "--target", "sim:linux-6.1", "--repeat", "2"]).is_err()
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -9,7 +9,7 @@ report=$RIG_OUT/wire-fuzz.report.json
 # Replay mode (interop fuzz-wire --replay FILE): the one case against both servers on a fresh boot,
 # the first step of minimising a kernel-log finding (most are one case).
 stream="--seed $WIRE_FUZZ_SEED --cases 1000000000 --time $WIRE_FUZZ_SECONDS"
-[ -n "${WIRE_FUZZ_REPLAY:-}" ] && stream="--replay $WIRE_FUZZ_REPLAY"
+[ -n "${WIRE_FUZZ_REPLAY:-}" ] && stream="--replay $WIRE_FUZZ_REPLAY --repeat $WIRE_FUZZ_REPLAY_REPEAT"
 # Families left out (e.g. one that crashes this kernel), to fuzz past a known finding.
 for family in ${WIRE_FUZZ_SKIP_FAMILIES:-}; do stream="$stream --skip-family $family"; done
 # The kernel watch ends the run at its first hit, unless WIRE_FUZZ_KEEP_GOING=1 (a WARN leaves

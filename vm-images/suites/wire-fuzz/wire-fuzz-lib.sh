@@ -13,6 +13,8 @@ WIRE_FUZZ_SEED=${WIRE_FUZZ_SEED:-1}
 WIRE_FUZZ_TIMEOUT_MS=${WIRE_FUZZ_TIMEOUT_MS:-1000}
 WIRE_FUZZ_GUIDED=${WIRE_FUZZ_GUIDED:-0}
 WIRE_FUZZ_KEEP_GOING=${WIRE_FUZZ_KEEP_GOING:-0}
+# Replay mode: how many times the one case is sent (a race needs many tries; rig bounds it).
+WIRE_FUZZ_REPLAY_REPEAT=${WIRE_FUZZ_REPLAY_REPEAT:-1}
 # Bounded, whatever the env file says: the fuzz case's timeout is 1800 s.
 [ "$WIRE_FUZZ_SECONDS" -gt 1500 ] 2>/dev/null && WIRE_FUZZ_SECONDS=1500
 
