@@ -621,33 +621,44 @@ mod tests {
         )
     }
 
+    /// `rig fuzz-wire --replay case` against `sim:linux-6.1`, its files in `dir`, plus `extra`.
+    fn replay_cli(dir: &Path, case: &str, extra: &[&str]) -> Result<Cli, clap::Error> {
+        let path = |name: &str| dir.join(name).to_str().unwrap().to_owned();
+        let mut argv: Vec<String> = ["rig", "--target", "sim:linux-6.1", "--replay", case]
+            .into_iter()
+            .map(str::to_owned)
+            .collect();
+        for (flag, file) in [
+            ("--report", "report.json"),
+            ("--log", "log.jsonl"),
+            ("--save-divergences", "div"),
+        ] {
+            argv.extend([flag.to_owned(), path(file)]);
+        }
+        argv.extend(extra.iter().map(|a| (*a).to_owned()));
+        Cli::try_parse_from(argv)
+    }
+
+    /// The report and the case log a run left in `dir`.
+    fn report_and_log(dir: &Path) -> (serde_json::Value, String) {
+        let report = std::fs::read_to_string(dir.join("report.json")).unwrap();
+        let log = std::fs::read_to_string(dir.join("log.jsonl")).unwrap();
+        (serde_json::from_str(&report).unwrap(), log)
+    }
+
     #[test]
     fn replays_a_case_file_and_writes_the_report() {
         let dir = scratch("replay");
-        let report = dir.join("report.json");
-        let log = dir.join("log.jsonl");
         let case = fixture("cases/write-segcount-zero-000000.json");
         let known = fixture("known-divergences.json");
-        let cli = Cli::parse_from([
-            "rig",
-            "--target",
-            "sim:linux-6.1",
-            "--against",
-            "model:linux-6.1",
-            "--replay",
+        let cli = replay_cli(
+            &dir,
             &case,
-            "--known",
-            &known,
-            "--report",
-            report.to_str().unwrap(),
-            "--log",
-            log.to_str().unwrap(),
-            "--save-divergences",
-            dir.join("div").to_str().unwrap(),
-        ]);
+            &["--against", "model:linux-6.1", "--known", &known],
+        )
+        .unwrap();
         assert_eq!(run(cli.args).unwrap(), 0, "the divergence is a known one");
-        let json: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+        let (json, logged) = report_and_log(&dir);
         assert_eq!(json["cases_sent"], 1);
         assert_eq!(json["targets"][0]["outcomes"]["err-chunk"], 1);
         assert_eq!(json["targets"][1]["outcomes"]["reply"], 1);
@@ -655,7 +666,6 @@ mod tests {
         assert!(json["divergences"][0]["known"].is_string());
         // The case log holds the replayed case twice: sent in the stream, then again on a fresh
         // connection to confirm the divergence.
-        let logged = std::fs::read_to_string(&log).unwrap();
         let replayed = Case::from_json(&std::fs::read_to_string(&case).unwrap()).unwrap();
         let lines: Vec<&str> = logged.lines().collect();
         assert_eq!(lines.len(), 2, "{logged}");
@@ -669,40 +679,21 @@ mod tests {
     #[test]
     fn a_replay_repeats_its_case_as_often_as_asked_and_no_more() {
         let dir = scratch("repeat");
-        let report = dir.join("report.json");
-        let log = dir.join("log.jsonl");
         let case = fixture("cases/write-segcount-zero-000000.json");
-        let args = |repeat: &str| {
-            Cli::try_parse_from([
-                "rig",
-                "--target",
-                "sim:linux-6.1",
-                "--replay",
-                &case,
-                "--repeat",
-                repeat,
-                "--report",
-                report.to_str().unwrap(),
-                "--log",
-                log.to_str().unwrap(),
-                "--save-divergences",
-                dir.join("div").to_str().unwrap(),
-            ])
-        };
-        assert_eq!(run(args("3").unwrap().args).unwrap(), 0);
-        let json: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+        let cli = replay_cli(&dir, &case, &["--repeat", "3"]).unwrap();
+        assert_eq!(run(cli.args).unwrap(), 0);
+        let (json, logged) = report_and_log(&dir);
         assert_eq!(json["cases_sent"], 3);
         assert_eq!(json["targets"][0]["outcomes"]["err-chunk"], 3);
         let replayed = Case::from_json(&std::fs::read_to_string(&case).unwrap()).unwrap();
-        let logged = std::fs::read_to_string(&log).unwrap();
         assert_eq!(logged.lines().count(), 3, "{logged}");
         assert!(logged
             .lines()
             .all(|line| Case::from_json(line).unwrap() == replayed));
         // Bounded, and only with a replay.
-        assert!(args("0").is_err());
-        assert!(args(&(MAX_REPLAY_REPEAT + 1).to_string()).is_err());
+        assert!(replay_cli(&dir, &case, &["--repeat", "0"]).is_err());
+        let over = (MAX_REPLAY_REPEAT + 1).to_string();
+        assert!(replay_cli(&dir, &case, &["--repeat", &over]).is_err());
         assert!(
             Cli::try_parse_from(["rig", "--target", "sim:linux-6.1", "--repeat", "2"]).is_err()
         );
