@@ -50,6 +50,11 @@ pub struct FindingSpec {
     /// new problem, and the wire-fuzz run goes on past it. Any other line stays red.
     #[serde(default)]
     pub known: bool,
+    /// The kernel-log kind of a known finding's line (`WARN`, `BUG`, ...; `kernel_log::Kind`
+    /// names): a line is this finding only if it is reported as that kind *and* holds
+    /// `signature`, so a different fault in the same function (a KASAN report, an Oops) is not.
+    #[serde(default)]
+    pub log_kind: Option<String>,
     /// How many times a replay sends the reproducer on its one boot (a fault that lives in a
     /// race needs many tries; 1 to [`MAX_REPLAY_REPEAT`]).
     #[serde(default = "one")]
@@ -141,6 +146,17 @@ fn check_known_signature(finding: &FindingSpec) -> Result<()> {
          {MIN_KNOWN_SIGNATURE} characters, naming the fault (got {signature:?})",
         finding.name
     );
+    ensure!(
+        finding
+            .log_kind
+            .as_deref()
+            .and_then(kernel_log::Kind::from_name)
+            .is_some(),
+        "finding {}: a known finding names the kernel-log kind of its line (log_kind = \"WARN\", \
+         \"BUG\", ...; got {:?})",
+        finding.name,
+        finding.log_kind
+    );
     let as_marker = [
         kernel_log::Reader::DmesgCheck,
         kernel_log::Reader::WireFuzzWatch,
@@ -166,10 +182,12 @@ pub fn load_findings() -> Result<Vec<FindingSpec>> {
 /// Where the findings live, relative to the workspace.
 pub const FINDINGS_FILE: &str = "fixtures/findings/findings.toml";
 
-/// A known finding as the suites match it: its name and the text a kernel-log line holds.
+/// A known finding as the suites match it: its name, the kind its kernel-log line is reported
+/// as, and the text that line holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KnownProblem {
     pub finding: String,
+    pub kind: kernel_log::Kind,
     pub signature: String,
 }
 
@@ -178,21 +196,33 @@ pub fn known_problems(findings: &[FindingSpec], transport: Transport) -> Vec<Kno
     findings
         .iter()
         .filter(|f| f.known && f.transport == transport)
-        .map(|f| KnownProblem {
-            finding: f.name.clone(),
-            signature: f.signature.clone(),
+        .filter_map(|f| {
+            // parse_findings checked it: a known finding names its kind.
+            let kind = f
+                .log_kind
+                .as_deref()
+                .and_then(kernel_log::Kind::from_name)?;
+            Some(KnownProblem {
+                finding: f.name.clone(),
+                kind,
+                signature: f.signature.clone(),
+            })
         })
         .collect()
 }
 
-/// The known finding `line` is, if any.
+/// The known finding `line` is, if any: a line reported as the finding's kind that holds its
+/// signature.
 pub fn known_problem<'a>(line: &str, known: &'a [KnownProblem]) -> Option<&'a KnownProblem> {
-    known.iter().find(|k| line.contains(&k.signature))
+    let kind = kernel_log::classify(line, kernel_log::Reader::DmesgCheck)?;
+    known
+        .iter()
+        .find(|k| k.kind == kind && line.contains(&k.signature))
 }
 
 /// The lanes a finding over `transport` is replayed on by default: one per kernel line, the
 /// matrix entry that runs that line's current kernel over `transport` as it is (no patches,
-/// fragments, command-line switches, pinned older binary or suite restriction).
+/// fragments, command-line switches, pinned older binary, suite restriction or `explicit`).
 pub fn line_lanes(matrix: &crate::matrix::Matrix, transport: Transport) -> Vec<String> {
     matrix
         .kernels
@@ -210,9 +240,20 @@ pub fn line_lanes(matrix: &crate::matrix::Matrix, transport: Transport) -> Vec<S
         .collect()
 }
 
-/// The guest watch's `etc/kernel-watch-known.txt`: one fixed string per line (`grep -F -f`).
+/// The guest watch's `etc/kernel-watch-known.txt`, one known finding per line: the `grep -E`
+/// pattern of its kind's markers, a tab, and its signature (a fixed string, `grep -F`). The watch
+/// sets a line aside only when it matches both.
 pub fn kernel_watch_known_file(known: &[KnownProblem]) -> String {
-    known.iter().map(|k| format!("{}\n", k.signature)).collect()
+    known
+        .iter()
+        .map(|k| {
+            format!(
+                "{}\t{}\n",
+                kernel_log::kind_pattern(k.kind, kernel_log::Reader::WireFuzzWatch),
+                k.signature
+            )
+        })
+        .collect()
 }
 
 /// What one replay on one kernel showed.
@@ -853,6 +894,7 @@ mod tests {
             root_cause: Some("svc_rdma_rw.c:882".into()),
             transport: Transport::Rxe,
             known: false,
+            log_kind: None,
             replay_repeat: 1,
         }
     }
@@ -862,7 +904,8 @@ mod tests {
         let entry = |signature: &str, kind: &str| {
             format!(
                 "[[finding]]\nname = \"k\"\ntitle = \"t\"\nreproducer = \"fixtures/x.json\"\n\
-                 signature = \"{signature}\"\nkind = \"{kind}\"\ntransport = \"siw\"\nknown = true\n"
+                 signature = \"{signature}\"\nkind = \"{kind}\"\ntransport = \"siw\"\nknown = true\n\
+                 log_kind = \"WARN\"\n"
             )
         };
         let ok = parse_findings(&entry("ib_destroy_qp_user+", "finding")).unwrap();
@@ -896,7 +939,89 @@ mod tests {
             known_problem("WARNING: CPU: 0 PID: 1 at x.c:1 f+0x1/0x2", &siw),
             None
         );
-        assert!(kernel_watch_known_file(&siw).contains("ib_destroy_qp_user+\n"));
+        // Another kind of report in the same function is not this finding.
+        let kasan = "BUG: KASAN: use-after-free in ib_destroy_qp_user+0x14c/0x180";
+        assert_eq!(known_problem(kasan, &siw), None);
+        assert_eq!(
+            known_problem("Call Trace: ib_destroy_qp_user+0x14c/0x180", &siw),
+            None
+        );
+        let file = kernel_watch_known_file(&siw);
+        let (pattern, signature) = file.lines().next().unwrap().split_once('\t').unwrap();
+        assert!(
+            pattern.contains("WARNING: CPU:") && !pattern.contains("BUG"),
+            "{pattern}"
+        );
+        assert_eq!(signature, "ib_destroy_qp_user+");
+        // A known finding without a kind, or with an unknown one, is refused.
+        let no_kind = entry("ib_destroy_qp_user+", "finding").replace("log_kind = \"WARN\"\n", "");
+        assert!(parse_findings(&no_kind).is_err());
+        let bad_kind = entry("ib_destroy_qp_user+", "finding").replace("\"WARN\"", "\"warning\"");
+        assert!(parse_findings(&bad_kind).is_err());
+    }
+
+    /// The guest watch of vm-images/suites/wire-fuzz/setup-server.sh, run by `sh` on `lines`
+    /// instead of `dmesg --follow-new`: (hits, stop, known) as it leaves them.
+    fn guest_watch(lines: &[&str], known_file: &str) -> (String, String, String) {
+        let script = std::fs::read_to_string(
+            workspace_root().join("vm-images/suites/wire-fuzz/setup-server.sh"),
+        )
+        .unwrap();
+        let body = script
+            .split_once("setsid sh -c '")
+            .and_then(|(_, rest)| rest.split_once("  done'"))
+            .map(|(body, _)| format!("{body}  done"))
+            .expect("the watch's sh -c script");
+        let follow = "dmesg --follow-new --time-format iso 2>&1 | ";
+        assert!(body.contains(follow), "the watch reads dmesg --follow-new");
+        let body = body.replace(follow, "");
+        let dir = tempfile::tempdir().unwrap();
+        let path = |name: &str| dir.path().join(name);
+        fs::write(path("known.txt"), known_file).unwrap();
+        let mut child = Command::new("sh")
+            .arg("-c")
+            .arg(&body)
+            .arg("kernel-watch")
+            .arg(dir.path())
+            .arg(kernel_log::grep_pattern(kernel_log::Reader::WireFuzzWatch))
+            .args([path("hits"), path("stop"), path("known.txt"), path("known")])
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        {
+            use std::io::Write as _;
+            let mut stdin = child.stdin.take().unwrap();
+            for line in lines {
+                writeln!(stdin, "{line}").unwrap();
+            }
+        }
+        assert!(child.wait().unwrap().success());
+        let read = |name: &str| fs::read_to_string(path(name)).unwrap_or_default();
+        (read("hits"), read("stop"), read("known"))
+    }
+
+    #[test]
+    fn the_guest_watch_sets_aside_exactly_the_known_findings_lines() {
+        let findings = load_findings().unwrap();
+        let siw = kernel_watch_known_file(&known_problems(&findings, Transport::Siw));
+        let warn_612 = "WARNING: CPU: 0 PID: 218 at drivers/infiniband/core/verbs.c:2104 \
+                        ib_destroy_qp_user+0x14c/0x180";
+        let warn_7x = "WARNING: drivers/infiniband/core/verbs.c:2160 at \
+                       ib_destroy_qp_user+0x153/0x190, CPU#0: nfsd/218";
+        let kasan = "BUG: KASAN: use-after-free in ib_destroy_qp_user+0x1/0x2";
+        let other = "WARNING: CPU: 0 PID: 218 at net/x.c:1 other+0x1/0x2";
+        let lines = ["siw: got TERMINATE", warn_612, warn_7x, kasan, other];
+        let (hits, stop, known) = guest_watch(&lines, &siw);
+        assert_eq!(known, format!("{warn_612}\n{warn_7x}\n"));
+        assert_eq!(hits, format!("{kasan}\n{other}\n"));
+        assert_eq!(stop, format!("{kasan}\n"));
+        // Over rxe (no known finding: an empty file is not shared) every WARN is a hit.
+        let (hits, stop, known) = guest_watch(&lines[..2], "");
+        assert_eq!(
+            (hits.as_str(), known.as_str()),
+            (format!("{warn_612}\n").as_str(), "")
+        );
+        assert_eq!(stop, format!("{warn_612}\n"));
     }
 
     #[test]

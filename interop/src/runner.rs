@@ -860,12 +860,13 @@ mod tests {
         };
         let known = [crate::findings::KnownProblem {
             finding: "f".into(),
+            kind: kernel_log::Kind::Warn,
             signature: " some_function+".into(),
         }];
         prepare_share(&share, &suite, &settings, &known).unwrap();
         assert_eq!(
             fs::read_to_string(share.join("etc/kernel-watch-known.txt")).unwrap(),
-            " some_function+\n"
+            crate::findings::kernel_watch_known_file(&known)
         );
         assert!(share.join("driver.sh").is_file());
         assert!(share.join("smoke/nfs-client.sh").is_file());

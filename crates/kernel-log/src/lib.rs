@@ -47,6 +47,26 @@ impl Kind {
     }
 }
 
+impl Kind {
+    /// The kind a report name (`WARN`, `BUG`, ...; [`Kind::name`]) stands for.
+    pub fn from_name(name: &str) -> Option<Kind> {
+        const ALL: [Kind; 11] = [
+            Kind::Warn,
+            Kind::Bug,
+            Kind::Oops,
+            Kind::Kasan,
+            Kind::Ubsan,
+            Kind::Refcount,
+            Kind::Panic,
+            Kind::HungTask,
+            Kind::RcuStall,
+            Kind::SoftLockup,
+            Kind::RxeError,
+        ];
+        ALL.into_iter().find(|kind| kind.name() == name)
+    }
+}
+
 impl fmt::Display for Kind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
@@ -179,6 +199,18 @@ pub fn grep_pattern(reader: Reader) -> String {
         .join("|")
 }
 
+/// The markers of one `kind` that `reader` counts, as one `grep -E` pattern: a line that matches
+/// it is reported as that kind (a more specific marker of another kind could still win; the
+/// caller pairs it with a text only that kind's line holds).
+pub fn kind_pattern(kind: Kind, reader: Reader) -> String {
+    MARKERS
+        .iter()
+        .filter(|m| m.kind == kind && m.counts_for(reader))
+        .map(Marker::ere)
+        .collect::<Vec<_>>()
+        .join("|")
+}
+
 fn ere_escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
@@ -299,5 +331,18 @@ mod tests {
             MARKERS.len(),
             "one alternative per marker but the dmesg-only one"
         );
+    }
+
+    #[test]
+    fn a_kinds_pattern_holds_only_its_own_markers_and_names_round_trip() {
+        for kind in [Kind::Warn, Kind::Bug, Kind::RxeError, Kind::SoftLockup] {
+            assert_eq!(Kind::from_name(kind.name()), Some(kind));
+        }
+        assert_eq!(Kind::from_name("warn"), None);
+        let warn = kind_pattern(Kind::Warn, Reader::WireFuzzWatch);
+        assert!(warn.contains("WARNING: CPU:"), "{warn}");
+        assert!(!warn.contains("cut here"), "{warn}");
+        assert!(!warn.contains("BUG"), "{warn}");
+        assert!(kind_pattern(Kind::Warn, Reader::DmesgCheck).contains("cut here"));
     }
 }

@@ -1,9 +1,10 @@
 # Server: soft-RDMA, kernel nfsd with an RDMA listener on 20049 (tmpfs export, as in the drc
 # suite), and the kernel watch: dmesg --follow-new into out/kmsg.log, and a matching line into
 # out/kernel-watch.hits and out/wire-fuzz.stop (the client's fuzz-wire checks it between cases).
-# A matching line that holds the signature of a known finding of this transport
-# (etc/kernel-watch-known.txt, fixed strings from fixtures/findings/findings.toml, written by the
-# host) goes to out/kernel-watch.known instead: reported, and the run goes on past it.
+# A matching line that is a known finding of this transport goes to out/kernel-watch.known
+# instead: reported, and the run goes on past it. etc/kernel-watch-known.txt (written by the host
+# from fixtures/findings/findings.toml) has one finding per line: the grep -E pattern of its kind
+# (WARN, BUG...), a tab, its signature (a fixed string); a line must match both.
 . /rig/lib/rig-suite.sh
 . /rig/lib/wire-fuzz-lib.sh
 set -x
@@ -18,7 +19,14 @@ setsid sh -c '
   dmesg --follow-new --time-format iso 2>&1 | while IFS= read -r line; do
     printf "%s\n" "$line" >> "$1/kmsg.log"
     if printf "%s\n" "$line" | grep -Eq "$2"; then
-      if [ -n "$5" ] && printf "%s\n" "$line" | grep -Fq -f "$5"; then
+      known=
+      if [ -n "$5" ]; then
+        while IFS="$(printf "\t")" read -r kind_ere signature; do
+          printf "%s\n" "$line" | grep -Eq "$kind_ere" &&
+            printf "%s\n" "$line" | grep -Fq -- "$signature" && known=yes && break
+        done < "$5"
+      fi
+      if [ -n "$known" ]; then
         printf "%s\n" "$line" >> "$6"
       else
         printf "%s\n" "$line" >> "$3"
