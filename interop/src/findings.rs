@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::cache::workspace_root;
+pub use crate::known::{kernel_watch_known_file, known_problem, KnownProblem, FINDINGS_FILE};
 use crate::matrix::Transport;
 use crate::snapshots::read_bounded;
 
@@ -179,18 +180,6 @@ pub fn load_findings() -> Result<Vec<FindingSpec>> {
     parse_findings(&read_bounded(&path).with_context(|| format!("reading {}", path.display()))?)
 }
 
-/// Where the findings live, relative to the workspace.
-pub const FINDINGS_FILE: &str = "fixtures/findings/findings.toml";
-
-/// A known finding as the suites match it: its name, the kind its kernel-log line is reported
-/// as, and the text that line holds.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct KnownProblem {
-    pub finding: String,
-    pub kind: kernel_log::Kind,
-    pub signature: String,
-}
-
 /// The known findings of runs over `transport`.
 pub fn known_problems(findings: &[FindingSpec], transport: Transport) -> Vec<KnownProblem> {
     findings
@@ -211,15 +200,6 @@ pub fn known_problems(findings: &[FindingSpec], transport: Transport) -> Vec<Kno
         .collect()
 }
 
-/// The known finding `line` is, if any: a line reported as the finding's kind that holds its
-/// signature.
-pub fn known_problem<'a>(line: &str, known: &'a [KnownProblem]) -> Option<&'a KnownProblem> {
-    let kind = kernel_log::classify(line, kernel_log::Reader::DmesgCheck)?;
-    known
-        .iter()
-        .find(|k| k.kind == kind && line.contains(&k.signature))
-}
-
 /// The lanes a finding over `transport` is replayed on by default: one per kernel line, the
 /// matrix entry that runs that line's current kernel over `transport` as it is (no patches,
 /// fragments, command-line switches, pinned older binary, suite restriction or `explicit`).
@@ -237,22 +217,6 @@ pub fn line_lanes(matrix: &crate::matrix::Matrix, transport: Transport) -> Vec<S
                 && !k.explicit
         })
         .map(|k| k.name.clone())
-        .collect()
-}
-
-/// The guest watch's `etc/kernel-watch-known.txt`, one known finding per line: the `grep -E`
-/// pattern of its kind's markers, a tab, and its signature (a fixed string, `grep -F`). The watch
-/// sets a line aside only when it matches both.
-pub fn kernel_watch_known_file(known: &[KnownProblem]) -> String {
-    known
-        .iter()
-        .map(|k| {
-            format!(
-                "{}\t{}\n",
-                kernel_log::kind_pattern(k.kind, kernel_log::Reader::WireFuzzWatch),
-                k.signature
-            )
-        })
         .collect()
 }
 
@@ -1022,6 +986,51 @@ mod tests {
             (format!("{warn_612}\n").as_str(), "")
         );
         assert_eq!(stop, format!("{warn_612}\n"));
+    }
+
+    #[test]
+    fn a_known_finding_of_the_runs_transport_is_known_and_nothing_else_is() {
+        use crate::results::{dmesg_outcome, scan_kernel_log, Verdict};
+        let path = crate::cache::workspace_root()
+            .join("fixtures/wire-fuzz/findings/siw-mrs-used-warn/linux-6.12-siw-kmsg.log");
+        let kmsg = std::fs::read_to_string(&path).unwrap();
+        let problems = scan_kernel_log(&kmsg, "srv.dmesg");
+        // The cut mark and the WARNING line.
+        assert_eq!(problems.len(), 2, "{problems:?}");
+        let findings = load_findings().unwrap();
+        let siw = known_problems(&findings, Transport::Siw);
+        let outcome = dmesg_outcome(&problems, 2, &siw);
+        assert_eq!(outcome.verdict, Verdict::Known, "{:?}", outcome.reasons);
+        assert_eq!(outcome.reasons.len(), 2);
+        assert!(outcome
+            .reasons
+            .iter()
+            .all(|r| r.starts_with("known finding siw-mrs-used-warn")));
+        // The same lines over rxe: no known finding there.
+        let rxe = known_problems(&findings, Transport::Rxe);
+        assert_eq!(dmesg_outcome(&problems, 2, &rxe).verdict, Verdict::Fail);
+        // Another WARN beside it stays red, named first; the known one is still listed.
+        let mut more = kmsg.clone();
+        more.push_str(
+            "2026-12-05T17:11:54,000000+00:00 ------------[ cut here ]------------\n\
+             2026-12-05T17:11:54,000100+00:00 WARNING: CPU: 1 PID: 219 at \
+             net/sunrpc/xprtrdma/svc_rdma_rw.c:186 svc_rdma_cc_release+0x1/0x2\n",
+        );
+        let outcome = dmesg_outcome(&scan_kernel_log(&more, "srv.dmesg"), 2, &siw);
+        assert_eq!(outcome.verdict, Verdict::Fail);
+        assert!(
+            outcome.reasons[0].contains("[ cut here ]"),
+            "{:?}",
+            outcome.reasons
+        );
+        assert!(outcome.reasons[1].contains("svc_rdma_cc_release"));
+        assert!(outcome.reasons[2].starts_with("known finding siw-mrs-used-warn"));
+        // A cut mark not followed by a known WARNING is not known.
+        let lone = "[ 1.0] ------------[ cut here ]------------\n[ 1.1] something\n\
+                    [ 1.2] something else\n[ 1.3] WARNING: CPU: 0 PID: 1 at x.c:1 \
+                    ib_destroy_qp_user+0x1/0x2\n";
+        let outcome = dmesg_outcome(&scan_kernel_log(lone, "srv.dmesg"), 2, &siw);
+        assert_eq!(outcome.verdict, Verdict::Fail, "{:?}", outcome.reasons);
     }
 
     #[test]

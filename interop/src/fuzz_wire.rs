@@ -287,9 +287,8 @@ fn collect(
     }
     if !known.is_empty() {
         summary.push_str(&format!(
-            "kernel_log_known {} (known findings, {}): {}\n",
+            "kernel_log_known {} (known findings of this transport): {}\n",
             known.len(),
-            crate::findings::FINDINGS_FILE,
             known[0]
         ));
     }

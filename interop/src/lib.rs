@@ -27,6 +27,7 @@ pub mod images;
 pub mod kbuild;
 pub mod kcidb;
 pub mod kmod;
+pub mod known;
 pub mod matrix;
 pub mod mbox;
 pub mod process;

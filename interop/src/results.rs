@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::findings::KnownProblem;
+use crate::known::KnownProblem;
 use crate::suite::{Case, Role};
 
 /// `RESULT case=<case> role=<role> verdict=<verdict> key=value...` from a guest script.
@@ -362,7 +362,7 @@ fn known_findings<'a>(
 ) -> Vec<Option<&'a str>> {
     let mut names: Vec<Option<&str>> = problems
         .iter()
-        .map(|p| crate::findings::known_problem(&p.line, known).map(|k| k.finding.as_str()))
+        .map(|p| crate::known::known_problem(&p.line, known).map(|k| k.finding.as_str()))
         .collect();
     for (index, problem) in problems.iter().enumerate() {
         if names[index].is_some() || !problem.line.contains(kernel_log::CUT_HERE) {
@@ -418,7 +418,7 @@ pub fn dmesg_outcome(
             name.map(|name| {
                 format!(
                     "known finding {name} ({}): {}",
-                    crate::findings::FINDINGS_FILE,
+                    crate::known::FINDINGS_FILE,
                     describe(p)
                 )
             })
@@ -698,52 +698,6 @@ RESULT case=nfs3 role=cli
         // No slice holds it: no case named.
         attribute_to_cases(&mut warn, &slices[..1]);
         assert_eq!(warn[0].case, None);
-    }
-
-    #[test]
-    fn a_known_finding_of_the_runs_transport_is_known_and_nothing_else_is() {
-        use crate::findings::{known_problems, load_findings};
-        use crate::matrix::Transport;
-        let path = crate::cache::workspace_root()
-            .join("fixtures/wire-fuzz/findings/siw-mrs-used-warn/linux-6.12-siw-kmsg.log");
-        let kmsg = std::fs::read_to_string(&path).unwrap();
-        let problems = scan_kernel_log(&kmsg, "srv.dmesg");
-        // The cut mark and the WARNING line.
-        assert_eq!(problems.len(), 2, "{problems:?}");
-        let findings = load_findings().unwrap();
-        let siw = known_problems(&findings, Transport::Siw);
-        let outcome = dmesg_outcome(&problems, 2, &siw);
-        assert_eq!(outcome.verdict, Verdict::Known, "{:?}", outcome.reasons);
-        assert_eq!(outcome.reasons.len(), 2);
-        assert!(outcome
-            .reasons
-            .iter()
-            .all(|r| r.starts_with("known finding siw-mrs-used-warn")));
-        // The same lines over rxe: no known finding there.
-        let rxe = known_problems(&findings, Transport::Rxe);
-        assert_eq!(dmesg_outcome(&problems, 2, &rxe).verdict, Verdict::Fail);
-        // Another WARN beside it stays red, named first; the known one is still listed.
-        let mut more = kmsg.clone();
-        more.push_str(
-            "2026-12-05T17:11:54,000000+00:00 ------------[ cut here ]------------\n\
-             2026-12-05T17:11:54,000100+00:00 WARNING: CPU: 1 PID: 219 at \
-             net/sunrpc/xprtrdma/svc_rdma_rw.c:186 svc_rdma_cc_release+0x1/0x2\n",
-        );
-        let outcome = dmesg_outcome(&scan_kernel_log(&more, "srv.dmesg"), 2, &siw);
-        assert_eq!(outcome.verdict, Verdict::Fail);
-        assert!(
-            outcome.reasons[0].contains("[ cut here ]"),
-            "{:?}",
-            outcome.reasons
-        );
-        assert!(outcome.reasons[1].contains("svc_rdma_cc_release"));
-        assert!(outcome.reasons[2].starts_with("known finding siw-mrs-used-warn"));
-        // A cut mark not followed by a known WARNING is not known.
-        let lone = "[ 1.0] ------------[ cut here ]------------\n[ 1.1] something\n\
-                    [ 1.2] something else\n[ 1.3] WARNING: CPU: 0 PID: 1 at x.c:1 \
-                    ib_destroy_qp_user+0x1/0x2\n";
-        let outcome = dmesg_outcome(&scan_kernel_log(lone, "srv.dmesg"), 2, &siw);
-        assert_eq!(outcome.verdict, Verdict::Fail, "{:?}", outcome.reasons);
     }
 
     #[test]

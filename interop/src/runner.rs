@@ -14,10 +14,10 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, ensure, Context, Result};
 
 use crate::cache::{cache_root, sha256_file, KeyBuilder};
-use crate::findings::KnownProblem;
 use crate::guest::{dgram_netdev, qemu_booting, qemu_command, Boot, Launch};
 pub use crate::guest::{AccelChoice, RunSettings};
 use crate::images::{vm_images_dir, KernelImage};
+use crate::known::KnownProblem;
 use crate::process::{wait_until, GroupChild};
 use crate::progress::{Phase, Progress};
 use crate::report::{Artifact, KernelRun};
@@ -234,7 +234,7 @@ fn prepare_share(
     fs::create_dir_all(share.join("etc"))?;
     fs::write(
         share.join("etc/kernel-watch-known.txt"),
-        crate::findings::kernel_watch_known_file(known),
+        crate::known::kernel_watch_known_file(known),
     )?;
     Ok(())
 }
@@ -858,7 +858,7 @@ mod tests {
             cold_boot: false,
             iwarp_accept_fence: crate::wire::IWARP_ACCEPT_FENCE,
         };
-        let known = [crate::findings::KnownProblem {
+        let known = [crate::known::KnownProblem {
             finding: "f".into(),
             kind: kernel_log::Kind::Warn,
             signature: " some_function+".into(),
@@ -866,7 +866,7 @@ mod tests {
         prepare_share(&share, &suite, &settings, &known).unwrap();
         assert_eq!(
             fs::read_to_string(share.join("etc/kernel-watch-known.txt")).unwrap(),
-            crate::findings::kernel_watch_known_file(&known)
+            crate::known::kernel_watch_known_file(&known)
         );
         assert!(share.join("driver.sh").is_file());
         assert!(share.join("smoke/nfs-client.sh").is_file());
