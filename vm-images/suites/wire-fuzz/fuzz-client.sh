@@ -1,8 +1,8 @@
 # Client: the case stream (seed WIRE_FUZZ_SEED, for WIRE_FUZZ_SECONDS) against kernel nfsd
 # (--target, logs every case before its Send) and rig serve (--against), divergences deduplicated
-# and looked up in the known-divergences file. Verdict pass = the run completed and the kernel
-# watch did not stop it; new divergences are reported (new_divergences=N) and gated by the host
-# recipe, not here.
+# and looked up in the known-divergences file. Verdict pass = the run completed, the kernel
+# watch did not stop it, and no divergence is left that the known-divergences file does not
+# explain (new_divergences=N; `just fuzz-wire` gates on the same).
 . /rig/lib/rig-suite.sh
 . /rig/lib/wire-fuzz-lib.sh
 report=$RIG_OUT/wire-fuzz.report.json
@@ -37,8 +37,8 @@ if [ ! -s "$report" ] || [ "$rc" -gt 1 ]; then
   rig_guest failed-result --step fuzz-wire --rc "$rc" --stderr /tmp/fuzz.err
   exit 1
 fi
-# The report read as rig's own type (crates/rig/src/guest.rs fuzz_fields): fail when the kernel
-# watch stopped the run.
+# The report read as rig's own type (crates/rig/src/guest.rs fuzz_verdict): fail when the kernel
+# watch stopped the run or a divergence is unexplained.
 watch=
 [ $stopped = yes ] && watch=--stopped-by-kernel-watch
 rig_guest fuzz-result --report "$report" $watch seed=$WIRE_FUZZ_SEED \

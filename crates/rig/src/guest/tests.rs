@@ -197,6 +197,14 @@ fn bench_and_fuzz_results_read_what_rig_wrote() {
     assert_eq!(fuzz.fields["signatures"], "");
     assert_eq!(fuzz.fields["divergence_keys"], "0");
     assert_eq!(fuzz.fields["stopped_by_kernel_watch"], "no");
+    // Green only when the watch did not stop it and every divergence is explained.
+    assert_eq!(fuzz_verdict(&back, false), "pass");
+    assert_eq!(fuzz_verdict(&back, true), "fail");
+    let unexplained = wirefuzz::differential::Report {
+        unknown_divergences: 4,
+        ..back.clone()
+    };
+    assert_eq!(fuzz_verdict(&unexplained, false), "fail");
 }
 
 #[test]
