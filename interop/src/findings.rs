@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::cache::workspace_root;
-pub use crate::known::{kernel_watch_known_file, known_problem, KnownProblem, FINDINGS_FILE};
+use crate::known::{KnownProblem, FINDINGS_FILE};
 use crate::matrix::Transport;
 use crate::snapshots::read_bounded;
 
@@ -731,6 +731,7 @@ pub fn output_root() -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::known::{kernel_watch_known_file, known_problem};
 
     #[test]
     fn the_project_findings_file_parses_and_names_existing_reproducers() {

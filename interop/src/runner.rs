@@ -196,8 +196,8 @@ fn copy_files(from: &Path, to: &Path) -> Result<()> {
 }
 
 /// Fill the share: driver, helpers, the suite's scripts, the plan, extra files, and
-/// `etc/kernel-watch-known.txt` (the signatures of the known findings over this lane's transport:
-/// the wire-fuzz watch goes on past those lines; empty when there are none).
+/// `etc/kernel-watch-known.txt` (the known findings over this lane's transport, kind pattern and
+/// signature: the wire-fuzz watch goes on past their lines; empty when there are none).
 fn prepare_share(
     share: &Path,
     suite: &Suite,
@@ -290,15 +290,21 @@ pub fn run_kernel(
         retried_after: None,
         gate: None,
     };
+    // The known findings over this lane's transport, read once: the share carries them to the
+    // guest watch and the dmesg check judges by them.
+    let known = crate::findings::load_findings()
+        .map(|all| crate::findings::known_problems(&all, image.transport));
     let result = accel.and_then(|accel| {
+        let known = known.as_deref().map_err(|e| anyhow::anyhow!("{e:#}"))?;
         boot_and_wait(
-            image, rootfs, suite, settings, progress, accel, &run_dir, &mut run,
+            image, rootfs, suite, settings, progress, accel, known, &run_dir, &mut run,
         )
     });
     if let Err(err) = result {
         run.error = Some(format!("{err:#}"));
     }
-    if let Err(err) = judge(suite, &run_dir, &mut run) {
+    // Unreadable findings already failed the run above; judge with none known (stricter).
+    if let Err(err) = judge(suite, &run_dir, known.as_deref().unwrap_or(&[]), &mut run) {
         run.error
             .get_or_insert(format!("collecting results: {err:#}"));
     }
@@ -325,13 +331,12 @@ fn boot_and_wait(
     settings: &RunSettings,
     progress: &Progress,
     accel: &str,
+    known: &[KnownProblem],
     run_dir: &Path,
     run: &mut KernelRun,
 ) -> Result<()> {
     let share = run_dir.join("share");
-    let known =
-        crate::findings::known_problems(&crate::findings::load_findings()?, image.transport);
-    prepare_share(&share, suite, settings, &known)?;
+    prepare_share(&share, suite, settings, known)?;
     // unix socket paths are limited to 108 bytes: keep them short, under /tmp.
     remove_stale_wire_dirs(&std::env::temp_dir());
     let sockets =
@@ -415,7 +420,7 @@ fn boot_and_wait(
                         None,
                     );
                     saved.remove();
-                    prepare_share(&share, suite, settings, &known)?;
+                    prepare_share(&share, suite, settings, known)?;
                     attempt(
                         [Boot::Cold, Boot::Cold],
                         "cold boot",
@@ -618,7 +623,7 @@ fn guest_death_of(guest: &Guest) -> Option<String> {
 }
 
 /// Judge every case and the host checks from what the guests left in `out/`.
-fn judge(suite: &Suite, run_dir: &Path, run: &mut KernelRun) -> Result<()> {
+fn judge(suite: &Suite, run_dir: &Path, known: &[KnownProblem], run: &mut KernelRun) -> Result<()> {
     let out = run_dir.join("share/out");
     split_suite_capture(&out)?;
     let read = |name: &str| fs::read_to_string(out.join(name)).unwrap_or_default();
@@ -674,9 +679,7 @@ fn judge(suite: &Suite, run_dir: &Path, run: &mut KernelRun) -> Result<()> {
             }
         }
         crate::results::attribute_to_cases(&mut problems, &slices);
-        let known =
-            crate::findings::known_problems(&crate::findings::load_findings()?, run.transport);
-        run.cases.push(dmesg_outcome(&problems, logs, &known));
+        run.cases.push(dmesg_outcome(&problems, logs, known));
     }
     if let Some(check) = &suite.host_checks.pcap {
         if check.applies_to(suite.cases.iter().map(|case| case.name.as_str())) {
@@ -901,7 +904,7 @@ mod tests {
             retried_after: None,
             gate: None,
         };
-        judge(&suite, dir.path(), &mut run).unwrap();
+        judge(&suite, dir.path(), &[], &mut run).unwrap();
         assert_eq!(run.cases.len(), suite.cases.len() + 2);
         assert!(run.cases.iter().all(|c| c.verdict != Verdict::Pass));
     }
