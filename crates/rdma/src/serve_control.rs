@@ -54,8 +54,8 @@ pub struct ServeStatus {
     /// DRC decisions made for the XID the request named (0 when it named none).
     pub decisions: usize,
     /// Transmissions of that XID the server's DRC dropped, so it never answers them, where the
-    /// server can tell (`rig serve`); `None` where it cannot (`rig hold-export`: nfsd's counters
-    /// count a drop and a replay alike). A case waiting for replies stops waiting for these.
+    /// server can tell (`rig serve`; `rig hold-export` from nfsd's `nfsd_drc_found result=DROPIT`
+    /// events); `None` where it cannot. A case waiting for replies stops waiting for these.
     #[serde(default)]
     pub dropped: Option<usize>,
     /// Holds that ran into [`HOLD_LIMIT`] since the server started.
@@ -212,15 +212,6 @@ pub fn nfsd_drc_lookups(reply_cache_stats: &str) -> Option<u64> {
         })
     };
     field("cache hits")?.checked_add(field("cache misses")?)
-}
-
-/// `sunrpc:svc_defer` events in an ftrace text (`/sys/kernel/tracing/trace`): the calls nfsd
-/// deferred (`rig hold-export`'s count under an export-cache hold).
-pub fn svc_defer_events(trace: &str) -> usize {
-    trace
-        .lines()
-        .filter(|line| verdict::counted::is_event(line, "svc_defer"))
-        .count()
 }
 
 /// A case's side: the control port of the `rig serve` it runs against.
@@ -383,18 +374,6 @@ mod tests {
         assert_eq!(hold.apply(ServeRequest::HoldExportCache, t0), 0);
         assert!(hold.holds(t0 + HOLD_LIMIT / 2));
         assert!(!hold.holds(t0 + HOLD_LIMIT));
-    }
-
-    #[test]
-    fn deferrals_are_the_svc_defer_events_of_a_trace() {
-        let trace = "\
-# tracer: nop
-            nfsd-812     [001] ..... 1234.000100: svc_process: addr=10.99.0.2 xid=0x5a3f0021 service=nfsd vers=3 proc=REMOVE
-            nfsd-812     [001] ..... 1239.000200: svc_defer: xid=0x5a3f0021 server=10.99.0.1:20049 client=10.99.0.2:0 flags=RQ_USEDEFERRAL
-            nfsd-812     [001] ..... 1239.000300: svc_defer_queue: xid=0x5a3f0021
-";
-        assert_eq!(svc_defer_events(trace), 1);
-        assert_eq!(svc_defer_events(""), 0);
     }
 
     #[test]

@@ -214,6 +214,36 @@ pub fn is_event(line: &str, event: &str) -> bool {
     event_fields(line, event).is_some()
 }
 
+/// What nfsd's DRC lookup decided for a call it found in the cache (`nfsd_drc_found`'s
+/// `result=`, fs/nfsd/trace.h `show_drc_retval`; fs/nfsd/nfscache.c:522-537 in 6.12.118).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DrcFound {
+    /// `REPLY`: answered from the cache.
+    Reply,
+    /// `DROPIT`: dropped, never answered (the original is still in progress).
+    DropIt,
+    /// `DOIT`: found, but executed anyway (a cached reply an insecure port may not see).
+    DoIt,
+}
+
+/// The XID and result of an `nfsd_drc_found` event's fields; `None` when they do not parse.
+fn drc_found_fields(fields: &str) -> Option<(u32, DrcFound)> {
+    let found = match field(fields, "result")? {
+        "REPLY" => DrcFound::Reply,
+        "DROPIT" => DrcFound::DropIt,
+        "DOIT" => DrcFound::DoIt,
+        _ => return None,
+    };
+    Some((parse_xid(fields)?, found))
+}
+
+/// The XID and result of an ftrace `nfsd_drc_found` line (`None` for any other line, or one
+/// whose fields do not parse): the one reading of it, for the counts here and for
+/// `rig hold-export`'s drop count.
+pub fn drc_found_event(line: &str) -> Option<(u32, DrcFound)> {
+    drc_found_fields(event_fields(line, "nfsd_drc_found")?)
+}
+
 /// `CPU:0 [LOST 123 EVENTS]` (or without the CPU prefix).
 fn lost_events(line: &str) -> Option<u64> {
     let at = line.find("[LOST ")?;
@@ -365,27 +395,23 @@ impl FtraceCounts {
     }
 
     fn drc_found(&mut self, fields: &str) {
-        let (Some(xid), Some(result)) = (parse_xid(fields), field(fields, "result")) else {
+        let Some((xid, found)) = drc_found_fields(fields) else {
             self.lines_ignored += 1;
             return;
         };
-        match result {
-            "REPLY" => self.total_replays += 1,
-            "DROPIT" => self.total_drops += 1,
-            "DOIT" => {}
-            _ => {
-                self.lines_ignored += 1;
-                return;
-            }
+        match found {
+            DrcFound::Reply => self.total_replays += 1,
+            DrcFound::DropIt => self.total_drops += 1,
+            DrcFound::DoIt => {}
         }
         if let Some(entry) = self.entry(xid) {
-            match result {
-                "REPLY" => entry.replays += 1,
-                "DROPIT" => entry.drops += 1,
-                _ => entry.found_doit += 1,
+            match found {
+                DrcFound::Reply => entry.replays += 1,
+                DrcFound::DropIt => entry.drops += 1,
+                DrcFound::DoIt => entry.found_doit += 1,
             }
             // A replayed or dropped pass ends here; DOIT goes on to execute.
-            if result != "DOIT" {
+            if found != DrcFound::DoIt {
                 entry.in_pass = false;
             }
         }
@@ -554,6 +580,30 @@ mod tests {
         assert_eq!(c.cache_update_hits, 2);
         assert_eq!(c.counts_agree(), Some(true));
         assert_eq!(c.lines_ignored, 1);
+    }
+
+    #[test]
+    fn an_nfsd_drc_found_line_reads_as_its_xid_and_result() {
+        let found: Vec<_> = TRACE.lines().filter_map(drc_found_event).collect();
+        assert_eq!(
+            found,
+            [
+                (0x5a3f_0012, DrcFound::Reply),
+                (0x5a3f_0012, DrcFound::DropIt)
+            ]
+        );
+        let line = |fields: &str| format!("nfsd-1 [000] ..... 1.0: nfsd_drc_found: {fields}");
+        assert_eq!(
+            drc_found_event(&line("boot_time=1 xid=0x00000007 result=DOIT")),
+            Some((7, DrcFound::DoIt))
+        );
+        // A result nfsd does not print, a missing XID, another event that ends in the name.
+        assert_eq!(drc_found_event(&line("xid=0x00000007 result=MAYBE")), None);
+        assert_eq!(drc_found_event(&line("boot_time=1 result=DROPIT")), None);
+        assert_eq!(
+            drc_found_event("nfsd-1 [000] ..... 1.0: my_nfsd_drc_found: xid=0x1 result=DROPIT"),
+            None
+        );
     }
 
     /// A REMOVE deferred by an export-cache upcall, then revisited (the 6.12 event lines), an

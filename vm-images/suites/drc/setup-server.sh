@@ -6,12 +6,6 @@
 . /rig/lib/rig-suite.sh
 set -x
 NFSD_EXPORT_FS=ext4 nfsd_rdma_up "$NFSD_EXPORT_OPTS,fsid=1" -p "$MOUNT_TCP_PORT"
-# The execution hold, for the whole suite in its own session (the guest stops with the run).
-setsid "$RIG" hold-export --listen "$RIG_SERVER_IP:$EXECUTION_HOLD_PORT" --path /export \
-  > "$RIG_OUT/hold-export.log" 2>&1 < /dev/null &
-echo $! > /tmp/hold-export.pid
-sleep 0.5
-kill -0 "$(cat /tmp/hold-export.pid)" 2>/dev/null || { cat "$RIG_OUT/hold-export.log"; rig_result fail step=hold-export; exit 1; }
 cat /proc/fs/nfsd/reply_cache_stats
 # Executions counted in the kernel (`rig judge` in observe-nfsd.sh, per case): sunrpc:svc_process
 # (every call nfsd begins), nfsd:nfsd_drc_found (REPLY = replayed from the cache, DROPIT = an
@@ -20,8 +14,8 @@ cat /proc/fs/nfsd/reply_cache_stats
 # revisit is a second svc_process) and nfsd:nfsd_garbage_args_err (a call that did not decode,
 # never executed) are subtracted; sunrpc:svc_send and sunrpc:svc_drop end a pass, so a svc_defer
 # is told apart: inside a pass (deferred in nfsd_dispatch, subtracted) or before its svc_process
-# (deferred while authenticating, nothing to subtract). `rig hold-export` counts the svc_defer
-# lines too (the deferred case). Enabled once, after nfsd is loaded; a source this kernel lacks
+# (deferred while authenticating, nothing to subtract). `rig hold-export` counts svc_defer and
+# nfsd_drc_found DROPIT in its own instance (below). Enabled once, after nfsd is loaded; a source this kernel lacks
 # is left out and named in this case's RESULT (trace_sources_missing=), and /tmp/rig-trace-sources
 # lists those enabled (rig judge counts nothing without the first three).
 T=/sys/kernel/tracing
@@ -42,6 +36,14 @@ if [ -e $T/trace ]; then
 fi
 sources=${sources# }
 echo "$sources" > /tmp/rig-trace-sources
+# The execution hold, for the whole suite in its own session (the guest stops with the run).
+# Started once tracefs is mounted: it counts nfsd's drops and deferrals in an ftrace instance
+# of its own (instances/rig-hold-export), never in the trace above.
+setsid "$RIG" hold-export --listen "$RIG_SERVER_IP:$EXECUTION_HOLD_PORT" --path /export \
+  > "$RIG_OUT/hold-export.log" 2>&1 < /dev/null &
+echo $! > /tmp/hold-export.pid
+sleep 0.5
+kill -0 "$(cat /tmp/hold-export.pid)" 2>/dev/null || { cat "$RIG_OUT/hold-export.log"; rig_result fail step=hold-export; exit 1; }
 missing=
 for want in sunrpc:svc_process nfsd:nfsd_drc_found kprobes:rig_cache_update sunrpc:svc_defer nfsd:nfsd_garbage_args_err sunrpc:svc_send sunrpc:svc_drop; do
   case " $sources " in *" $want "*) ;; *) missing="$missing,$want" ;; esac
