@@ -30,7 +30,8 @@ const MAX_INPUT: u64 = 16 << 20;
 const ERROR_QUOTE: usize = 200;
 /// How much of `rig judge`'s last line a RESULT line quotes.
 const JUDGE_QUOTE: usize = 300;
-/// Longest wait for `rig serve` to see a scenario's connections close (`wait-closed`).
+/// Longest wait for `rig serve` to see a scenario's connections close (`scenario-result
+/// --serve-stats`).
 const CLOSE_WAIT: Duration = Duration::from_secs(10);
 const CLOSE_POLL: Duration = Duration::from_millis(200);
 
@@ -83,14 +84,15 @@ enum Command {
         /// `rig scenarios`' standard error.
         #[arg(long)]
         stderr: PathBuf,
-        words: Vec<String>,
-    },
-    /// The RESULT of `rig judge --serve-stats` on a scenario's verdict (selftest).
-    JudgedResult {
-        #[command(flatten)]
-        who: Who,
-        #[command(flatten)]
-        judged: JudgeRun,
+        /// Against `rig serve` (selftest): when the scenario passed, also wait until `rig serve`
+        /// has seen its connections close (at most 10 s), judge the verdict with the executions
+        /// it counted (`rig judge --serve-stats --write`, in-process) and print that RESULT
+        /// too: one exec where the script made four, each 0.1-0.2 s of a TCG guest's CPU.
+        #[arg(long, requires = "closed_before")]
+        serve_stats: Option<PathBuf>,
+        /// Connections `rig serve` had closed before the scenario (`closed-connections`).
+        #[arg(long, requires = "serve_stats")]
+        closed_before: Option<usize>,
         words: Vec<String>,
     },
     /// The RESULT of `rig judge --ftrace` beside kernel nfsd (the drc server guest).
@@ -216,17 +218,6 @@ enum Command {
     },
     /// Print how many connections `rig serve --stats` has seen close (0 without the file).
     ClosedConnections { stats: PathBuf },
-    /// Wait (at most 10 s) until `rig serve --stats` has seen `before` plus the verdict's
-    /// connections close, so that its counts for the scenario are final.
-    WaitClosed {
-        #[arg(long)]
-        stats: PathBuf,
-        #[arg(long)]
-        verdict: PathBuf,
-        /// Connections closed before the scenario (`closed-connections`).
-        #[arg(long)]
-        before: usize,
-    },
 }
 
 /// The counters a suite records ([`verdict::nfsd_stats::Counters`]).
@@ -250,21 +241,32 @@ pub fn run(args: Args) -> Result<u8> {
             label,
             rc,
             stderr,
+            serve_stats,
+            closed_before,
             words,
         } => {
             let first = first_verdict(&verdict).ok();
             let stderr = read_quote(&stderr);
             let mut result = scenario_result(&who, first.as_ref(), &scenario, &label, &rc, &stderr);
             add_words(&mut result, &words);
-            result
-        }
-        Command::JudgedResult { who, judged, words } => {
-            let failure = first_verdict(&judged.verdict)
-                .map(|v| v.failure)
-                .unwrap_or_default();
-            let output = read_text(&judged.judge_output);
-            let mut result = judged_result(&who, judged.judge_rc, &failure, &output);
-            add_words(&mut result, &words);
+            let code = exit_code(&result.verdict);
+            if let (EXIT_PASS, Some(stats), Some(before)) = (code, serve_stats, closed_before) {
+                crate::outln!("{}", result.to_line())?;
+                let connects = first.as_ref().map_or(0, |v| v.connects as usize);
+                wait_closed(&stats, before.saturating_add(connects));
+                let (judge_rc, judged) = crate::judge::judge_serve_stats(&verdict, &stats);
+                crate::outln!("== rig judge (exit {judge_rc})")?;
+                crate::out!("{judged}")?;
+                let failure = first_verdict(&verdict)
+                    .map(|v| v.failure)
+                    .unwrap_or_default();
+                crate::outln!(
+                    "{}",
+                    judged_result(&who, judge_rc, &failure, &judged).to_line()
+                )?;
+                // The scenario's status: the judgement is the second RESULT line's.
+                return Ok(code);
+            }
             result
         }
         Command::CountedResult { who, judged, words } => {
@@ -436,22 +438,18 @@ pub fn run(args: Args) -> Result<u8> {
             crate::outln!("{}", closed_connections(&stats))?;
             return Ok(0);
         }
-        Command::WaitClosed {
-            stats,
-            verdict,
-            before,
-        } => {
-            let connects = first_verdict(&verdict).map_or(0, |v| v.connects as usize);
-            let want = before.saturating_add(connects);
-            let started = Instant::now();
-            while closed_connections(&stats) < want && started.elapsed() < CLOSE_WAIT {
-                std::thread::sleep(CLOSE_POLL);
-            }
-            return Ok(0);
-        }
     };
     crate::outln!("{}", result.to_line())?;
     Ok(exit_code(&result.verdict))
+}
+
+/// Wait (bounded by [`CLOSE_WAIT`]) until `rig serve`'s stats say `want` connections closed, so
+/// its counts are final.
+fn wait_closed(stats: &Path, want: usize) {
+    let started = Instant::now();
+    while closed_connections(stats) < want && started.elapsed() < CLOSE_WAIT {
+        std::thread::sleep(CLOSE_POLL);
+    }
 }
 
 fn exit_code(verdict: &str) -> u8 {

@@ -316,6 +316,29 @@ fn judge_file(args: &Args, out: &mut Vec<String>) -> Result<Judgement> {
     Ok(worst)
 }
 
+/// `rig judge --verdict <verdict> --serve-stats <stats> --write`, in-process: its exit status
+/// and everything it would have printed (stdout, then `rig: <error>` as `main` prints an error,
+/// exit 2), for `rig guest scenario-result --serve-stats` (selftest), which spares the guest
+/// the exec.
+pub(crate) fn judge_serve_stats(verdict: &std::path::Path, stats: &std::path::Path) -> (u8, String) {
+    let args = Args {
+        verdict: verdict.to_path_buf(),
+        ftrace: None,
+        serve_stats: Some(stats.to_path_buf()),
+        write: true,
+    };
+    let mut out = Vec::new();
+    let judged = judge_file(&args, &mut out);
+    let mut text: String = out.iter().map(|line| format!("{line}\n")).collect();
+    match judged {
+        Ok(judgement) => (judgement.exit_code(), text),
+        Err(e) => {
+            text.push_str(&format!("rig: {e:#}\n"));
+            (2, text)
+        }
+    }
+}
+
 pub fn run(args: Args) -> Result<u8> {
     let mut out = Vec::new();
     let judgement = judge_file(&args, &mut out)?;
@@ -590,6 +613,34 @@ mod tests {
         assert_eq!(out[1..], ["executions_counted=2", "executions_inferred=1"]);
         // Without --write the file is untouched.
         assert_eq!(fs::read_to_string(&verdict).unwrap(), VERDICT);
+    }
+
+    /// What `rig guest scenario-result --serve-stats` gets in-process: what `rig judge --write`
+    /// would print and exit with, the verdict rewritten; an error as `main` prints one, exit 2.
+    #[test]
+    fn judging_in_process_prints_and_exits_as_the_command_would() {
+        let dir = tempfile_dir::Dir::new();
+        let verdict = dir.path().join("classic.after-ack.verdict.json");
+        let stats = dir.path().join("serve-classic.stats.json");
+        fs::write(&verdict, VERDICT).unwrap();
+        fs::write(
+            &stats,
+            r#"{"executions": [{"slot": 0, "xid": 1514078226, "procedure": "REMOVE", "executions": 2, "statuses": []}]}"#,
+        )
+        .unwrap();
+        let (rc, text) = judge_serve_stats(&verdict, &stats);
+        assert_eq!(rc, Judgement::Fail.exit_code());
+        assert!(
+            text.ends_with("executions_counted=2\nexecutions_inferred=1\n"),
+            "{text}"
+        );
+        // --write: the verdict now carries the counted executions.
+        assert!(fs::read_to_string(&verdict)
+            .unwrap()
+            .contains("\"executions_basis\": \"counted\""));
+        let (rc, text) = judge_serve_stats(&verdict, &dir.path().join("missing.json"));
+        assert_eq!(rc, 2);
+        assert!(text.starts_with("rig: ") && text.contains("missing.json"), "{text}");
     }
 
     #[test]

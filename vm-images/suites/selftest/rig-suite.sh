@@ -7,7 +7,7 @@
 #   rig_guest      `rig guest <command>`: a RESULT line rig writes from its own JSON, read with its
 #                  own types (crates/rig/src/guest.rs); no script here parses JSON
 #   serve_start / serve_stop       `rig serve` in the background, its --stats JSON into /rig/out
-#   closed_connections / judge_serve_stats   re-judge a case's verdict with `rig serve`'s counts
+#   closed_connections / SCENARIO_JUDGE_ARGS   re-judge a case's verdict with `rig serve`'s counts
 # The host's rig binary (~20 MB) is read over 9p with cache=none on every exec. The short-lived
 # per-case commands (`rig scenarios`, `rig judge`) run from a copy in this guest's tmpfs, made on
 # first use ($RIG_CASE_BIN); long-lived ones (`rig serve`) and guests that never run rig (the
@@ -122,7 +122,9 @@ rig_guest() {
 # run_scenario <label> <scenario> <rig scenarios args...>: run one scenario over RDMA with a
 # capture, keep the JSON verdict, and report what was observed. The guest verdict is `pass` when
 # the scenario ran to a verdict; whether that verdict is the expected one is the host's snapshot
-# comparison (fixtures/snapshots/interop/) and expected-differences.toml.
+# comparison (fixtures/snapshots/interop/) and expected-differences.toml. SCENARIO_JUDGE_ARGS
+# (selftest, against `rig serve`: `--serve-stats <stats> --closed-before <n>`) has the same
+# `rig guest` call then re-judge a scenario that ran with the executions `rig serve` counted.
 run_scenario() {
   label=$1; scenario=$2; shift 2
   out="$RIG_OUT/$RIG_CASE.verdict.json"
@@ -137,16 +139,17 @@ run_scenario() {
   cat "/tmp/$RIG_CASE.err" "$out"
   # The verdict read as rig's own type: pass when the scenario ran to a verdict ("ok", exit 0),
   # skip when this transport cannot run it ("unsupported-on-rdma": it sent nothing, the
-  # verdict's note is the reason, and SCENARIO_SKIPPED tells judge_serve_stats there is nothing
-  # to re-judge), fail otherwise (no verdict for the scenario: `rig scenarios` failed). The
-  # judgement/failure fields are the one rule on the *inferred* executions; the server side
-  # (drc) or judge_serve_stats (selftest) re-judges with counted executions.
-  SCENARIO_SKIPPED=
+  # verdict's note is the reason, nothing to re-judge), fail otherwise (no verdict for the
+  # scenario: `rig scenarios` failed). The judgement/failure fields are the one rule on the
+  # *inferred* executions; the server side (drc) or SCENARIO_JUDGE_ARGS (selftest: a second
+  # RESULT line, after waiting for `rig serve` to see the scenario's connections close so its
+  # counts are final) re-judges with counted executions. A count that failed is a harness
+  # failure of the case, never a pass. (Unquoted: words; the paths have no spaces.)
+  # shellcheck disable=SC2086
   rig_guest scenario-result --verdict "$out" --scenario "$scenario" --label "$label" --rc "$rc" \
-    --stderr "/tmp/$RIG_CASE.err"
+    --stderr "/tmp/$RIG_CASE.err" ${SCENARIO_JUDGE_ARGS:-}
   case $? in
-    0) return 0 ;;
-    3) SCENARIO_SKIPPED=1; return 0 ;;
+    0|3) return 0 ;;
     *) return 1 ;;
   esac
 }
@@ -193,26 +196,3 @@ closed_connections() {
   "$RIG_CASE_BIN" guest closed-connections "$1"
 }
 
-# judge_serve_stats <policy> <closed connections before the scenario>: re-judge this case's
-# verdict with the executions `rig serve` counted for its XID. `rig serve --stats-on-close`
-# rewrites the stats each time a connection closes; wait (bounded) until every connection the
-# scenario made (the verdict's "connects") has closed, so the counts are final, then
-# `rig judge --serve-stats --write` and report: pass, or fail with the rule's reason.
-judge_serve_stats() {
-  # A skipped scenario sent nothing to count; run_scenario's skip line is the case's result.
-  [ -z "${SCENARIO_SKIPPED:-}" ] || return 0
-  stats="$RIG_OUT/serve-$1.stats.json"
-  out="$RIG_OUT/$RIG_CASE.verdict.json"
-  rig_case_bin
-  "$RIG_CASE_BIN" guest wait-closed --stats "$stats" --verdict "$out" --before "$2"
-  "$RIG_CASE_BIN" judge --verdict "$out" --serve-stats "$stats" --write > "/tmp/$RIG_CASE.judge" 2>&1
-  judge_rc=$?
-  echo "== rig judge (exit $judge_rc)"; cat "/tmp/$RIG_CASE.judge"
-  # rig judge: 0 pass, 1 fail, 2 no count (bad input, or the XID missing from the stats), 3
-  # nothing sent. A count that failed is a harness failure of the case, never a pass: the
-  # scenario's own RESULT line is only the inferred, provisional judgement. The RESULT line is
-  # the case's verdict; the script itself ends well either way.
-  rig_guest judged-result --verdict "$out" --judge-output "/tmp/$RIG_CASE.judge" \
-    --judge-rc "$judge_rc"
-  return 0
-}

@@ -8,7 +8,7 @@
 . /rig/lib/rig-suite.sh
 policy=${RIG_CASE%%.*}
 scenario=${RIG_CASE#*.}
-closed_before=$(closed_connections "$RIG_OUT/serve-$policy.stats.json")
+stats="$RIG_OUT/serve-$policy.stats.json"
+SCENARIO_JUDGE_ARGS="--serve-stats $stats --closed-before $(closed_connections "$stats")"
 run_scenario "$policy" "$scenario" --mount-tcp "$RIG_SERVER_IP:$MOUNT_TCP_PORT" --export /export \
   --execution-hold "$RIG_SERVER_IP:$EXECUTION_HOLD_PORT" || exit $?
-judge_serve_stats "$policy" "$closed_before"

@@ -4,7 +4,7 @@
 . /rig/lib/rig-suite.sh
 policy=${RIG_CASE#serve-}
 # --stats-on-close: the stats are rewritten as each connection closes, so every scenario case
-# can count its own executions (judge_serve_stats) while this server runs. --control: the
+# can count its own executions (SCENARIO_JUDGE_ARGS) while this server runs. --control: the
 # scenario cases hold its execution (a duplicate then meets its original in progress).
 if serve_start "$policy" --mount-tcp "$RIG_SERVER_IP:$MOUNT_TCP_PORT" --stats-on-close \
   --control "$RIG_SERVER_IP:$EXECUTION_HOLD_PORT"; then
