@@ -320,7 +320,10 @@ fn judge_file(args: &Args, out: &mut Vec<String>) -> Result<Judgement> {
 /// and everything it would have printed (stdout, then `rig: <error>` as `main` prints an error,
 /// exit 2), for `rig guest scenario-result --serve-stats` (selftest), which spares the guest
 /// the exec.
-pub(crate) fn judge_serve_stats(verdict: &std::path::Path, stats: &std::path::Path) -> (u8, String) {
+pub(crate) fn judge_serve_stats(
+    verdict: &std::path::Path,
+    stats: &std::path::Path,
+) -> (u8, String) {
     let args = Args {
         verdict: verdict.to_path_buf(),
         ftrace: None,
@@ -640,7 +643,10 @@ mod tests {
             .contains("\"executions_basis\": \"counted\""));
         let (rc, text) = judge_serve_stats(&verdict, &dir.path().join("missing.json"));
         assert_eq!(rc, 2);
-        assert!(text.starts_with("rig: ") && text.contains("missing.json"), "{text}");
+        assert!(
+            text.starts_with("rig: ") && text.contains("missing.json"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -1,6 +1,8 @@
 //! `rig scenarios`: run the retransmission scenario × DRC policy matrix and print the verdicts.
 
-use anyhow::{bail, Result};
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
 use clap::ValueEnum;
 
 use crate::{out, outln};
@@ -88,6 +90,61 @@ pub struct Args {
     /// RDMA, --v41: longest wait for the server's grace period to end, in seconds.
     #[arg(long, default_value_t = 30, requires = "v41")]
     grace_secs: u64,
+    /// Append this run's capture window to this file: `<case> start <epoch µs>` as it begins
+    /// and `<case> end <epoch µs>` as it ends, error or not (the guests' `capture.windows`, by
+    /// which the host cuts the suite's capture into the case's own, interop/src/capture.rs).
+    /// The guest script's `date` made two execs a case for it.
+    #[arg(long, requires = "capture_case")]
+    capture_windows: Option<PathBuf>,
+    /// The case the window lines name (one word).
+    #[arg(long, requires = "capture_windows")]
+    capture_case: Option<String>,
+}
+
+/// One run's capture window, its end line written when dropped (an error return included).
+struct CaptureWindow {
+    file: PathBuf,
+    case: String,
+}
+
+impl CaptureWindow {
+    /// Write the start line (nothing without `--capture-windows`).
+    fn begin(file: Option<&Path>, case: Option<&str>) -> Result<Option<CaptureWindow>> {
+        let (Some(file), Some(case)) = (file, case) else {
+            return Ok(None);
+        };
+        if case.is_empty() || case.contains(char::is_whitespace) {
+            bail!("--capture-case {case:?}: one word, as the windows file is read");
+        }
+        let window = CaptureWindow {
+            file: file.to_path_buf(),
+            case: case.to_owned(),
+        };
+        window.line("start")?;
+        Ok(Some(window))
+    }
+
+    fn line(&self, edge: &str) -> Result<()> {
+        use std::io::Write;
+        let micros = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_micros());
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.file)
+            .with_context(|| format!("opening {}", self.file.display()))?;
+        writeln!(file, "{} {edge} {micros}", self.case)
+            .with_context(|| format!("writing {}", self.file.display()))
+    }
+}
+
+impl Drop for CaptureWindow {
+    fn drop(&mut self) {
+        if let Err(e) = self.line("end") {
+            eprintln!("rig scenarios: {e:#}");
+        }
+    }
 }
 
 /// A fresh prefix per run: names never collide with an earlier run's in the export.
@@ -176,6 +233,10 @@ fn parse_hex(hex: &str) -> Option<Vec<u8>> {
 }
 
 pub fn run(args: Args) -> Result<u8> {
+    let _window = CaptureWindow::begin(
+        args.capture_windows.as_deref(),
+        args.capture_case.as_deref(),
+    )?;
     if args.v41 && args.list {
         for scenario in rdma::v41::catalogue() {
             outln!("{:<24} REMOVE  {}", scenario.name, scenario.expected)?;
@@ -226,6 +287,64 @@ mod tests {
     use clap::Parser;
 
     type Cli = crate::test_cli::Cli<Args>;
+
+    /// The window's two lines, as interop's capture cutter reads them, around a run that
+    /// failed as well as one that did not; a case name the file could not carry is refused.
+    #[test]
+    fn a_run_records_its_capture_window_even_when_it_fails() {
+        let file = std::env::temp_dir().join(format!("rig-windows-{}", std::process::id()));
+        let _ = std::fs::remove_file(&file);
+        let path = file.to_str().unwrap();
+        let cli = Cli::parse_from([
+            "rig",
+            "--list",
+            "--capture-windows",
+            path,
+            "--capture-case",
+            "classic.once",
+        ]);
+        assert_eq!(run(cli.args).unwrap(), 0);
+        let cli = Cli::parse_from([
+            "rig",
+            "--transport",
+            "rdma",
+            "--capture-windows",
+            path,
+            "--capture-case",
+            "nfsd.burst",
+        ]);
+        assert!(run(cli.args).is_err());
+        let text = std::fs::read_to_string(&file).unwrap();
+        let edges: Vec<(&str, &str)> = text
+            .lines()
+            .map(|l| {
+                let mut w = l.split(' ');
+                let (case, edge) = (w.next().unwrap(), w.next().unwrap());
+                assert!(w.next().unwrap().parse::<u64>().unwrap() > 0);
+                (case, edge)
+            })
+            .collect();
+        assert_eq!(
+            edges,
+            [
+                ("classic.once", "start"),
+                ("classic.once", "end"),
+                ("nfsd.burst", "start"),
+                ("nfsd.burst", "end")
+            ]
+        );
+        let cli = Cli::parse_from([
+            "rig",
+            "--list",
+            "--capture-windows",
+            path,
+            "--capture-case",
+            "two words",
+        ]);
+        assert!(run(cli.args).is_err());
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), text);
+        std::fs::remove_file(&file).unwrap();
+    }
 
     #[test]
     fn rdma_needs_a_server_and_a_valid_root_handle() {

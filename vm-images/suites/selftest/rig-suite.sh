@@ -2,7 +2,7 @@
 # /rig/lib/rig-suite.sh by each suite's extra_files; sourced by their scripts after lib.sh).
 #   RIG            the rig binary built on the host (bookworm, same as the guests)
 #   rxe_up         the run's soft-RDMA device on eth0 (rdma_up of lib.sh; idempotent)
-#   capture_start / capture_stop   a per-case RoCEv2 capture into /rig/out/<case>.pcap
+#   capture_start  the suite's RDMA capture, cut per case into /rig/out/<case>.pcap
 #   run_scenario   one `rig scenarios --transport rdma` run → /rig/out/<case>.verdict.json + RESULT
 #   rig_guest      `rig guest <command>`: a RESULT line rig writes from its own JSON, read with its
 #                  own types (crates/rig/src/guest.rs); no script here parses JSON
@@ -82,12 +82,16 @@ nfsd_rdma_up() {
   grep -q "rdma $NFS_RDMA_PORT" /proc/fs/nfsd/portlist || { rig_result fail step=portlist; exit 1; }
 }
 
-# capture_start / capture_stop: RoCEv2 (UDP 4791) on eth0. One tcpdump runs for the whole suite
-# (started by the first case; starting one per case cost seconds under TCG and cut cases whose
-# tcpdump lagged); each case records its window in /rig/out/capture.windows, and the host cuts
-# the suite's capture into <case>.pcap (interop/src/capture.rs). driver.sh stops it at the end.
+# capture_start: the run's RDMA traffic on eth0 ($RIG_CAPTURE_FILTER). One tcpdump runs for the
+# whole suite (started by the first case; starting one per case cost seconds under TCG and cut
+# cases whose tcpdump lagged); each case's `rig scenarios` records its window in
+# /rig/out/capture.windows (--capture-windows), and the host cuts the suite's capture into
+# <case>.pcap (interop/src/capture.rs). driver.sh stops it at the end. Builtins only once it
+# runs (`read`, `kill -0`): an exec is 30-100 ms of a guest's TCG CPU.
 capture_start() {
-  if ! kill -0 "$(cat /tmp/suite-capture.pid 2>/dev/null)" 2>/dev/null; then
+  capture_pid=
+  [ -r /tmp/suite-capture.pid ] && read -r capture_pid < /tmp/suite-capture.pid
+  if ! kill -0 "${capture_pid:-none}" 2>/dev/null; then
     # Its own session: a case killed by its timeout must not take the suite capture with it.
     setsid tcpdump -i eth0 -s 0 -U -w /tmp/suite.pcap $RIG_CAPTURE_FILTER 2>/tmp/suite-capture.err &
     echo $! > /tmp/suite-capture.pid
@@ -99,11 +103,6 @@ capture_start() {
       sleep 0.2
     done
   fi
-  echo "$RIG_CASE start $(date +%s%6N)" >> "$RIG_OUT/capture.windows"
-}
-
-capture_stop() {
-  echo "$RIG_CASE end $(date +%s%6N)" >> "$RIG_OUT/capture.windows"
 }
 
 # rig_guest <command> [args...]: `rig guest <command>` for this case and role. The *-result
@@ -133,9 +132,10 @@ run_scenario() {
   # --relay: the guests' wire is the rig's relay (interop/src/wire.rs); the holds it makes on
   # the wire (the server's Send completions) force the orderings the scenario asks for.
   "$RIG_CASE_BIN" scenarios --transport rdma --server "$RIG_SERVER_IP:$NFS_RDMA_PORT" --relay \
-    --scenario "$scenario" --format json --label "$label" "$@" > "$out" 2> "/tmp/$RIG_CASE.err"
+    --scenario "$scenario" --format json --label "$label" "$@" \
+    --capture-windows "$RIG_OUT/capture.windows" --capture-case "$RIG_CASE" \
+    > "$out" 2> "/tmp/$RIG_CASE.err"
   rc=$?
-  capture_stop
   cat "/tmp/$RIG_CASE.err" "$out"
   # The verdict read as rig's own type: pass when the scenario ran to a verdict ("ok", exit 0),
   # skip when this transport cannot run it ("unsupported-on-rdma": it sent nothing, the
