@@ -7,7 +7,7 @@ use std::time::Duration;
 use anyhow::{ensure, Context, Result};
 use clap::{Parser, Subcommand};
 
-use interop::cache::{last_run_root, output_root};
+use interop::cache::output_root;
 use interop::images::{vm_images_dir, Builder, CustomKernel, CustomKind, Images};
 use interop::kbuild::series_patches;
 use interop::matrix::is_cmdline_word;
@@ -427,32 +427,55 @@ fn list(kernels: &KernelArgs, args: &RunArgs) -> Result<bool> {
     Ok(true)
 }
 
-/// Wall time per (kernel, suite) of the previous run's report (empty when there is none).
-fn previous_durations(
-    report: &std::path::Path,
+/// The wall time each (kernel, suite) took when it last ran among others, which orders the next
+/// run's queue (longest first): `suite-durations.json` in the image cache, so a clean clone on a
+/// machine that keeps the cache (CI's) orders its queue as well as the clone that ran before.
+/// Only runs that kept every worker busy update it: a suite run alone is faster than among
+/// others, and ranked by that time it starts too late (the 6.12 drc suite, timed alone at 94 s,
+/// started last in a full run and took 137 s there).
+const SCHEDULE_FILE: &str = "suite-durations.json";
+
+/// Wall times per (kernel, suite) from the schedule file (empty when there is none).
+fn scheduled_durations(
+    file: &std::path::Path,
 ) -> std::collections::BTreeMap<(String, String), u64> {
-    let mut durations = std::collections::BTreeMap::new();
-    let Ok(text) = interop::snapshots::read_bounded(report) else {
-        return durations;
+    let Ok(text) = interop::snapshots::read_bounded(file) else {
+        return Default::default();
     };
-    let Ok(value) = serde_json::from_str::<serde_json::Value>(&text) else {
-        return durations;
+    let Ok(entries) = serde_json::from_str::<std::collections::BTreeMap<String, u64>>(&text) else {
+        return Default::default();
     };
-    for run in value
-        .get("runs")
-        .and_then(serde_json::Value::as_array)
+    entries
         .into_iter()
-        .flatten()
-    {
-        if let (Some(kernel), Some(suite), Some(wall)) = (
-            run.get("kernel").and_then(serde_json::Value::as_str),
-            run.get("suite").and_then(serde_json::Value::as_str),
-            run.get("wall_ms").and_then(serde_json::Value::as_u64),
-        ) {
-            durations.insert((kernel.to_owned(), suite.to_owned()), wall);
-        }
+        .filter_map(|(key, wall)| {
+            let (kernel, suite) = key.split_once('/')?;
+            Some(((kernel.to_owned(), suite.to_owned()), wall))
+        })
+        .collect()
+}
+
+/// Record this run's wall times in the schedule file when it kept every worker busy (at least
+/// two suites per worker), keeping the entries of the suites it did not run.
+fn record_durations(
+    file: &std::path::Path,
+    runs: &[interop::report::KernelRun],
+    jobs: usize,
+) -> Result<()> {
+    if runs.len() < jobs.saturating_mul(2) {
+        return Ok(());
     }
-    durations
+    let mut durations = scheduled_durations(file);
+    for run in runs {
+        durations.insert((run.kernel.clone(), run.suite.clone()), run.wall_ms);
+    }
+    let entries: std::collections::BTreeMap<String, u64> = durations
+        .into_iter()
+        .map(|((kernel, suite), wall)| (format!("{kernel}/{suite}"), wall))
+        .collect();
+    let tmp = file.with_extension("json.tmp");
+    std::fs::write(&tmp, serde_json::to_string_pretty(&entries)? + "\n")
+        .with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, file).with_context(|| format!("replacing {}", file.display()))
 }
 
 /// What every (re)run of a queue needs: workers, images, settings and the progress printer.
@@ -479,8 +502,9 @@ fn run_queue(
     } = *context;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Mutex;
-    // Longest first, so the last ones to finish are short: the previous run's wall time of the
-    // same kernel × suite, else a tenth of the suite's summed case timeouts.
+    // Longest first, so the last ones to finish are short: the wall time of the same kernel ×
+    // suite when it last ran among others (SCHEDULE_FILE), else a tenth of the suite's summed
+    // case timeouts.
     let mut order: Vec<usize> = (0..work.len()).collect();
     order.sort_by_key(|&i| {
         let (k, suite) = work[i];
@@ -784,7 +808,8 @@ fn run_report(kernels: &KernelArgs, args: &RunArgs) -> Result<Report> {
     let out_root = output_root();
     let _output_lock = interop::runner::lock_output(&out_root)?;
     let runs_root = out_root.join("runs");
-    let previous = previous_durations(&last_run_root().join("report.json"));
+    let schedule = interop::cache::cache_root().join(SCHEDULE_FILE);
+    let previous = scheduled_durations(&schedule);
     let run_root = create_run_dir(&runs_root)?;
     link_last(&out_root, &run_root)?;
     progress.done(
@@ -958,6 +983,11 @@ fn run_report(kernels: &KernelArgs, args: &RunArgs) -> Result<Report> {
             run
         }));
     }
+    if args.repeat == 1 {
+        if let Err(e) = record_durations(&schedule, &runs, args.jobs) {
+            eprintln!("interop: the queue order for the next run was not recorded: {e:#}");
+        }
+    }
     let mut report = Report { runs };
     let expectations = interop::expect::load(&vm_images_dir().join("expectations.toml"))?;
     interop::expect::apply(&mut report, &expectations, &args.cases);
@@ -988,4 +1018,57 @@ fn run_report(kernels: &KernelArgs, args: &RunArgs) -> Result<Report> {
         progress.done(Phase::Report, "prune", &pruned.display().to_string(), None);
     }
     Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(kernel: &str, suite: &str, wall_ms: u64) -> interop::report::KernelRun {
+        serde_json::from_value(serde_json::json!({
+            "kernel": kernel, "release": "6.12.118", "accel": "tcg", "suite": suite,
+            "wall_ms": wall_ms, "cases": [], "artifacts": [], "attempt": 1
+        }))
+        .unwrap()
+    }
+
+    /// A run that kept its workers busy sets the next run's order; a suite run alone (faster
+    /// than among others) does not; a suite the next run did not run keeps its time.
+    #[test]
+    fn only_runs_that_kept_every_worker_busy_order_the_next_queue() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join(SCHEDULE_FILE);
+        assert!(scheduled_durations(&file).is_empty());
+        let full = [
+            run("linux-6.12", "drc", 137_000),
+            run("linux-6.12", "smoke", 37_000),
+            run("linux-6.1", "drc", 130_000),
+            run("linux-6.1", "smoke", 37_000),
+        ];
+        record_durations(&file, &full, 2).unwrap();
+        let key = |k: &str, s: &str| (k.to_owned(), s.to_owned());
+        assert_eq!(
+            scheduled_durations(&file)[&key("linux-6.12", "drc")],
+            137_000
+        );
+        // Alone: one suite for three workers.
+        record_durations(&file, &[run("linux-6.12", "drc", 94_000)], 3).unwrap();
+        assert_eq!(
+            scheduled_durations(&file)[&key("linux-6.12", "drc")],
+            137_000
+        );
+        // Busy again, on other suites: the drc times stay.
+        let smoke: Vec<_> = ["linux-6.1", "linux-6.12", "linux-7.x"]
+            .iter()
+            .map(|k| run(k, "smoke", 30_000))
+            .collect();
+        record_durations(&file, &smoke, 1).unwrap();
+        let now = scheduled_durations(&file);
+        assert_eq!(now[&key("linux-6.12", "smoke")], 30_000);
+        assert_eq!(now[&key("linux-6.1", "drc")], 130_000);
+        assert_eq!(now.len(), 5);
+        // A file that is not ours orders nothing.
+        std::fs::write(&file, "not json").unwrap();
+        assert!(scheduled_durations(&file).is_empty());
+    }
 }
