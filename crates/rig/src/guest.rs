@@ -21,6 +21,7 @@ use verdict::record::{Verdict, UNSUPPORTED};
 use verdict::send_completion::{judge_premise, ClientMeasurement};
 
 use crate::bench_rpc::Measurement;
+use crate::judge::Counts;
 use crate::svcrdma_rules::Row;
 use wirefuzz::rules::{answers_text, Answer, CaseKind, KernelProfile};
 
@@ -48,19 +49,6 @@ struct Who {
     case: String,
     #[arg(long)]
     role: String,
-}
-
-/// One `rig judge` run: the verdict it judged (and rewrote), what it printed, its exit status.
-#[derive(Debug, clap::Args)]
-struct JudgeRun {
-    #[arg(long)]
-    verdict: PathBuf,
-    /// What `rig judge` printed.
-    #[arg(long)]
-    judge_output: PathBuf,
-    /// `rig judge`'s exit status.
-    #[arg(long)]
-    judge_rc: u8,
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -95,13 +83,38 @@ enum Command {
         closed_before: Option<usize>,
         words: Vec<String>,
     },
-    /// The RESULT of `rig judge --ftrace` beside kernel nfsd (the drc server guest).
-    CountedResult {
+    /// The drc server guest's end of a case, one exec where its script made four: the kernel's
+    /// deltas (`nfsd-deltas` into `--kernel-txt`), the case's trace copied from `--trace` with
+    /// the sources line first (`--ftrace`, at most 16 MiB + 1 byte, so an overflowing copy is
+    /// refused rather than judged truncated), `rig judge --ftrace --write` in-process (its
+    /// `key=value` lines join the deltas), the log a maintainer reads, and the `counted-result`
+    /// RESULT with the kernel's observations as its words.
+    CountedCase {
         #[command(flatten)]
         who: Who,
-        #[command(flatten)]
-        judged: JudgeRun,
-        words: Vec<String>,
+        /// The client's verdict (judged and rewritten).
+        #[arg(long)]
+        verdict: PathBuf,
+        /// The ftrace text to copy (`/sys/kernel/tracing/trace`; absent: an empty copy).
+        #[arg(long)]
+        trace: PathBuf,
+        /// The event sources the set-up enabled (the copy's first line).
+        #[arg(long, default_value = "")]
+        trace_sources: String,
+        /// Where the case's trace copy goes (`<case>.ftrace.txt`).
+        #[arg(long)]
+        ftrace: PathBuf,
+        /// The snapshots before and after the case (`rcs`, `rpc`, `dmesg`).
+        #[arg(long)]
+        before: PathBuf,
+        #[arg(long)]
+        after: PathBuf,
+        /// The case's kernel.txt (its snapshot's kernel lines).
+        #[arg(long)]
+        kernel_txt: PathBuf,
+        /// The kernel's release (`kernel=` in the RESULT).
+        #[arg(long)]
+        kernel: String,
     },
     /// The RESULT of an NFSv4.1 session scenario's judgement (`rig scenarios --v41`).
     V41Result {
@@ -254,7 +267,8 @@ pub fn run(args: Args) -> Result<u8> {
                 crate::outln!("{}", result.to_line())?;
                 let connects = first.as_ref().map_or(0, |v| v.connects as usize);
                 wait_closed(&stats, before.saturating_add(connects));
-                let (judge_rc, judged) = crate::judge::judge_serve_stats(&verdict, &stats);
+                let (judge_rc, judged) =
+                    crate::judge::judge_in_process(&verdict, Counts::ServeStats(&stats));
                 crate::outln!("== rig judge (exit {judge_rc})")?;
                 crate::out!("{judged}")?;
                 let failure = first_verdict(&verdict)
@@ -269,12 +283,31 @@ pub fn run(args: Args) -> Result<u8> {
             }
             result
         }
-        Command::CountedResult { who, judged, words } => {
-            let first = first_verdict(&judged.verdict).ok();
-            let output = read_text(&judged.judge_output);
-            let mut result = counted_result(&who, judged.judge_rc, first.as_ref(), &output);
-            add_words(&mut result, &words);
-            result
+        Command::CountedCase {
+            who,
+            verdict,
+            trace,
+            trace_sources,
+            ftrace,
+            before,
+            after,
+            kernel_txt,
+            kernel,
+        } => {
+            let case = CountedCase {
+                verdict: &verdict,
+                trace: &trace,
+                trace_sources: &trace_sources,
+                ftrace: &ftrace,
+                before: &before,
+                after: &after,
+                kernel_txt: &kernel_txt,
+            };
+            let (result, log) = counted_case(&who, &case, &kernel)?;
+            crate::out!("{log}")?;
+            crate::outln!("{}", result.to_line())?;
+            // The script ends well either way: the RESULT line is the case's verdict.
+            return Ok(0);
         }
         Command::V41Result {
             who,
@@ -676,7 +709,7 @@ fn last_line_quote(judged: &str, limit: usize) -> String {
     quote
 }
 
-/// `judge_serve_stats`' RESULT: `rig judge` exits 0 pass, 1 fail, 2 no count (a harness
+/// The selftest judgement's RESULT (`scenario-result --serve-stats`): `rig judge` exits 0 pass, 1 fail, 2 no count (a harness
 /// failure of the case, never a pass), 3 nothing sent although the scenario did not skip.
 fn judged_result(who: &Who, judge_rc: u8, failure: &str, judged: &str) -> GuestResult {
     let counted = executions_counted(judged).unwrap_or("unknown");
@@ -706,6 +739,85 @@ fn judged_result(who: &Who, judge_rc: u8, failure: &str, judged: &str) -> GuestR
         }
     }
     result
+}
+
+/// The files of one drc case's end on the server guest (`counted-case`).
+struct CountedCase<'a> {
+    verdict: &'a Path,
+    trace: &'a Path,
+    trace_sources: &'a str,
+    ftrace: &'a Path,
+    before: &'a Path,
+    after: &'a Path,
+    kernel_txt: &'a Path,
+}
+
+/// Largest trace copy: one byte over `rig judge`'s input limit, so an overflowing copy is
+/// refused by it rather than judged truncated.
+const TRACE_COPY_LIMIT: u64 = MAX_INPUT + 1;
+
+/// `counted-case`: write the deltas and the trace copy, judge, and return the RESULT and the
+/// case log's text (the judgement, the deltas, the new dmesg lines), as observe-nfsd.sh wrote
+/// them when it ran `nfsd-deltas`, `head`, `rig judge` and `counted-result` one by one.
+fn counted_case(who: &Who, case: &CountedCase<'_>, kernel: &str) -> Result<(GuestResult, String)> {
+    use std::fmt::Write as _;
+    use std::io::Read as _;
+    let read = |dir: &Path, name: &str| read_text(&dir.join(name));
+    let deltas = nfsd_stats::deltas(
+        Counters::Nfs3,
+        &read(case.before, "rcs"),
+        &read(case.after, "rcs"),
+        &read(case.before, "rpc"),
+        &read(case.after, "rpc"),
+    );
+    let mut kernel_lines: Vec<String> = deltas.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    let after_dmesg = read(case.after, "dmesg");
+    let new_dmesg = nfsd_stats::new_log_lines(&read(case.before, "dmesg"), &after_dmesg);
+    let mut copy = format!("# rig-sources: {}\n", case.trace_sources).into_bytes();
+    if let Ok(file) = std::fs::File::open(case.trace) {
+        let room = TRACE_COPY_LIMIT.saturating_sub(copy.len() as u64);
+        file.take(room)
+            .read_to_end(&mut copy)
+            .with_context(|| format!("reading {}", case.trace.display()))?;
+    }
+    std::fs::write(case.ftrace, &copy).with_context(|| format!("{}", case.ftrace.display()))?;
+    let (judge_rc, judged) =
+        crate::judge::judge_in_process(case.verdict, Counts::Ftrace(case.ftrace));
+    let mut log = format!("== rig judge (exit {judge_rc})\n{judged}");
+    // rig judge's key=value lines (a key of [a-z_] only) join the deltas.
+    kernel_lines.extend(
+        judged
+            .lines()
+            .filter(|line| judge_key_line(line))
+            .map(str::to_owned),
+    );
+    let kernel_text: String = kernel_lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(case.kernel_txt, &kernel_text)
+        .with_context(|| format!("{}", case.kernel_txt.display()))?;
+    let _ = write!(
+        log,
+        "== deltas\n{kernel_text}== new dmesg lines ({new_dmesg})\n"
+    );
+    if new_dmesg > 0 {
+        let lines: Vec<&str> = after_dmesg.lines().collect();
+        for line in &lines[lines.len().saturating_sub(new_dmesg)..] {
+            let _ = writeln!(log, "{line}");
+        }
+    }
+    let first = first_verdict(case.verdict).ok();
+    let mut result = counted_result(who, judge_rc, first.as_ref(), &judged);
+    let mut words = vec![format!("kernel={kernel}"), format!("dmesg_new={new_dmesg}")];
+    words.extend(kernel_text.split_whitespace().map(str::to_owned));
+    add_words(&mut result, &words);
+    Ok((result, log))
+}
+
+/// Whether a line of `rig judge`'s output is one of its `key=value` lines: a key of `[a-z_]`
+/// only (its summary line is not).
+fn judge_key_line(line: &str) -> bool {
+    line.split_once('=').is_some_and(|(key, _)| {
+        !key.is_empty() && key.bytes().all(|b| b.is_ascii_lowercase() || b == b'_')
+    })
 }
 
 /// The drc server's RESULT after `rig judge --ftrace`: 0 pass, 1 fail (the reason is the

@@ -316,18 +316,26 @@ fn judge_file(args: &Args, out: &mut Vec<String>) -> Result<Judgement> {
     Ok(worst)
 }
 
-/// `rig judge --verdict <verdict> --serve-stats <stats> --write`, in-process: its exit status
-/// and everything it would have printed (stdout, then `rig: <error>` as `main` prints an error,
-/// exit 2), for `rig guest scenario-result --serve-stats` (selftest), which spares the guest
-/// the exec.
-pub(crate) fn judge_serve_stats(
-    verdict: &std::path::Path,
-    stats: &std::path::Path,
-) -> (u8, String) {
+/// Where an in-process judgement counts the executions.
+pub(crate) enum Counts<'a> {
+    /// `--ftrace`: kernel nfsd's trace (the drc server guest).
+    Ftrace(&'a std::path::Path),
+    /// `--serve-stats`: `rig serve`'s stats (selftest).
+    ServeStats(&'a std::path::Path),
+}
+
+/// `rig judge --verdict <verdict> --ftrace|--serve-stats <file> --write`, in-process: its exit
+/// status and everything it would have printed (stdout, then `rig: <error>` as `main` prints an
+/// error, exit 2), for the `rig guest` commands that spare a TCG guest the exec.
+pub(crate) fn judge_in_process(verdict: &std::path::Path, counts: Counts<'_>) -> (u8, String) {
+    let (ftrace, serve_stats) = match counts {
+        Counts::Ftrace(path) => (Some(path.to_path_buf()), None),
+        Counts::ServeStats(path) => (None, Some(path.to_path_buf())),
+    };
     let args = Args {
         verdict: verdict.to_path_buf(),
-        ftrace: None,
-        serve_stats: Some(stats.to_path_buf()),
+        ftrace,
+        serve_stats,
         write: true,
     };
     let mut out = Vec::new();
@@ -631,7 +639,7 @@ mod tests {
             r#"{"executions": [{"slot": 0, "xid": 1514078226, "procedure": "REMOVE", "executions": 2, "statuses": []}]}"#,
         )
         .unwrap();
-        let (rc, text) = judge_serve_stats(&verdict, &stats);
+        let (rc, text) = judge_in_process(&verdict, Counts::ServeStats(&stats));
         assert_eq!(rc, Judgement::Fail.exit_code());
         assert!(
             text.ends_with("executions_counted=2\nexecutions_inferred=1\n"),
@@ -641,7 +649,10 @@ mod tests {
         assert!(fs::read_to_string(&verdict)
             .unwrap()
             .contains("\"executions_basis\": \"counted\""));
-        let (rc, text) = judge_serve_stats(&verdict, &dir.path().join("missing.json"));
+        let (rc, text) = judge_in_process(
+            &verdict,
+            Counts::ServeStats(&dir.path().join("missing.json")),
+        );
         assert_eq!(rc, 2);
         assert!(
             text.starts_with("rig: ") && text.contains("missing.json"),

@@ -12,16 +12,20 @@
 # deltas; a failed judgement fails the case (reason=...).
 #
 # Everything after the client is done is on the case's critical path, and each process costs
-# 50-200 ms under TCG: what can be read with shell builtins is (small files, /proc), and what
-# can be done before rig_ready is done there.
+# 50-200 ms under TCG: what can be read with shell builtins is (small files, /proc), what can be
+# done before rig_ready is done there, and the rest is one `rig guest counted-case`.
 . /rig/lib/rig-suite.sh
 T=/sys/kernel/tracing
-snap() { # <dir>
-  mkdir -p "$1"
-  cat /proc/fs/nfsd/reply_cache_stats > "$1/rcs"
-  cat /proc/net/rpc/nfsd > "$1/rpc"
+# copy_small <file> <to>: a few lines of /proc copied with builtins (no `cat` exec).
+copy_small() {
+  while IFS= read -r line || [ -n "$line" ]; do printf '%s\n' "$line"; done < "$1" > "$2"
+}
+snap() { # <dir> (made below, once)
+  copy_small /proc/fs/nfsd/reply_cache_stats "$1/rcs"
+  copy_small /proc/net/rpc/nfsd "$1/rpc"
   dmesg > "$1/dmesg"
 }
+[ -d /tmp/after ] || mkdir -p /tmp/before /tmp/after
 snap /tmp/before
 rig_case_bin
 read -r release < /proc/sys/kernel/osrelease
@@ -33,43 +37,20 @@ rig_wait_client_done 120 || { rig_result fail step=client-not-done; exit 1; }
 # Replies still in flight when the client exits are counted once nfsd finishes them.
 sleep 0.3
 snap /tmp/after
-# The deltas, read by rig with wire's procedure names (crates/verdict/src/nfsd_stats.rs): the
-# reply cache's counters (hits/misses/not cached/...), the `rc`, `rpc` and `proc3` lines of
-# /proc/net/rpc/nfsd, into the case's kernel.txt; it prints the number of new dmesg lines.
-kernel_txt=$RIG_OUT/$RIG_CASE.kernel.txt
-new_dmesg=$("$RIG_CASE_BIN" guest nfsd-deltas --counters nfs3 --before /tmp/before --after /tmp/after \
-  --out "$kernel_txt")
-# The trace, with the sources enabled on this kernel as its first line; one byte over rig judge's
-# 16 MiB limit at most, so an overflowing copy is refused rather than judged truncated.
-verdict_file="$RIG_OUT/$RIG_CASE.verdict.json"
-ftrace="$RIG_OUT/$RIG_CASE.ftrace.txt"
-first="# rig-sources: $trace_sources"
-printf '%s\n' "$first" > "$ftrace"
-[ -e $T/trace ] && head -c $(( 16777217 - ${#first} - 1 )) $T/trace >> "$ftrace"
-"$RIG_CASE_BIN" judge --verdict "$verdict_file" --ftrace "$ftrace" --write > /tmp/judge.out 2>&1
-judge_rc=$?
-echo "== rig judge (exit $judge_rc)"
-while IFS= read -r line || [ -n "$line" ]; do
-  printf '%s\n' "$line"
-  # rig judge's key=value lines (a key of [a-z_] only) join the deltas.
-  key=${line%%=*}
-  case $line in *=*) case $key in ''|*[!a-z_]*) ;; *) printf '%s\n' "$line" >> "$kernel_txt" ;; esac ;; esac
-done < /tmp/judge.out
-echo "== deltas"
-deltas=
-while IFS= read -r line || [ -n "$line" ]; do
-  printf '%s\n' "$line"
-  deltas="$deltas $line"
-done < "$kernel_txt"
-echo "== new dmesg lines ($new_dmesg)"
-[ "$new_dmesg" = 0 ] || tail -n "$new_dmesg" /tmp/after/dmesg
-# The RESULT line, from rig judge's exit status and the verdict read as rig's own type
-# (crates/rig/src/guest.rs counted_result): 0 pass, 1 fail (the reason is the verdict's
-# "failure"), 2 no count (bad input: no verdict file, an unreadable trace, the XID missing from
-# it), 3 nothing sent (a scenario this transport cannot run: a skip, whose reason the client's
-# RESULT gives; or a client that failed before its XID, whose own RESULT fails the case). A
-# count that failed is a harness failure of the case, never a pass. The script ends well either
-# way: the RESULT line is the case's verdict.
-rig_guest counted-result --verdict "$verdict_file" --judge-output /tmp/judge.out \
-  --judge-rc "$judge_rc" kernel="$release" dmesg_new="$new_dmesg" $deltas
+# The rest is one exec (crates/rig/src/guest.rs counted_case): the deltas, read by rig with
+# wire's procedure names (crates/verdict/src/nfsd_stats.rs: the reply cache's counters, the `rc`,
+# `rpc` and `proc3` lines of /proc/net/rpc/nfsd) into the case's kernel.txt; the trace copied
+# with the sources enabled on this kernel as its first line (one byte over rig judge's 16 MiB
+# limit at most, so an overflowing copy is refused rather than judged truncated); rig judge in
+# it, whose key=value lines join the deltas; the judgement, the deltas and the new dmesg lines
+# printed; and the RESULT line, from the judgement and the verdict read as rig's own type:
+# pass, fail (the reason is the verdict's "failure"), no count (bad input: no verdict file, an
+# unreadable trace, the XID missing from it) or nothing sent (a scenario this transport cannot
+# run: a skip, whose reason the client's RESULT gives; or a client that failed before its XID,
+# whose own RESULT fails the case). A count that failed is a harness failure of the case, never
+# a pass. The script ends well either way: the RESULT line is the case's verdict.
+rig_guest counted-case --verdict "$RIG_OUT/$RIG_CASE.verdict.json" --trace $T/trace \
+  --trace-sources "$trace_sources" --ftrace "$RIG_OUT/$RIG_CASE.ftrace.txt" \
+  --before /tmp/before --after /tmp/after --kernel-txt "$RIG_OUT/$RIG_CASE.kernel.txt" \
+  --kernel "$release"
 exit 0

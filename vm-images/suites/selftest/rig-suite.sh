@@ -105,6 +105,12 @@ capture_start() {
   fi
 }
 
+# rig_show <file>: print a small file with builtins (a `cat` exec is 30-100 ms of TCG CPU).
+rig_show() {
+  [ -r "$1" ] || return 0
+  while IFS= read -r line || [ -n "$line" ]; do printf '%s\n' "$line"; done < "$1"
+}
+
 # rig_guest <command> [args...]: `rig guest <command>` for this case and role. The *-result
 # commands print the case's RESULT line (JSON, verdict::guest::GuestResult) and exit 0 pass,
 # 1 fail, 3 skip; 2 is rig failing before its line, which is then a fail line here (an earlier
@@ -136,7 +142,8 @@ run_scenario() {
     --capture-windows "$RIG_OUT/capture.windows" --capture-case "$RIG_CASE" \
     > "$out" 2> "/tmp/$RIG_CASE.err"
   rc=$?
-  cat "/tmp/$RIG_CASE.err" "$out"
+  rig_show "/tmp/$RIG_CASE.err"
+  rig_show "$out"
   # The verdict read as rig's own type: pass when the scenario ran to a verdict ("ok", exit 0),
   # skip when this transport cannot run it ("unsupported-on-rdma": it sent nothing, the
   # verdict's note is the reason, nothing to re-judge), fail otherwise (no verdict for the

@@ -354,3 +354,118 @@ fn a_source_build_of_a_measured_version_gets_that_versions_profile() {
     assert_eq!(name("6.12.119"), None);
     assert_eq!(name("2026"), None);
 }
+
+/// A drc case's end on the server guest, from the files observe-nfsd.sh leaves it: the deltas
+/// and the judge's key lines in kernel.txt, the trace copy with its sources line, the log, and
+/// the RESULT with the kernel's observations after the judgement.
+#[test]
+fn a_counted_case_writes_what_the_script_wrote_and_judges_the_copy() {
+    let dir = std::env::temp_dir().join(format!("rig-counted-case-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let (before, after) = (dir.join("before"), dir.join("after"));
+    std::fs::create_dir_all(&before).unwrap();
+    std::fs::create_dir_all(&after).unwrap();
+    let rcs = |hits: u32, misses: u32| {
+        format!(
+            "max entries:           2048\nnum entries:           {misses}\nhash buckets:          64\n\
+             mem usage:             1000\ncache hits:            {hits}\ncache misses:          {misses}\n\
+             not cached:            1\npayload misses:        0\n"
+        )
+    };
+    let rpc = |calls: u32, removes: u32| {
+        format!(
+            "rc 0 0 1\nrpc {calls} 0 0 0 0\nproc3 22 1 0 0 0 0 0 0 0 0 0 0 0 {removes} 0 0 0 0 0 0 0 0 0\n"
+        )
+    };
+    std::fs::write(before.join("rcs"), rcs(0, 0)).unwrap();
+    std::fs::write(after.join("rcs"), rcs(1, 1)).unwrap();
+    std::fs::write(before.join("rpc"), rpc(1, 0)).unwrap();
+    std::fs::write(after.join("rpc"), rpc(3, 2)).unwrap();
+    std::fs::write(before.join("dmesg"), "[ 1.0] a\n[ 2.0] b\n").unwrap();
+    std::fs::write(after.join("dmesg"), "[ 1.0] a\n[ 2.0] b\n[ 3.0] nfsd: c\n").unwrap();
+    let verdict_file = dir.join("nfsd.after-ack.verdict.json");
+    let v = r#"[{"scenario": "after-ack", "label": "nfsd", "procedure": "REMOVE", "outcome": "ok",
+        "xid": 1514078226, "transmissions": 2, "argument_sets": 1, "replies": 2,
+        "replies_identical": true, "statuses": ["NFS3_OK", "NFS3_OK"], "executions": 1,
+        "executions_basis": "inferred", "inference": "x", "judgement": "pass", "failure": "",
+        "credits_requested": 8, "credits_granted": 8, "unanswered": 0, "credits_balanced": true,
+        "transport_errors": 0, "connects": 1, "connection": "up", "note": "n"}]"#;
+    std::fs::write(&verdict_file, v).unwrap();
+    let trace = dir.join("trace");
+    let trace_text = "# tracer: nop\n\
+        \x20 nfsd-1 [000] ..... 1.1: svc_process: addr=10.99.0.2 xid=0x5a3f0012 service=nfsd vers=3 proc=REMOVE\n\
+        \x20 nfsd-1 [000] ..... 1.2: rig_cache_update: (nfsd_cache_update+0x0/0x2a0 [nfsd])\n\
+        \x20 nfsd-1 [000] ..... 1.3: svc_process: addr=10.99.0.2 xid=0x5a3f0012 service=nfsd vers=3 proc=REMOVE\n\
+        \x20 nfsd-1 [000] ..... 1.4: nfsd_drc_found: boot_time=  6571a2b3c xid=0x5a3f0012 result=REPLY\n";
+    std::fs::write(&trace, trace_text).unwrap();
+    let sources = "sunrpc:svc_process nfsd:nfsd_drc_found kprobes:rig_cache_update";
+    let (ftrace, kernel_txt) = (dir.join("ftrace.txt"), dir.join("kernel.txt"));
+    let case = CountedCase {
+        verdict: &verdict_file,
+        trace: &trace,
+        trace_sources: sources,
+        ftrace: &ftrace,
+        before: &before,
+        after: &after,
+        kernel_txt: &kernel_txt,
+    };
+    let srv = Who {
+        case: "nfsd.after-ack".into(),
+        role: "srv".into(),
+    };
+    let (result, log) = counted_case(&srv, &case, "6.12.118").unwrap();
+    assert_eq!(
+        std::fs::read_to_string(&ftrace).unwrap(),
+        format!("# rig-sources: {sources}\n{trace_text}")
+    );
+    let kernel = std::fs::read_to_string(&kernel_txt).unwrap();
+    assert!(
+        kernel.starts_with("num_entries=1\ncache_hits=1\n"),
+        "{kernel}"
+    );
+    assert!(
+        kernel.contains("\nproc3_remove=2\nexecutions_counted=1\n"),
+        "{kernel}"
+    );
+    assert!(
+        !kernel.contains("rig judge:"),
+        "the summary line is not a key line: {kernel}"
+    );
+    assert!(
+        log.starts_with("== rig judge (exit 0)\nrig judge: pass"),
+        "{log}"
+    );
+    assert!(log.contains(&format!(
+        "== deltas\n{kernel}== new dmesg lines (1)\n[ 3.0] nfsd: c\n"
+    )));
+    assert_eq!(result.verdict, "pass");
+    let field = |k: &str| result.fields.get(k).map(String::as_str);
+    assert_eq!(field("judge"), Some("pass"));
+    assert_eq!(field("kernel"), Some("6.12.118"));
+    assert_eq!(field("dmesg_new"), Some("1"));
+    assert_eq!(field("proc3_remove"), Some("2"));
+    assert_eq!(field("executions_counted"), Some("1"));
+    // A trace over the limit is copied one byte over it, and the judge refuses the copy.
+    let big = vec![b'x'; MAX_INPUT as usize + 10];
+    std::fs::write(&trace, big).unwrap();
+    let (result, _) = counted_case(&srv, &case, "6.12.118").unwrap();
+    assert_eq!(std::fs::metadata(&ftrace).unwrap().len(), TRACE_COPY_LIMIT);
+    assert_eq!(
+        (result.verdict.as_str(), field_of(&result, "judge")),
+        ("fail", "error")
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+fn field_of<'a>(result: &'a GuestResult, key: &str) -> &'a str {
+    result.fields.get(key).map_or("", String::as_str)
+}
+
+#[test]
+fn only_the_judges_key_lines_join_the_deltas() {
+    assert!(judge_key_line("executions_counted=1"));
+    assert!(!judge_key_line("rig judge: pass: a=b"));
+    assert!(!judge_key_line("Executions=1"));
+    assert!(!judge_key_line("=1"));
+    assert!(!judge_key_line("no equals"));
+}
