@@ -600,8 +600,8 @@ mod tests {
         assert_eq!(judge_file(&args, &mut out).unwrap(), Judgement::NotCounted);
     }
 
-    #[test]
-    fn serve_stats_count_too() {
+    /// The verdict and `rig serve` stats that count its XID executed twice.
+    fn serve_stats_case() -> (tempfile_dir::Dir, PathBuf, PathBuf) {
         let dir = tempfile_dir::Dir::new();
         let verdict = dir.path().join("classic.after-ack.verdict.json");
         let stats = dir.path().join("serve-classic.stats.json");
@@ -611,6 +611,12 @@ mod tests {
             r#"{"executions": [{"slot": 0, "xid": 1514078226, "procedure": "REMOVE", "executions": 2, "statuses": []}]}"#,
         )
         .unwrap();
+        (dir, verdict, stats)
+    }
+
+    #[test]
+    fn serve_stats_count_too() {
+        let (_dir, verdict, stats) = serve_stats_case();
         let cli = Cli::parse_from([
             "rig",
             "--verdict",
@@ -630,15 +636,7 @@ mod tests {
     /// would print and exit with, the verdict rewritten; an error as `main` prints one, exit 2.
     #[test]
     fn judging_in_process_prints_and_exits_as_the_command_would() {
-        let dir = tempfile_dir::Dir::new();
-        let verdict = dir.path().join("classic.after-ack.verdict.json");
-        let stats = dir.path().join("serve-classic.stats.json");
-        fs::write(&verdict, VERDICT).unwrap();
-        fs::write(
-            &stats,
-            r#"{"executions": [{"slot": 0, "xid": 1514078226, "procedure": "REMOVE", "executions": 2, "statuses": []}]}"#,
-        )
-        .unwrap();
+        let (dir, verdict, stats) = serve_stats_case();
         let (rc, text) = judge_in_process(&verdict, Counts::ServeStats(&stats));
         assert_eq!(rc, Judgement::Fail.exit_code());
         assert!(

@@ -295,25 +295,13 @@ mod tests {
         let file = std::env::temp_dir().join(format!("rig-windows-{}", std::process::id()));
         let _ = std::fs::remove_file(&file);
         let path = file.to_str().unwrap();
-        let cli = Cli::parse_from([
-            "rig",
-            "--list",
-            "--capture-windows",
-            path,
-            "--capture-case",
-            "classic.once",
-        ]);
-        assert_eq!(run(cli.args).unwrap(), 0);
-        let cli = Cli::parse_from([
-            "rig",
-            "--transport",
-            "rdma",
-            "--capture-windows",
-            path,
-            "--capture-case",
-            "nfsd.burst",
-        ]);
-        assert!(run(cli.args).is_err());
+        let windowed = |first: &[&str], case: &str| {
+            let window = ["--capture-windows", path, "--capture-case", case];
+            let argv = ["rig"].iter().chain(first).chain(&window).copied();
+            run(Cli::parse_from(argv).args)
+        };
+        assert_eq!(windowed(&["--list"], "classic.once").unwrap(), 0);
+        assert!(windowed(&["--transport", "rdma"], "nfsd.burst").is_err());
         let text = std::fs::read_to_string(&file).unwrap();
         let edges: Vec<(&str, &str)> = text
             .lines()
@@ -333,15 +321,7 @@ mod tests {
                 ("nfsd.burst", "end")
             ]
         );
-        let cli = Cli::parse_from([
-            "rig",
-            "--list",
-            "--capture-windows",
-            path,
-            "--capture-case",
-            "two words",
-        ]);
-        assert!(run(cli.args).is_err());
+        assert!(windowed(&["--list"], "two words").is_err());
         assert_eq!(std::fs::read_to_string(&file).unwrap(), text);
         std::fs::remove_file(&file).unwrap();
     }
