@@ -404,19 +404,14 @@ pub fn run(args: Args) -> Result<u8> {
                 CountersArg::Nfs3 => Counters::Nfs3,
                 CountersArg::Nfs41 => Counters::Nfs41,
             };
-            let read = |dir: &Path, name: &str| read_text(&dir.join(name));
-            let deltas = nfsd_stats::deltas(
-                counters,
-                &read(&before, "rcs"),
-                &read(&after, "rcs"),
-                &read(&before, "rpc"),
-                &read(&after, "rpc"),
-            );
-            let text: String = deltas.iter().map(|(k, v)| format!("{k}={v}\n")).collect();
+            let snapshots = NfsdSnapshots::read(&before, &after);
+            let text: String = snapshots
+                .deltas(counters)
+                .iter()
+                .map(|line| format!("{line}\n"))
+                .collect();
             std::fs::write(&out, text).with_context(|| format!("{}", out.display()))?;
-            let new_lines =
-                nfsd_stats::new_log_lines(&read(&before, "dmesg"), &read(&after, "dmesg"));
-            crate::outln!("{new_lines}")?;
+            crate::outln!("{}", snapshots.new_log_lines())?;
             return Ok(0);
         }
         Command::SvcrdmaResults {
@@ -709,8 +704,9 @@ fn last_line_quote(judged: &str, limit: usize) -> String {
     quote
 }
 
-/// The selftest judgement's RESULT (`scenario-result --serve-stats`): `rig judge` exits 0 pass, 1 fail, 2 no count (a harness
-/// failure of the case, never a pass), 3 nothing sent although the scenario did not skip.
+/// The selftest judgement's RESULT (`scenario-result --serve-stats`): `rig judge` exits 0 pass,
+/// 1 fail, 2 no count (a harness failure of the case, never a pass), 3 nothing sent although the
+/// scenario did not skip.
 fn judged_result(who: &Who, judge_rc: u8, failure: &str, judged: &str) -> GuestResult {
     let counted = executions_counted(judged).unwrap_or("unknown");
     let verdict = if judge_rc == 0 { "pass" } else { "fail" };
@@ -741,6 +737,49 @@ fn judged_result(who: &Who, judge_rc: u8, failure: &str, judged: &str) -> GuestR
     result
 }
 
+/// What a server guest's script saved of nfsd before and after a case (`rcs`:
+/// reply_cache_stats, `rpc`: /proc/net/rpc/nfsd, `dmesg`), for `nfsd-deltas` and `counted-case`.
+struct NfsdSnapshots {
+    before_rcs: String,
+    after_rcs: String,
+    before_rpc: String,
+    after_rpc: String,
+    before_dmesg: String,
+    after_dmesg: String,
+}
+
+impl NfsdSnapshots {
+    fn read(before: &Path, after: &Path) -> NfsdSnapshots {
+        let read = |dir: &Path, name: &str| read_text(&dir.join(name));
+        NfsdSnapshots {
+            before_rcs: read(before, "rcs"),
+            after_rcs: read(after, "rcs"),
+            before_rpc: read(before, "rpc"),
+            after_rpc: read(after, "rpc"),
+            before_dmesg: read(before, "dmesg"),
+            after_dmesg: read(after, "dmesg"),
+        }
+    }
+
+    /// The counters' deltas as `key=value` lines (kernel.txt's).
+    fn deltas(&self, counters: Counters) -> Vec<String> {
+        nfsd_stats::deltas(
+            counters,
+            &self.before_rcs,
+            &self.after_rcs,
+            &self.before_rpc,
+            &self.after_rpc,
+        )
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect()
+    }
+
+    fn new_log_lines(&self) -> usize {
+        nfsd_stats::new_log_lines(&self.before_dmesg, &self.after_dmesg)
+    }
+}
+
 /// The files of one drc case's end on the server guest (`counted-case`).
 struct CountedCase<'a> {
     verdict: &'a Path,
@@ -762,17 +801,9 @@ const TRACE_COPY_LIMIT: u64 = MAX_INPUT + 1;
 fn counted_case(who: &Who, case: &CountedCase<'_>, kernel: &str) -> Result<(GuestResult, String)> {
     use std::fmt::Write as _;
     use std::io::Read as _;
-    let read = |dir: &Path, name: &str| read_text(&dir.join(name));
-    let deltas = nfsd_stats::deltas(
-        Counters::Nfs3,
-        &read(case.before, "rcs"),
-        &read(case.after, "rcs"),
-        &read(case.before, "rpc"),
-        &read(case.after, "rpc"),
-    );
-    let mut kernel_lines: Vec<String> = deltas.iter().map(|(k, v)| format!("{k}={v}")).collect();
-    let after_dmesg = read(case.after, "dmesg");
-    let new_dmesg = nfsd_stats::new_log_lines(&read(case.before, "dmesg"), &after_dmesg);
+    let snapshots = NfsdSnapshots::read(case.before, case.after);
+    let mut kernel_lines = snapshots.deltas(Counters::Nfs3);
+    let new_dmesg = snapshots.new_log_lines();
     let mut copy = format!("# rig-sources: {}\n", case.trace_sources).into_bytes();
     if let Ok(file) = std::fs::File::open(case.trace) {
         let room = TRACE_COPY_LIMIT.saturating_sub(copy.len() as u64);
@@ -799,7 +830,7 @@ fn counted_case(who: &Who, case: &CountedCase<'_>, kernel: &str) -> Result<(Gues
         "== deltas\n{kernel_text}== new dmesg lines ({new_dmesg})\n"
     );
     if new_dmesg > 0 {
-        let lines: Vec<&str> = after_dmesg.lines().collect();
+        let lines: Vec<&str> = snapshots.after_dmesg.lines().collect();
         for line in &lines[lines.len().saturating_sub(new_dmesg)..] {
             let _ = writeln!(log, "{line}");
         }

@@ -106,8 +106,10 @@ struct TraceTally {
     drops_untracked: bool,
     /// `svc_defer` lines.
     deferrals: usize,
-    /// The part of a line not yet ended by a newline (`None`: skipping an overlong line).
-    partial: Option<Vec<u8>>,
+    /// The part of a line not yet ended by a newline.
+    partial: Vec<u8>,
+    /// The line under way is longer than [`MAX_TRACE_LINE`]: skipped up to its newline.
+    overlong: bool,
 }
 
 impl TraceTally {
@@ -116,14 +118,15 @@ impl TraceTally {
         for piece in bytes.split_inclusive(|&b| b == b'\n') {
             let ended = piece.ends_with(b"\n");
             let piece = piece.strip_suffix(b"\n").unwrap_or(piece);
-            match self.partial.as_mut() {
-                Some(line) if line.len() + piece.len() <= MAX_TRACE_LINE => {
-                    line.extend_from_slice(piece)
-                }
-                _ => self.partial = None,
+            if !self.overlong && self.partial.len() + piece.len() <= MAX_TRACE_LINE {
+                self.partial.extend_from_slice(piece);
+            } else {
+                self.overlong = true;
+                self.partial.clear();
             }
             if ended {
-                if let Some(line) = self.partial.replace(Vec::new()) {
+                let line = std::mem::take(&mut self.partial);
+                if !std::mem::take(&mut self.overlong) {
                     self.line(&String::from_utf8_lossy(&line));
                 }
             }
@@ -189,10 +192,7 @@ impl TraceInstance {
             pipe,
             drc_found,
             svc_defer,
-            tally: TraceTally {
-                partial: Some(Vec::new()),
-                ..TraceTally::default()
-            },
+            tally: TraceTally::default(),
         })
     }
 
@@ -493,10 +493,7 @@ mod tests {
     use super::*;
 
     fn tally() -> TraceTally {
-        TraceTally {
-            partial: Some(Vec::new()),
-            ..TraceTally::default()
-        }
+        TraceTally::default()
     }
 
     /// The 6.12.118 lines of a burst under the execution hold, and a deferral.
